@@ -1,0 +1,42 @@
+"""keras-gauss: Gaussian embeddings (Vilnis & McCallum, ICLR 2015) for Keras 3.
+
+Words or concepts are Gaussians `N(mu, Sigma)` with diagonal or spherical
+covariance, compared by the log expected-likelihood kernel (symmetric) or by
+KL divergence (asymmetric, for entailment), and trained with a max-margin
+ranking loss under hard constraints on means and variances.
+"""
+
+try:
+    import tensorflow  # noqa: F401
+except ImportError as error:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "keras-gauss needs TensorFlow. Install it with the extra that fits "
+        "your machine: `pip install keras-gauss[cpu]` (CPU-only wheel) or "
+        "`pip install keras-gauss[gpu]`."
+    ) from error
+
+from keras_gauss import ops
+from keras_gauss.callbacks import ProjectConstraints
+from keras_gauss.constraints import NormClip
+from keras_gauss.constraints import RowConstraint
+from keras_gauss.constraints import VarianceClip
+from keras_gauss.layers import ELEnergy
+from keras_gauss.layers import GaussianEmbedding
+from keras_gauss.layers import KLEnergy
+from keras_gauss.losses import MaxMarginRanking
+from keras_gauss.optimizers import SparseAdagrad
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ELEnergy",
+    "GaussianEmbedding",
+    "KLEnergy",
+    "MaxMarginRanking",
+    "NormClip",
+    "ProjectConstraints",
+    "RowConstraint",
+    "SparseAdagrad",
+    "VarianceClip",
+    "ops",
+]

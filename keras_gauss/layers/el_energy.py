@@ -1,0 +1,53 @@
+import keras
+
+from keras_gauss import ops as gauss_ops
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class ELEnergy(keras.layers.Layer):
+    """Log expected-likelihood energy `log N(0; mu_i - mu_j, Sigma_i + Sigma_j)`.
+
+    The paper's symmetric similarity (Section 4.1): the log of the inner
+    product of the two densities. Higher is more similar. See
+    `keras_gauss.ops.el_energy`.
+
+    The layer computes in float32 by default (`dtype="float32"`), also when
+    the global policy is `mixed_float16`, so that energies stay finite.
+
+    Args:
+        include_constant: keep the `-d/2 log(2 pi)` term (default True: the
+            value is the exact log density; the constant changes neither
+            gradients nor rankings).
+        **kwargs: other `keras.layers.Layer` arguments.
+
+    Call arguments:
+        mean_i, var_i: `(..., d)` mean and variance of the first Gaussians.
+        mean_j, var_j: `(..., d)` mean and variance of the second Gaussians.
+
+    Returns:
+        `(...)` energies.
+
+    Example:
+
+    >>> import numpy as np
+    >>> words = GaussianEmbedding(100, 8)
+    >>> mean_i, var_i = words(np.array([1, 2]))
+    >>> mean_j, var_j = words(np.array([3, 4]))
+    >>> ELEnergy()(mean_i, var_i, mean_j, var_j).shape
+    TensorShape([2])
+    """
+
+    def __init__(self, include_constant=True, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(**kwargs)
+        self.include_constant = bool(include_constant)
+
+    def call(self, mean_i, var_i, mean_j, var_j):
+        return gauss_ops.el_energy(
+            mean_i, var_i, mean_j, var_j, include_constant=self.include_constant
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"include_constant": self.include_constant})
+        return config

@@ -1,0 +1,186 @@
+import keras
+from keras import ops
+
+from keras_gauss.constraints.norm_clip import NormClip
+from keras_gauss.constraints.variance_clip import VarianceClip
+
+COVARIANCES = ("diagonal", "spherical")
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class GaussianEmbedding(keras.layers.Layer):
+    """Maps integer ids to Gaussians `N(mu, Sigma)` with diagonal or
+    spherical covariance.
+
+    The layer holds two tables: `means`, shaped `(input_dim, output_dim)`, and
+    `variances`, shaped `(input_dim, output_dim)` for `"diagonal"` covariance
+    or `(input_dim, 1)` for `"spherical"` (one variance per row). Calling it on
+    ids shaped `(...)` returns the pair `(mean, variance)`, both shaped
+    `(..., output_dim)`; a spherical variance is broadcast.
+
+    The variances are stored directly (no softplus or log), as in the paper,
+    and kept inside `[min_variance, max_variance]` by a hard constraint; the
+    means are kept inside the ball `||mu|| <= max_norm`. Both constraints are
+    attached to the variables, so every Keras optimizer enforces them after
+    each step. `keras_gauss.optimizers.SparseAdagrad` enforces them on the
+    touched rows only, which keeps a step's cost independent of the
+    vocabulary size.
+
+    Use two layers for separate word and context tables (the paper's corpus
+    model) or call one layer on both sides for a shared table (required for
+    hierarchies trained with KL, where separate tables let variances grow
+    without bound).
+
+    Defaults: means start uniform in `[-0.05, 0.05]` (like
+    `keras.layers.Embedding`), variances start at 1. The bounds `C = 2`,
+    `m = 0.05`, `M = 5` are wide enough for both energies at 50 dimensions;
+    the paper leaves them open and the training pipelines set their own.
+
+    Args:
+        input_dim: size of the vocabulary (number of Gaussians), `> 0`.
+        output_dim: dimension `d` of the embedding space, `> 0`.
+        covariance: `"diagonal"` or `"spherical"`.
+        mean_initializer: initializer of the means table.
+        variance_initializer: initializer of the variances table; its values
+            are clipped into `[min_variance, max_variance]` when built.
+        max_norm: `C`, the bound on each mean's L2 norm, or `None` for no
+            bound.
+        min_variance: `m > 0`, the smallest variance.
+        max_variance: `M >= m`, the largest variance.
+        **kwargs: other `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = GaussianEmbedding(1000, 50)
+    >>> mean, var = layer(np.array([[3, 14], [15, 92]]))
+    >>> mean.shape, var.shape
+    (TensorShape([2, 2, 50]), TensorShape([2, 2, 50]))
+    """
+
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        covariance="diagonal",
+        mean_initializer="uniform",
+        variance_initializer="ones",
+        max_norm=2.0,
+        min_variance=0.05,
+        max_variance=5.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("input_dim", input_dim), ("output_dim", output_dim)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"`{name}` must be a positive integer, got {value!r}."
+                )
+        if covariance not in COVARIANCES:
+            raise ValueError(
+                f"`covariance` must be one of {COVARIANCES}, got {covariance!r}."
+            )
+        self.input_dim = input_dim
+        self.output_dim = output_dim
+        self.covariance = covariance
+        self.mean_initializer = keras.initializers.get(mean_initializer)
+        self.variance_initializer = keras.initializers.get(variance_initializer)
+        self.max_norm = None if max_norm is None else float(max_norm)
+        self.mean_constraint = None if max_norm is None else NormClip(max_norm)
+        self.variance_constraint = VarianceClip(min_variance, max_variance)
+        self.min_variance = self.variance_constraint.min_value
+        self.max_variance = self.variance_constraint.max_value
+        # Sparse row updates and the id range check are not XLA friendly.
+        self.supports_jit = False
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.means = self.add_weight(
+            shape=(self.input_dim, self.output_dim),
+            initializer=self.mean_initializer,
+            constraint=self.mean_constraint,
+            name="means",
+        )
+        variance_columns = self.output_dim if self.covariance == "diagonal" else 1
+        self.variances = self.add_weight(
+            shape=(self.input_dim, variance_columns),
+            initializer=self.variance_initializer,
+            constraint=self.variance_constraint,
+            name="variances",
+        )
+        # Start inside the constraints, whatever the initializers produced.
+        self.variances.assign(self.variance_constraint(self.variances))
+        if self.mean_constraint is not None:
+            self.means.assign(self.mean_constraint(self.means))
+        self.built = True
+
+    def call(self, ids):
+        ids = self._check_ids(ids)
+        mean = ops.take(self.means, ids, axis=0)
+        var = ops.take(self.variances, ids, axis=0)
+        if self.covariance == "spherical":
+            var = ops.broadcast_to(var, ops.shape(mean))
+        return mean, var
+
+    def _check_ids(self, ids):
+        dtype = keras.backend.standardize_dtype(ids.dtype)
+        if "int" not in dtype:
+            raise TypeError(
+                f"{self.__class__.__name__} '{self.name}' expects integer ids, "
+                f"got dtype {dtype}. Convert words to ids with a vocabulary "
+                "lookup first."
+            )
+        if dtype not in ("int32", "int64"):
+            ids = ops.cast(ids, "int32")
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            message = (
+                f"{self.__class__.__name__} '{self.name}': ids must lie in "
+                f"[0, input_dim={self.input_dim})"
+            )
+            checks = [
+                tf.debugging.assert_non_negative(ids, message=message),
+                tf.debugging.assert_less(
+                    ids, tf.cast(self.input_dim, ids.dtype), message=message
+                ),
+            ]
+            with tf.control_dependencies(checks):
+                ids = tf.identity(ids)
+        return ids
+
+    def compute_output_shape(self, input_shape):
+        shape = tuple(input_shape) + (self.output_dim,)
+        return shape, shape
+
+    def compute_output_spec(self, ids):
+        dtype = keras.backend.standardize_dtype(ids.dtype)
+        if "int" not in dtype:
+            raise TypeError(
+                f"{self.__class__.__name__} '{self.name}' expects integer ids, "
+                f"got dtype {dtype}."
+            )
+        shape = tuple(ids.shape) + (self.output_dim,)
+        spec = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        return spec, keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "covariance": self.covariance,
+                "mean_initializer": keras.initializers.serialize(
+                    self.mean_initializer
+                ),
+                "variance_initializer": keras.initializers.serialize(
+                    self.variance_initializer
+                ),
+                "max_norm": self.max_norm,
+                "min_variance": self.min_variance,
+                "max_variance": self.max_variance,
+            }
+        )
+        return config

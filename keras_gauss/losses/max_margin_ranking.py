@@ -1,0 +1,101 @@
+import keras
+from keras import ops
+
+
+def max_margin_ranking(y_true, y_pred, margin=1.0):
+    """Pairwise hinge loss on energies: `sum max(0, m - E_i + E_j)`.
+
+    For every pair of list items with `y_true[i] > y_true[j]`, the energy of
+    the better item `i` should exceed that of `j` by the margin `m`. With a
+    list `[E(w, c+), E(w, c1-), ..., E(w, ck-)]` and labels `[1, 0, ..., 0]`
+    this is the paper's loss `max(0, m - E(w, c+) + E(w, c-))` summed over
+    the `k` negatives.
+
+    Args:
+        y_true: `(batch, list_size)` relevance labels; only their order
+            matters (higher is better).
+        y_pred: `(batch, list_size)` energies (higher is better).
+        margin: the margin `m`.
+
+    Returns:
+        `(batch,)` losses, summed over the pairs of each list.
+
+    Example:
+
+    >>> import numpy as np
+    >>> float(max_margin_ranking(np.array([[1.0, 0.0]]),
+    ...                          np.array([[-2.0, -2.5]]))[0])
+    0.5
+    """
+    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
+    if len(y_pred.shape) == 1:
+        raise ValueError(
+            "MaxMarginRanking expects lists of energies shaped "
+            f"(batch, list_size), got shape {tuple(y_pred.shape)}. Stack the "
+            "positive and negative energies on the last axis."
+        )
+    if tuple(y_true.shape) != tuple(y_pred.shape) and None not in y_true.shape:
+        raise ValueError(
+            f"`y_true` shape {tuple(y_true.shape)} does not match `y_pred` "
+            f"shape {tuple(y_pred.shape)}."
+        )
+    # better[b, i, j] is 1 where item i should outrank item j.
+    better = ops.cast(
+        ops.greater(ops.expand_dims(y_true, -1), ops.expand_dims(y_true, -2)),
+        "float32",
+    )
+    gaps = ops.expand_dims(y_pred, -1) - ops.expand_dims(y_pred, -2)
+    hinge = ops.relu(margin - gaps)
+    return ops.sum(better * hinge, axis=(-2, -1))
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class MaxMarginRanking(keras.losses.Loss):
+    """Max-margin ranking loss on energies (the paper's training loss).
+
+    `L = max(0, m - E(w, c+) + E(w, c-))`, generalised to lists: `y_pred`
+    holds energies shaped `(batch, list_size)` (for example the positive
+    energy followed by `k` negative energies) and `y_true` holds relevance
+    labels of the same shape (for example `[1, 0, ..., 0]`). Every pair
+    whose labels are ordered contributes a hinge term. The loss is computed
+    in float32.
+
+    Args:
+        margin: the margin `m > 0` (default 1.0).
+        reduction: how per-example losses are reduced (Keras's default,
+            `"sum_over_batch_size"`, averages them).
+        name: name of the loss.
+        dtype: dtype of the loss computations.
+
+    Example:
+
+    >>> import numpy as np
+    >>> loss = MaxMarginRanking(margin=1.0)
+    >>> y_true = np.array([[1.0, 0.0, 0.0]])
+    >>> y_pred = np.array([[-1.0, -1.5, -3.0]])  # E+, E1-, E2-
+    >>> float(loss(y_true, y_pred))  # max(0, 1 - 0.5) + max(0, 1 - 2)
+    0.5
+    """
+
+    def __init__(
+        self,
+        margin=1.0,
+        reduction="sum_over_batch_size",
+        name="max_margin_ranking",
+        dtype=None,
+    ):
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
+            raise TypeError(f"`margin` must be a number, got {margin!r}.")
+        if not margin > 0:
+            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.margin = float(margin)
+
+    def call(self, y_true, y_pred):
+        return max_margin_ranking(y_true, y_pred, margin=self.margin)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"margin": self.margin})
+        return config

@@ -1,0 +1,3 @@
+from keras_gauss.optimizers.sparse_adagrad import SparseAdagrad
+
+__all__ = ["SparseAdagrad"]

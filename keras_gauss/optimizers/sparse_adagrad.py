@@ -1,0 +1,143 @@
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class SparseAdagrad(keras.optimizers.Optimizer):
+    """AdaGrad that reads and writes only the table rows in the batch.
+
+    The update is Keras's `Adagrad` exactly
+    (`acc += g^2; w -= lr * g / sqrt(acc + epsilon)`), but where Keras
+    densifies the sparse gradient of an embedding lookup and then projects
+    every row of every constrained table after each step, this optimizer:
+
+    - sums the gradient rows of repeated ids (the exact minibatch gradient),
+    - updates only those rows of the variable and of its accumulator,
+    - applies a row-wise constraint (`keras_gauss.constraints.RowConstraint`,
+      such as the `NormClip` and `VarianceClip` of `GaussianEmbedding`) to
+      those rows only, inside the same step.
+
+    So the cost of a step depends on the batch, not on the vocabulary, and
+    the constraints hold after every step, also when `model.fit` runs
+    several steps per call (`steps_per_execution > 1`). Dense gradients and
+    constraints that are not row-wise take Keras's ordinary dense path.
+    Sparse gradients need the TensorFlow backend; with other backends the
+    optimizer runs the dense path.
+
+    Args:
+        learning_rate: float or schedule (default 0.05).
+        initial_accumulator_value: starting value of the accumulators.
+        epsilon: small float added inside the square root.
+        name: name of the optimizer.
+        **kwargs: other `keras.optimizers.Optimizer` arguments.
+
+    Example:
+
+    >>> model.compile(optimizer=SparseAdagrad(0.05), loss=MaxMarginRanking())
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.05,
+        initial_accumulator_value=0.1,
+        epsilon=1e-7,
+        name="sparse_adagrad",
+        **kwargs,
+    ):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        if initial_accumulator_value < 0:
+            raise ValueError(
+                "`initial_accumulator_value` must be >= 0, got "
+                f"{initial_accumulator_value}."
+            )
+        self.initial_accumulator_value = initial_accumulator_value
+        self.epsilon = epsilon
+        self._row_constraints = {}
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._accumulators = self.add_optimizer_variables(
+            var_list,
+            "accumulator",
+            initializer=keras.initializers.Constant(self.initial_accumulator_value),
+        )
+
+    def apply(self, grads, trainable_variables=None):
+        # Row constraints are applied to the touched rows in `update_step`;
+        # hide them from the base class, which would project whole tables.
+        if trainable_variables is None:
+            variables = self._trainable_variables
+        else:
+            variables = list(trainable_variables)
+        hidden = [v for v in variables if _row_constraint(v) is not None]
+        self._row_constraints = {self._var_key(v): v.constraint for v in hidden}
+        for v in hidden:
+            v.constraint = None
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            for v in hidden:
+                v.constraint = self._row_constraints[self._var_key(v)]
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        accumulator = self._accumulators[index]
+        constraint = self._row_constraints.get(self._var_key(variable))
+        lr = ops.cast(learning_rate, variable.dtype)
+        if _is_indexed_slices(gradient):
+            self._sparse_update(gradient, variable, accumulator, constraint, lr)
+            return
+        gradient = ops.cast(gradient, variable.dtype)
+        self.assign_add(accumulator, ops.square(gradient))
+        self.assign_sub(
+            variable, lr * gradient / ops.sqrt(accumulator + self.epsilon)
+        )
+        if constraint is not None:
+            self.assign(variable, constraint(variable))
+
+    def _sparse_update(self, gradient, variable, accumulator, constraint, lr):
+        import tensorflow as tf
+
+        rows, positions = tf.unique(gradient.indices)
+        values = tf.math.unsorted_segment_sum(
+            tf.cast(gradient.values, variable.dtype), positions, tf.shape(rows)[0]
+        )
+        accumulator = _tf_variable(accumulator)
+        variable = _tf_variable(variable)
+        acc_rows = tf.gather(accumulator, rows) + tf.square(values)
+        accumulator.scatter_update(tf.IndexedSlices(acc_rows, rows))
+        new_rows = tf.gather(variable, rows) - lr * values / tf.sqrt(
+            acc_rows + self.epsilon
+        )
+        if constraint is not None:
+            new_rows = constraint(new_rows)
+        variable.scatter_update(tf.IndexedSlices(new_rows, rows))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "initial_accumulator_value": self.initial_accumulator_value,
+                "epsilon": self.epsilon,
+            }
+        )
+        return config
+
+
+def _row_constraint(variable):
+    constraint = getattr(variable, "constraint", None)
+    return constraint if getattr(constraint, "rowwise", False) else None
+
+
+def _is_indexed_slices(value):
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return isinstance(value, tf.IndexedSlices)
+
+
+def _tf_variable(variable):
+    return variable.value if isinstance(variable, keras.Variable) else variable

@@ -117,11 +117,22 @@ class GaussianEmbedding(keras.layers.Layer):
 
     def call(self, ids):
         ids = self._check_ids(ids)
-        mean = ops.take(self.means, ids, axis=0)
-        var = ops.take(self.variances, ids, axis=0)
+        mean = self._lookup(self.means, ids)
+        var = self._lookup(self.variances, ids)
         if self.covariance == "spherical":
             var = ops.broadcast_to(var, ops.shape(mean))
         return mean, var
+
+    def _lookup(self, table, ids):
+        if keras.backend.backend() != "tensorflow":
+            return ops.take(table, ids, axis=0)
+        import tensorflow as tf
+
+        # Gather straight from the resource variable: reading the whole
+        # table into a tensor (what `ops.take` does) keeps a reference alive
+        # that makes the optimizer's row scatter copy the entire table.
+        rows = tf.gather(table.value, ids)
+        return ops.cast(rows, self.compute_dtype)
 
     def _check_ids(self, ids):
         dtype = keras.backend.standardize_dtype(ids.dtype)

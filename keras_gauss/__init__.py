@@ -6,6 +6,12 @@ KL divergence (asymmetric, for entailment), and trained with a max-margin
 ranking loss under hard constraints on means and variances.
 """
 
+import os
+
+# TensorFlow's C++ start-up chatter (oneDNN, CPU features) is noise for our
+# users; errors still show. Set TF_CPP_MIN_LOG_LEVEL yourself to override.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 try:
     import tensorflow  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the install
@@ -24,6 +30,7 @@ from keras_gauss.layers import ELEnergy
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.layers import KLEnergy
 from keras_gauss.losses import MaxMarginRanking
+from keras_gauss.losses import ThresholdedDivergence
 from keras_gauss.optimizers import SparseAdagrad
 
 __version__ = "0.1.0"
@@ -37,6 +44,7 @@ __all__ = [
     "ProjectConstraints",
     "RowConstraint",
     "SparseAdagrad",
+    "ThresholdedDivergence",
     "VarianceClip",
     "ops",
 ]

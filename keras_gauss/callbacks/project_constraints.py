@@ -20,9 +20,10 @@ class ProjectConstraints(keras.callbacks.Callback):
     ends.
 
     Args:
-        constraints: a dict mapping variables, or variable paths such as
-            `"words/means"` (see `model.variables[i].path`), to constraint
-            objects.
+        constraints: a dict mapping variable paths such as
+            `"words/means"` (see `model.variables[i].path`) to constraint
+            objects. (Keras variables are not hashable, so they cannot be
+            the keys.)
 
     Example:
 

@@ -85,9 +85,18 @@ class GaussianEmbedding(keras.layers.Layer):
         self.covariance = covariance
         self.mean_initializer = keras.initializers.get(mean_initializer)
         self.variance_initializer = keras.initializers.get(variance_initializer)
-        self.max_norm = None if max_norm is None else float(max_norm)
+        # NormClip validates `max_norm` (TypeError for non-numbers) before
+        # it is converted to float.
         self.mean_constraint = None if max_norm is None else NormClip(max_norm)
-        self.variance_constraint = VarianceClip(min_variance, max_variance)
+        self.max_norm = None if max_norm is None else float(max_norm)
+        try:
+            self.variance_constraint = VarianceClip(min_variance, max_variance)
+        except (TypeError, ValueError) as error:
+            # Name this layer's arguments, not VarianceClip's.
+            raise type(error)(
+                f"Invalid `min_variance`={min_variance!r} / "
+                f"`max_variance`={max_variance!r}: {error}"
+            ) from None
         self.min_variance = self.variance_constraint.min_value
         self.max_variance = self.variance_constraint.max_value
         # Sparse row updates and the id range check are not XLA friendly.

@@ -1,0 +1,131 @@
+"""Vectorised negative sampling by corrupting one side of an edge."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .closure import EdgeIndex, Hierarchy
+
+__all__ = ["sample_negatives"]
+
+_MAX_ROUNDS = 32  # rejection rounds before the exact fallback
+
+
+def _as_index(known: Hierarchy | EdgeIndex) -> EdgeIndex:
+    return known.index if isinstance(known, Hierarchy) else known
+
+
+def sample_negatives(
+    edges: np.ndarray,
+    known: Hierarchy | EdgeIndex,
+    num_negatives: int = 1,
+    *,
+    corrupt: str = "either",
+    exclude: str = "related",
+    rng: np.random.Generator | int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Corrupt one side of each ``(specific, general)`` edge with a uniformly random node.
+
+    Rejection sampling runs on the whole batch at once and then only on the rows
+    that were rejected; after a few rounds the remaining (hard) rows are drawn
+    exactly from the allowed nodes. If the chosen side cannot be corrupted at all
+    (e.g. the kept node is the root, to which every node is related) the other side
+    is corrupted instead when ``corrupt="either"``.
+
+    Args:
+        edges: ``(n, 2)`` int array of ``(specific, general)`` = ``(child, ancestor)`` ids.
+        known: The true hierarchy (:class:`Hierarchy` or :class:`EdgeIndex`) used to
+            reject candidates; its node count is the sampling range.
+        num_negatives: Negatives ``k`` per edge.
+        corrupt: ``"either"`` (a fair coin per negative), ``"specific"`` or ``"general"``:
+            the side that is replaced.
+        exclude: ``"related"`` (the paper's rule for training: the new node is neither
+            an ancestor nor a descendant of the kept node, nor the node itself) or
+            ``"edges"`` (weaker, for evaluation: the corrupted pair is not an edge of
+            ``known`` and not a self pair).
+        rng: A ``np.random.Generator`` or a seed.
+
+    Returns:
+        ``(neg_specific, neg_general)``, two int32 arrays of shape ``(n, k)``;
+        ``(neg_specific[i, j], neg_general[i, j])`` is the j-th negative of edge ``i``.
+
+    Raises:
+        ValueError: If an edge has no valid negative on the allowed side(s).
+
+    Example:
+        >>> from hierarchy.closure import hierarchy_from_parents
+        >>> h = hierarchy_from_parents({"b": ["a"], "c": ["a"], "d": ["b"], "e": ["c"]})
+        >>> edges = h.ids(["d", "b"]).reshape(1, 2)  # d is-a b
+        >>> neg_s, neg_g = sample_negatives(edges, h, 4, rng=0)
+        >>> neg_s.shape
+        (1, 4)
+        >>> new = np.where(neg_s == edges[0, 0], neg_g, neg_s)  # the replacement nodes
+        >>> {h.nodes[i] for i in new.ravel()} <= {"c", "e"}  # unrelated to d and b
+        True
+    """
+    if corrupt not in ("either", "specific", "general"):
+        raise ValueError(f"corrupt must be 'either', 'specific' or 'general', not {corrupt!r}")
+    if exclude not in ("related", "edges"):
+        raise ValueError(f"exclude must be 'related' or 'edges', not {exclude!r}")
+    if num_negatives < 1:
+        raise ValueError("num_negatives must be >= 1")
+    index = _as_index(known)
+    rng = np.random.default_rng(rng)
+    n = index.num_nodes
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    specific = np.repeat(edges[:, 0], num_negatives)
+    general = np.repeat(edges[:, 1], num_negatives)
+    m = len(specific)
+
+    # How many nodes may replace the other side when a node is kept as specific / general.
+    if exclude == "related":
+        free = n - 1 - index.num_ancestors - index.num_descendants
+        free_keep_specific = free_keep_general = free
+    else:
+        free_keep_specific = n - 1 - index.num_ancestors  # new general: not an ancestor
+        free_keep_general = n - 1 - index.num_descendants  # new specific: not a descendant
+    ok_specific_side = free_keep_general[general] > 0  # the specific side can be replaced
+    ok_general_side = free_keep_specific[specific] > 0
+    if corrupt == "either":
+        replace_specific = rng.random(m) < 0.5
+        replace_specific = np.where(replace_specific, ok_specific_side, ~ok_general_side)
+        feasible = np.where(replace_specific, ok_specific_side, ok_general_side)
+    else:
+        replace_specific = np.full(m, corrupt == "specific")
+        feasible = ok_specific_side if corrupt == "specific" else ok_general_side
+    if not feasible.all():
+        i = int(np.flatnonzero(~feasible)[0]) // num_negatives
+        raise ValueError(f"edge {edges[i].tolist()} has no valid negative (corrupt={corrupt!r}, exclude={exclude!r})")
+
+    kept = np.where(replace_specific, general, specific)
+
+    def invalid(cand, kept, repl_spec):
+        if exclude == "related":
+            return index.related(cand, kept)
+        child = np.where(repl_spec, cand, kept)
+        parent = np.where(repl_spec, kept, cand)
+        return (cand == kept) | index.contains(child, parent)
+
+    new = rng.integers(n, size=m)
+    todo = np.flatnonzero(invalid(new, kept, replace_specific))
+    for _ in range(_MAX_ROUNDS):
+        if not len(todo):
+            break
+        new[todo] = rng.integers(n, size=len(todo))
+        todo = todo[invalid(new[todo], kept[todo], replace_specific[todo])]
+    if len(todo):  # exact draw for nodes with few valid partners
+        groups = kept[todo] * 2 + replace_specific[todo]
+        for group in np.unique(groups):
+            rows = todo[groups == group]
+            node, repl_spec = divmod(int(group), 2)
+            banned = [[node]]
+            if exclude == "related" or not repl_spec:
+                banned.append(index.ancestors(node))
+            if exclude == "related" or repl_spec:
+                banned.append(index.descendants(node))
+            allowed = np.setdiff1d(np.arange(n), np.concatenate(banned))
+            new[rows] = rng.choice(allowed, size=len(rows))
+
+    neg_specific = np.where(replace_specific, new, specific).astype(np.int32)
+    neg_general = np.where(replace_specific, general, new).astype(np.int32)
+    return neg_specific.reshape(-1, num_negatives), neg_general.reshape(-1, num_negatives)

@@ -1,0 +1,82 @@
+import keras
+from keras import ops
+
+
+def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
+    """Density order embeddings' loss on energies `E = -divergence`.
+
+    With `d = max(0, -E - threshold)` (the divergence beyond a tolerance
+    `threshold`), positive items (`y_true > 0`) pay `d` and negative items
+    (`y_true <= 0`) pay `max(0, margin - d)` (Athiwaratkun & Wilson, ICLR
+    2018). Unlike a ranking loss, it asks for absolute inclusion: a true
+    `(specific, general)` pair must reach `KL <= threshold`, however far its
+    corrupted pairs are.
+
+    Args:
+        y_true: `(batch, list_size)` labels, `> 0` for positive items.
+        y_pred: `(batch, list_size)` energies, such as `KLEnergy` outputs.
+        threshold: the tolerance `gamma >= 0` on the divergence of positives.
+        margin: the divergence `m > 0` that negatives must exceed (beyond
+            the threshold).
+
+    Returns:
+        `(batch,)` losses summed over each list.
+
+    Example:
+
+    >>> import numpy as np
+    >>> float(thresholded_divergence(np.array([[1.0, 0.0]]),
+    ...                              np.array([[-3.0, -4.0]]),
+    ...                              threshold=1.0, margin=5.0)[0])
+    4.0
+    """
+    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    positive = ops.cast(ops.greater(ops.convert_to_tensor(y_true), 0), "float32")
+    excess = ops.relu(-y_pred - threshold)
+    losses = positive * excess + (1.0 - positive) * ops.relu(margin - excess)
+    return ops.sum(losses, axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class ThresholdedDivergence(keras.losses.Loss):
+    """Thresholded divergence loss of density order embeddings.
+
+    Positives pay `max(0, D - threshold)`, negatives pay
+    `max(0, margin - max(0, D - threshold))`, with `D = -E` the divergence
+    (for `KLEnergy`, `KL(N_specific || N_general)`). See
+    `keras_gauss.losses.thresholded_divergence`.
+
+    Args:
+        threshold: tolerance `gamma >= 0` on positive divergences.
+        margin: divergence `m > 0` that negatives must exceed.
+        reduction: Keras loss reduction.
+        name: name of the loss.
+        dtype: dtype of the loss computations.
+
+    Example:
+
+    >>> model.compile(optimizer=SparseAdagrad(0.05),
+    ...               loss=ThresholdedDivergence(threshold=0.0, margin=2.0))
+    """
+
+    def __init__(self, threshold=0.0, margin=1.0,
+                 reduction="sum_over_batch_size",
+                 name="thresholded_divergence", dtype=None):
+        for arg, value in (("threshold", threshold), ("margin", margin)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"`{arg}` must be a number, got {value!r}.")
+        if threshold < 0:
+            raise ValueError(f"`threshold` must be >= 0, got {threshold}.")
+        if not margin > 0:
+            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.threshold = float(threshold)
+        self.margin = float(margin)
+
+    def call(self, y_true, y_pred):
+        return thresholded_divergence(y_true, y_pred, self.threshold, self.margin)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"threshold": self.threshold, "margin": self.margin})
+        return config

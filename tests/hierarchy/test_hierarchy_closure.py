@@ -1,0 +1,126 @@
+import numpy as np
+import pytest
+
+from hierarchy import EdgeIndex, build_hierarchy, hierarchy_from_parents
+
+
+def named(h, edges):
+    return {(h.nodes[a], h.nodes[b]) for a, b in edges.tolist()}
+
+
+def closure_by_bfs(parents):
+    out = set()
+    for node in parents:
+        stack, seen = list(parents[node]), set()
+        while stack:
+            p = stack.pop()
+            if p not in seen:
+                seen.add(p)
+                stack.extend(parents.get(p, ()))
+        out |= {(node, p) for p in seen}
+    return out
+
+
+TOY = {"b": ["a"], "c": ["a", "b"], "d": ["c", "b"], "e": ["d"], "x": ["y"]}
+
+
+def test_toy_closure_and_reduction():
+    h = hierarchy_from_parents(TOY)
+    assert h.nodes == ("a", "b", "c", "d", "e", "x", "y")
+    assert named(h, h.edges) == closure_by_bfs(TOY)
+    # c->a and d->b are implied by longer paths (c->b->a, d->c->b)
+    assert named(h, h.basic_edges) == {("b", "a"), ("c", "b"), ("d", "c"), ("e", "d"), ("x", "y")}
+    assert h.edges.dtype == np.int32 and h.edges.shape[1] == 2
+    assert not h.edges.flags.writeable
+
+
+def test_toy_subtree():
+    h = hierarchy_from_parents(TOY, root="b")
+    assert h.nodes == ("b", "c", "d", "e")
+    assert named(h, h.edges) == {p for p in closure_by_bfs(TOY) if p[0] in h.nodes and p[1] in h.nodes}
+
+
+@pytest.mark.parametrize(
+    "parents, message",
+    [({"a": ["b"], "b": ["a"]}, "cycle"), ({"a": ["a"]}, "self loop")],
+)
+def test_bad_graphs(parents, message):
+    with pytest.raises(ValueError, match=message):
+        hierarchy_from_parents(parents)
+
+
+def test_edge_index():
+    h = hierarchy_from_parents(TOY)
+    a, b, c, d, e, x, y = range(7)
+    index = EdgeIndex(np.concatenate([h.edges, h.edges]), h.num_nodes)  # duplicates are fine
+    assert len(index) == len(h.edges)
+    assert index.contains([e, e, a, x], [a, x, e, y]).tolist() == [True, False, False, True]
+    assert index.related([a, e, c, x], [e, a, c, a]).tolist() == [True, True, True, False]
+    assert index.ancestors(e).tolist() == [a, b, c, d]
+    assert index.descendants(b).tolist() == [c, d, e]
+    assert index.num_descendants[a] == 4 and index.num_ancestors[a] == 0
+
+
+def test_full_wordnet_counts(full):
+    assert full.num_nodes == full.num_synsets == 82_115
+    assert len(full.edges) == 743_241
+    keys = full.edges[:, 0].astype(np.int64) * full.num_nodes + full.edges[:, 1]
+    assert len(np.unique(keys)) == len(keys)
+    assert not (full.edges[:, 0] == full.edges[:, 1]).any()
+    assert full.index.contains(full.basic_edges[:, 0], full.basic_edges[:, 1]).all()
+    assert len(full.basic_edges) == 84_366  # 84,427 direct links, 61 implied by longer paths
+    entity = full.node_ids["entity.n.01"]
+    assert len(full.index.ancestors(entity)) == 0
+    assert len(full.index.descendants(entity)) == full.num_nodes - 1
+    ids = full.ids(["dog.n.01", "mammal.n.01", "entity.n.01"])
+    assert full.index.contains(ids[[0, 0, 1]], ids[[1, 2, 2]]).all()
+    assert not full.index.contains(ids[1], ids[0])
+
+
+def test_basic_edges_generate_the_closure(mammal):
+    parents = {}
+    for child, parent in mammal.basic_edges.tolist():
+        parents.setdefault(mammal.nodes[child], []).append(mammal.nodes[parent])
+    rebuilt = hierarchy_from_parents(parents, nodes=mammal.nodes)
+    assert np.array_equal(rebuilt.edges, mammal.edges)
+    assert np.array_equal(rebuilt.basic_edges, mammal.basic_edges)
+
+
+def test_mammal_subtree(full, mammal):
+    assert mammal.root == "mammal.n.01"
+    assert mammal.num_nodes == 1182 and len(mammal.edges) == 6542
+    root = full.node_ids["mammal.n.01"]
+    expected = {full.nodes[i] for i in full.index.descendants(root)} | {"mammal.n.01"}
+    assert set(mammal.nodes) == expected
+    edges = named(mammal, mammal.edges)
+    assert ("dog.n.01", "mammal.n.01") in edges
+    assert ("dog.n.01", "canine.n.02") in edges
+    assert not any(parent == "animal.n.01" for _, parent in edges)
+    # exactly the full closure restricted to the subtree
+    sub = full.ids(mammal.nodes)
+    in_sub = np.isin(full.edges, sub).all(axis=1)
+    assert named(full, full.edges[in_sub]) == edges
+
+
+def test_bad_roots():
+    with pytest.raises(ValueError, match="no_such.n.01"):
+        build_hierarchy("no_such.n.01")
+    with pytest.raises(ValueError, match="empty subtree"):
+        build_hierarchy("toy_poodle.n.01")
+
+
+def test_lemma_nodes():
+    h = build_hierarchy("mammal.n.01", include_lemmas=True)
+    assert h.num_synsets == 1182
+    words = h.nodes[h.num_synsets :]
+    assert "dog" in words and "canis_familiaris" in words
+    assert all(w == w.lower() and ".n." not in w for w in words)
+    assert all(".n." in s for s in h.nodes[: h.num_synsets])
+    edges = named(h, h.edges)
+    assert {("dog", "dog.n.01"), ("dog", "mammal.n.01"), ("domestic_dog", "canine.n.02")} <= edges
+    assert ("dog", "dog.n.01") in named(h, h.basic_edges)
+    assert ("dog", "mammal.n.01") not in named(h, h.basic_edges)
+    # no edge points to a word, and the synset part equals the lemma-free hierarchy
+    assert (h.edges[:, 1] < h.num_synsets).all()
+    synset_edges = h.edges[h.edges[:, 0] < h.num_synsets]
+    assert named(h, synset_edges) == named(build_hierarchy("mammal.n.01"), build_hierarchy("mammal.n.01").edges)

@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+
+from hierarchy import hierarchy_from_parents, sample_negatives
+from hierarchy.dataset import make_dataset
+
+
+def replaced(edges, neg_s, neg_g):
+    """(new node, kept node, specific side replaced?) for each negative."""
+    spec = np.repeat(edges[:, :1], neg_s.shape[1], axis=1)
+    gen = np.repeat(edges[:, 1:], neg_s.shape[1], axis=1)
+    keep_specific = neg_s == spec
+    assert (keep_specific ^ (neg_g == gen)).all()  # exactly one side changed
+    return np.where(keep_specific, neg_g, neg_s), np.where(keep_specific, spec, gen), ~keep_specific
+
+
+def test_negatives_are_unrelated(full):
+    neg_s, neg_g = sample_negatives(full.edges, full, 2, rng=0)
+    assert neg_s.shape == neg_g.shape == (len(full.edges), 2) and neg_s.dtype == np.int32
+    new, kept, spec_side = replaced(full.edges, neg_s, neg_g)
+    assert not full.index.related(new, kept).any()
+    assert not full.index.contains(neg_s, neg_g).any()
+    assert 0.4 < spec_side.mean() < 0.7
+    # edges into the root can only have their specific side kept
+    root = full.node_ids["entity.n.01"]
+    assert not spec_side[full.edges[:, 1] == root].any()
+
+
+def test_negatives_edge_rule_and_sides(mammal):
+    s, g = sample_negatives(mammal.edges, mammal, 3, exclude="edges", corrupt="general", rng=1)
+    assert (s == mammal.edges[:, :1]).all()
+    assert not mammal.index.contains(s, g).any() and not (s == g).any()
+    s2, g2 = sample_negatives(mammal.edges, mammal, 3, exclude="edges", corrupt="general", rng=1)
+    assert np.array_equal(g, g2)
+
+
+def test_negatives_exact_fallback():
+    # a chain with one unrelated node: "a" and "b" leave only "z" as a valid partner
+    h = hierarchy_from_parents({"b": ["a"], "c": ["b"], "z": []})
+    edges = np.array([[h.node_ids["c"], h.node_ids["b"]]] * 50)
+    s, g = sample_negatives(edges, h, 4, rng=0)
+    new, kept, _ = replaced(edges, s, g)
+    assert (new == h.node_ids["z"]).all()
+
+
+def test_negatives_impossible():
+    h = hierarchy_from_parents({"b": ["a"]})
+    with pytest.raises(ValueError, match="no valid negative"):
+        sample_negatives(h.edges, h, 1, rng=0)
+    with pytest.raises(ValueError, match="corrupt"):
+        sample_negatives(h.edges, h, corrupt="both")
+
+
+def test_dataset_elements(mammal):
+    ds = make_dataset(mammal, batch_size=100, negatives=3, reversed_negatives=True, seed=0)
+    assert ds.cardinality().numpy() == 66
+    x, y = next(iter(ds))
+    assert set(x) == {"specific", "general", "neg_specific", "neg_general"}
+    assert x["specific"].shape == x["general"].shape == (100,)
+    assert x["neg_specific"].shape == x["neg_general"].shape == (100, 4)
+    assert all(v.dtype.name == "int32" for v in x.values())
+    assert y.dtype.name == "float32" and y.shape == (100, 5)
+    assert np.array_equal(y.numpy(), np.tile([1, 0, 0, 0, 0], (100, 1)))
+    # the reversed pair is the last negative
+    assert np.array_equal(x["neg_specific"].numpy()[:, -1], x["general"].numpy())
+    assert np.array_equal(x["neg_general"].numpy()[:, -1], x["specific"].numpy())
+
+
+def epoch(ds):
+    batches = list(ds.as_numpy_iterator())
+    return {k: np.concatenate([b[0][k] for b in batches]) for k in batches[0][0]}
+
+
+def test_dataset_epoch_covers_edges_once_with_valid_negatives(full):
+    from hierarchy import split_edges
+
+    train = split_edges(full, seed=0).train
+    ds = make_dataset(train, known=full, batch_size=4096, negatives=2, seed=0)
+    x = epoch(ds)
+    pos = np.stack([x["specific"], x["general"]], axis=1)
+    assert not np.array_equal(pos, train)  # shuffled
+    assert np.array_equal(pos[np.lexsort(pos.T[::-1])], train)  # every edge exactly once
+    new, kept, _ = replaced(pos, x["neg_specific"], x["neg_general"])
+    assert not full.index.related(new, kept).any()
+
+
+def test_dataset_seeded(mammal):
+    a = make_dataset(mammal, batch_size=512, seed=7)
+    b = make_dataset(mammal, batch_size=512, seed=7)
+    first, again, second = epoch(a), epoch(b), epoch(a)
+    assert all(np.array_equal(first[k], again[k]) for k in first)
+    assert not np.array_equal(first["specific"], second["specific"])  # a new epoch reshuffles
+
+
+def test_dataset_drop_remainder_and_bad_input(mammal):
+    ds = make_dataset(mammal, batch_size=1000, drop_remainder=True, shuffle=False)
+    sizes = [len(x["specific"]) for x, _ in ds.as_numpy_iterator()]
+    assert sizes == [1000] * 6 and ds.cardinality().numpy() == 6
+    with pytest.raises(ValueError):
+        make_dataset(np.zeros((0, 2), np.int32))

@@ -37,10 +37,15 @@ class ProjectConstraints(keras.callbacks.Callback):
         super().__init__()
         if not isinstance(constraints, dict) or not constraints:
             raise ValueError(
-                "`constraints` must be a non-empty dict mapping variables or "
-                f"variable paths to constraints, got {constraints!r}."
+                "`constraints` must be a non-empty dict mapping variable paths "
+                f"to constraints, got {constraints!r}."
             )
         for key, constraint in constraints.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"ProjectConstraints keys are variable paths (str), got "
+                    f"{key!r}; use `variable.path`."
+                )
             if not callable(constraint):
                 raise TypeError(
                     f"The constraint for {key!r} is not callable: {constraint!r}."
@@ -50,17 +55,13 @@ class ProjectConstraints(keras.callbacks.Callback):
 
     def _resolve(self):
         by_path = {v.path: v for v in self.model.variables}
-        resolved = []
-        for key, constraint in self.constraints.items():
-            if isinstance(key, str):
-                if key not in by_path:
-                    raise ValueError(
-                        f"ProjectConstraints: the model has no variable {key!r}. "
-                        f"Known paths: {sorted(by_path)}."
-                    )
-                key = by_path[key]
-            resolved.append((key, constraint))
-        return resolved
+        unknown = [path for path in self.constraints if path not in by_path]
+        if unknown:
+            raise ValueError(
+                f"ProjectConstraints: the model has no variable {unknown[0]!r}. "
+                f"Known paths: {sorted(by_path)}."
+            )
+        return [(by_path[path], c) for path, c in self.constraints.items()]
 
     def on_train_begin(self, logs=None):
         self._saved = []

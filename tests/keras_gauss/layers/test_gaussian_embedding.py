@@ -1,0 +1,172 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from layer_test_case import run_layer_test
+
+from keras_gauss import GaussianEmbedding
+from keras_gauss import NormClip
+from keras_gauss import VarianceClip
+
+IDS = np.array([[0, 3, 9], [2, 2, 5]], dtype="int32")
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "spherical"])
+def test_layer(covariance):
+    run_layer_test(
+        GaussianEmbedding,
+        {"input_dim": 10, "output_dim": 4, "covariance": covariance},
+        IDS,
+        expected_output_shape=((2, 3, 4), (2, 3, 4)),
+        expected_output_dtype="float32",
+        expected_num_trainable_weights=2,
+    )
+
+
+def test_table_shapes_and_lookup():
+    layer = GaussianEmbedding(10, 4)
+    mean, var = layer(IDS)
+    assert tuple(layer.means.shape) == (10, 4)
+    assert tuple(layer.variances.shape) == (10, 4)
+    np.testing.assert_array_equal(np.asarray(mean), layer.means.numpy()[IDS])
+    np.testing.assert_array_equal(np.asarray(var), layer.variances.numpy()[IDS])
+
+
+def test_spherical_variance_is_one_column_broadcast():
+    layer = GaussianEmbedding(
+        10, 4, covariance="spherical",
+        variance_initializer=keras.initializers.RandomUniform(0.1, 3.0),
+    )
+    mean, var = layer(IDS)
+    assert tuple(layer.variances.shape) == (10, 1)
+    var = np.asarray(var)
+    assert var.shape == tuple(mean.shape) == (2, 3, 4)
+    np.testing.assert_array_equal(var, np.broadcast_to(var[..., :1], var.shape))
+    np.testing.assert_array_equal(var[..., 0], layer.variances.numpy()[IDS, 0])
+    assert len(np.unique(var[..., 0])) > 1  # rows differ, columns do not
+
+
+def test_default_initial_values():
+    layer = GaussianEmbedding(50, 8)
+    layer.build()
+    means = layer.means.numpy()
+    assert np.all(np.abs(means) <= 0.05) and np.std(means) > 0.01
+    np.testing.assert_array_equal(layer.variances.numpy(), np.ones((50, 8)))
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "spherical"])
+def test_initial_values_are_projected_into_constraints(covariance):
+    layer = GaussianEmbedding(
+        200, 8, covariance=covariance,
+        mean_initializer=keras.initializers.RandomNormal(stddev=10.0),
+        variance_initializer=keras.initializers.RandomUniform(-5.0, 50.0),
+        max_norm=1.5, min_variance=0.2, max_variance=3.0,
+    )
+    layer.build()
+    norms = np.linalg.norm(layer.means.numpy(), axis=-1)
+    variances = layer.variances.numpy()
+    assert norms.max() <= 1.5 * (1 + 1e-6)
+    assert norms.min() > 1.4  # every row was long and got scaled back
+    assert variances.min() == pytest.approx(0.2)
+    assert variances.max() == pytest.approx(3.0)
+    assert isinstance(layer.means.constraint, NormClip)
+    assert isinstance(layer.variances.constraint, VarianceClip)
+
+
+def test_no_mean_constraint():
+    layer = GaussianEmbedding(
+        5, 3, max_norm=None,
+        mean_initializer=keras.initializers.Constant(10.0),
+    )
+    layer.build()
+    assert layer.means.constraint is None
+    np.testing.assert_array_equal(layer.means.numpy(), np.full((5, 3), 10.0))
+    assert GaussianEmbedding.from_config(layer.get_config()).max_norm is None
+
+
+def test_float_ids_are_a_type_error():
+    layer = GaussianEmbedding(10, 4)
+    with pytest.raises(TypeError, match="integer ids"):
+        layer(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="integer ids"):
+        layer(keras.Input((3,), dtype="float32"))
+
+
+@pytest.mark.parametrize("bad_id", [-1, 10, 1000])
+def test_out_of_range_ids_eager(bad_id):
+    layer = GaussianEmbedding(10, 4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_dim=10"):
+        layer(np.array([1, bad_id]))
+
+
+@pytest.mark.parametrize("bad_id", [-1, 10])
+def test_out_of_range_ids_in_graph(bad_id):
+    layer = GaussianEmbedding(10, 4)
+    layer(np.array([0]))
+    lookup = tf.function(lambda ids: layer(ids)[0])
+    np.testing.assert_array_equal(
+        lookup(tf.constant([1, 9])).numpy(), layer.means.numpy()[[1, 9]]
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_dim=10"):
+        lookup(tf.constant([1, bad_id]))
+
+    ids = keras.Input((2,), dtype="int32")
+    model = keras.Model(ids, layer(ids)[0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_dim=10"):
+        model.predict(np.array([[1, bad_id]]), verbose=0)
+
+
+def test_int64_and_small_int_ids():
+    layer = GaussianEmbedding(10, 4)
+    a = np.asarray(layer(np.array([3, 7], dtype="int64"))[0])
+    b = np.asarray(layer(np.array([3, 7], dtype="uint8"))[0])
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, argument",
+    [
+        ({"input_dim": 0}, ValueError, "input_dim"),
+        ({"input_dim": -3}, ValueError, "input_dim"),
+        ({"input_dim": 2.5}, ValueError, "input_dim"),
+        ({"output_dim": 0}, ValueError, "output_dim"),
+        ({"output_dim": True}, ValueError, "output_dim"),
+        ({"covariance": "full"}, ValueError, "covariance"),
+        ({"max_norm": 0.0}, ValueError, "max_norm"),
+        ({"max_norm": -1.0}, ValueError, "max_norm"),
+        ({"max_norm": "two"}, TypeError, "max_norm"),
+        ({"min_variance": 0.0}, ValueError, "min_variance"),
+        ({"min_variance": -0.1}, ValueError, "min_variance"),
+        ({"min_variance": 6.0, "max_variance": 5.0}, ValueError, "max_variance"),
+        ({"min_variance": "small"}, TypeError, "min_variance"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, error, argument):
+    kwargs = {"input_dim": 10, "output_dim": 4, **kwargs}
+    with pytest.raises(error, match=argument):
+        GaussianEmbedding(**kwargs)
+
+
+def test_equal_min_and_max_variance_is_allowed():
+    layer = GaussianEmbedding(3, 2, min_variance=0.5, max_variance=0.5)
+    layer.build()
+    np.testing.assert_array_equal(layer.variances.numpy(), np.full((3, 2), 0.5))
+
+
+def test_shared_table_called_twice():
+    table = GaussianEmbedding(10, 4, name="nodes")
+    left = keras.Input((1,), dtype="int32")
+    right = keras.Input((3,), dtype="int32")
+    mean_l, var_l = table(left)
+    mean_r, var_r = table(right)
+    model = keras.Model([left, right], [mean_l, mean_r])
+    assert len(model.trainable_weights) == 2  # one means and one variances
+
+    with tf.GradientTape() as tape:
+        out_l, out_r = model([np.array([[1]]), np.array([[1, 2, 3]])])
+        loss = tf.reduce_sum(out_l) + 2.0 * tf.reduce_sum(out_r)
+    grad = tf.convert_to_tensor(tape.gradient(loss, table.means)).numpy()
+    # id 1 is looked up on both sides: the gradients add up.
+    np.testing.assert_allclose(grad[1], np.full(4, 3.0))
+    np.testing.assert_allclose(grad[2], np.full(4, 2.0))
+    np.testing.assert_allclose(grad[0], np.zeros(4))

@@ -1,0 +1,94 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_gauss import MaxMarginRanking
+from keras_gauss.losses import max_margin_ranking
+
+
+def _per_example(y_true, y_pred, margin=1.0):
+    return keras.ops.convert_to_numpy(
+        max_margin_ranking(np.asarray(y_true, "float32"),
+                           np.asarray(y_pred, "float32"), margin=margin))
+
+
+def test_single_negative():
+    # max(0, 1 - (-2.0) + (-2.5)) = 0.5
+    np.testing.assert_allclose(_per_example([[1, 0]], [[-2.0, -2.5]]), [0.5])
+    # margin 3: max(0, 3 - 0.5) = 2.5
+    np.testing.assert_allclose(_per_example([[1, 0]], [[-2.0, -2.5]], 3.0), [2.5])
+
+
+def test_several_negatives_sum_and_batch_mean():
+    y_true = [[1, 0, 0], [1, 0, 0]]
+    y_pred = [[-1.0, -1.5, -3.0],  # 0.5 + 0
+              [0.0, 0.5, 0.2]]  # 1.5 + 1.2
+    np.testing.assert_allclose(_per_example(y_true, y_pred), [0.5, 2.7], rtol=1e-6)
+    loss = MaxMarginRanking()(np.array(y_true, "float32"), np.array(y_pred, "float32"))
+    assert float(loss) == pytest.approx((0.5 + 2.7) / 2, rel=1e-6)
+    summed = MaxMarginRanking(reduction="sum")(
+        np.array(y_true, "float32"), np.array(y_pred, "float32"))
+    assert float(summed) == pytest.approx(3.2, rel=1e-6)
+
+
+def test_zero_when_margin_met():
+    np.testing.assert_array_equal(
+        _per_example([[1, 0, 0]], [[0.0, -1.0, -7.0]]), [0.0])
+    assert _per_example([[1, 0]], [[0.0, -0.999]])[0] == pytest.approx(0.001, abs=1e-6)
+
+
+def test_labels_order_semantics():
+    y_pred = [[-3.0, -1.0]]
+    # the second item is the positive: 1 - (-1) + (-3) < 0
+    np.testing.assert_array_equal(_per_example([[0, 1]], y_pred), [0.0])
+    np.testing.assert_allclose(_per_example([[1, 0]], y_pred), [3.0])
+    # graded labels: every ordered pair counts, only the order matters
+    graded = _per_example([[2, 1, 0]], [[0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(graded, [3.0])
+    np.testing.assert_allclose(_per_example([[5, 3, -1]], [[0.0, 0.0, 0.0]]), graded)
+    # equal labels make no pair
+    np.testing.assert_array_equal(_per_example([[1, 1]], [[0.0, 5.0]]), [0.0])
+
+
+def test_config_round_trip():
+    loss = MaxMarginRanking(margin=0.25, reduction="sum", name="rank")
+    config = loss.get_config()
+    assert config["margin"] == 0.25
+    revived = MaxMarginRanking.from_config(config)
+    assert revived.get_config() == config
+    y_true = np.array([[1, 0]], "float32")
+    y_pred = np.array([[0.0, 0.1]], "float32")
+    assert float(revived(y_true, y_pred)) == pytest.approx(0.35)
+    deserialized = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(loss))
+    assert isinstance(deserialized, MaxMarginRanking)
+    assert deserialized.get_config() == config
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match=r"\(batch, list_size\)"):
+        MaxMarginRanking()(np.ones(3, "float32"), np.ones(3, "float32"))
+    with pytest.raises(ValueError, match="does not match"):
+        MaxMarginRanking()(np.ones((2, 3), "float32"), np.ones((2, 4), "float32"))
+
+
+@pytest.mark.parametrize("margin", [0.0, -1.0, float("nan")])
+def test_margin_must_be_positive(margin):
+    with pytest.raises(ValueError, match="margin"):
+        MaxMarginRanking(margin=margin)
+
+
+@pytest.mark.parametrize("margin", ["1", None, True])
+def test_margin_must_be_a_number(margin):
+    with pytest.raises(TypeError, match="margin"):
+        MaxMarginRanking(margin=margin)
+
+
+def test_float16_input_gives_float32():
+    y_true = np.array([[1, 0, 0]], "float16")
+    y_pred = np.array([[-1.0, -1.5, -3.0]], "float16")
+    per_example = max_margin_ranking(y_true, y_pred)
+    assert keras.backend.standardize_dtype(per_example.dtype) == "float32"
+    loss = MaxMarginRanking()(y_true, y_pred)
+    assert keras.backend.standardize_dtype(loss.dtype) == "float32"
+    assert float(loss) == pytest.approx(0.5)

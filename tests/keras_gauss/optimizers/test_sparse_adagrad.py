@@ -1,0 +1,183 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from recording import RecordingSparseAdagrad
+
+from keras_gauss import ELEnergy
+from keras_gauss import GaussianEmbedding
+from keras_gauss import MaxMarginRanking
+from keras_gauss import SparseAdagrad
+
+HYPER = {"learning_rate": 0.3, "initial_accumulator_value": 0.2, "epsilon": 1e-5}
+
+
+def _accumulator(optimizer, variable):
+    return optimizer._accumulators[optimizer._get_variable_index(variable)].numpy()
+
+
+def _train_embedding(optimizer, ids, steps=4, densify=False):
+    """A few steps of a weighted squared loss on an unconstrained table."""
+    table = keras.layers.Embedding(8, 3)
+    table.build((None,))
+    table.embeddings.assign(np.random.default_rng(1).normal(size=(8, 3)))
+    target = np.random.default_rng(2).normal(size=(len(ids), 3))
+    weights = np.arange(1, len(ids) + 1, dtype="float32")[:, None]
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            out = table(np.array(ids))
+            loss = tf.reduce_sum(weights * (out - target) ** 2)
+        grads = tape.gradient(loss, table.trainable_variables)
+        assert isinstance(grads[0], tf.IndexedSlices)
+        if densify:
+            grads = [tf.convert_to_tensor(g) for g in grads]
+        optimizer.apply(grads, table.trainable_variables)
+    return table.embeddings.numpy(), _accumulator(optimizer, table.embeddings)
+
+
+def test_equals_keras_adagrad_without_duplicates():
+    ids = [1, 3, 6]
+    ours, ours_acc = _train_embedding(SparseAdagrad(**HYPER), ids)
+    theirs, theirs_acc = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids)
+    initial = np.random.default_rng(1).normal(size=(8, 3)).astype("float32")
+    assert np.abs(ours[ids] - initial[ids]).max() > 0.1  # it did train
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_acc, theirs_acc, rtol=1e-6, atol=1e-6)
+
+
+def test_duplicate_ids_equal_adagrad_on_the_summed_gradient():
+    # The exact minibatch gradient of a repeated row is the sum of its
+    # lookups' gradients; Adagrad squares that sum. Keras's Adagrad given the
+    # densified gradient does exactly this.
+    ids = [1, 3, 1, 1]
+    ours, ours_acc = _train_embedding(SparseAdagrad(**HYPER), ids)
+    dense, dense_acc = _train_embedding(
+        keras.optimizers.Adagrad(**HYPER), ids, densify=True)
+    np.testing.assert_allclose(ours, dense, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_acc, dense_acc, rtol=1e-6, atol=1e-5)
+    # Keras's own IndexedSlices path squares each lookup's gradient before
+    # summing, which is not Adagrad on the minibatch gradient.
+    keras_sparse, _ = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids)
+    assert np.abs(keras_sparse - dense).max() > 1e-3
+
+
+def _table_with_an_infeasible_row():
+    table = GaussianEmbedding(10, 4, max_norm=1.0, min_variance=0.1, max_variance=2.0)
+    table.build()
+    means = table.means.numpy()
+    means[7] = 5.0  # norm 10 > C
+    table.means.assign(means)
+    variances = table.variances.numpy()
+    variances[7] = [100.0, 0.001, 1.0, 1.0]  # outside [m, M]
+    table.variances.assign(variances)
+    return table
+
+
+def _one_step(table, optimizer, ids):
+    with tf.GradientTape() as tape:
+        mean, var = table(np.array(ids))
+        loss = tf.reduce_sum(mean * 3.0) + tf.reduce_sum(var)
+    optimizer.apply(tape.gradient(loss, table.trainable_variables),
+                    table.trainable_variables)
+
+
+def test_untouched_rows_and_accumulators_are_bit_identical():
+    table = _table_with_an_infeasible_row()
+    before_means, before_vars = table.means.numpy(), table.variances.numpy()
+    optimizer = SparseAdagrad(learning_rate=10.0, initial_accumulator_value=0.1)
+    _one_step(table, optimizer, [0, 2, 2, 5])
+
+    untouched = [1, 3, 4, 6, 7, 8, 9]
+    np.testing.assert_array_equal(table.means.numpy()[untouched], before_means[untouched])
+    np.testing.assert_array_equal(
+        table.variances.numpy()[untouched], before_vars[untouched])
+    for variable in (table.means, table.variances):
+        acc = _accumulator(optimizer, variable)
+        np.testing.assert_array_equal(acc[untouched], np.float32(0.1))
+        assert np.all(acc[[0, 2, 5]] > 0.1)
+    # the touched rows moved and were projected
+    touched_norms = np.linalg.norm(table.means.numpy()[[0, 2, 5]], axis=-1)
+    np.testing.assert_allclose(touched_norms, 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(table.variances.numpy()[[0, 2, 5]], np.float32(0.1))
+
+    # A dense optimizer projects every row, the infeasible one included.
+    dense_table = _table_with_an_infeasible_row()
+    _one_step(dense_table, keras.optimizers.Adagrad(learning_rate=10.0), [0, 2, 5])
+    assert np.linalg.norm(dense_table.means.numpy()[7]) == pytest.approx(1.0, rel=1e-6)
+
+
+def _corpus_model(optimizer_factory, vocab=30, dim=8, negatives=3):
+    words = GaussianEmbedding(vocab, dim, name="words", max_norm=1.0,
+                              min_variance=0.1, max_variance=2.0)
+    contexts = GaussianEmbedding(vocab, dim, name="contexts", max_norm=1.0,
+                                 min_variance=0.1, max_variance=2.0)
+    word = keras.Input((1,), dtype="int32")
+    context = keras.Input((1 + negatives,), dtype="int32")
+    energies = ELEnergy()(*words(word), *contexts(context))
+    model = keras.Model([word, context], energies)
+    optimizer = optimizer_factory(words, contexts)
+    model.compile(optimizer=optimizer, loss=MaxMarginRanking(), steps_per_execution=4)
+    return model, optimizer
+
+
+def test_constraints_hold_after_every_step_of_fit():
+    model, optimizer = _corpus_model(
+        lambda words, contexts: RecordingSparseAdagrad(
+            norm_tables=[words.means, contexts.means],
+            range_tables=[words.variances, contexts.variances],
+            learning_rate=100.0,
+        )
+    )
+    rng = np.random.default_rng(0)
+    n, batch = 64, 8
+    x = [rng.integers(0, 30, (n, 1)), rng.integers(0, 30, (n, 4))]
+    y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (n, 1))
+    history = model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False)
+
+    assert int(optimizer.steps.numpy()) == n // batch  # every step was observed
+    assert np.isfinite(history.history["loss"][0])
+    max_norm = float(optimizer.max_row_norm.numpy())
+    assert max_norm <= 1.0 + 1e-6
+    assert max_norm > 0.99  # the huge steps did reach the bound
+    assert float(optimizer.min_value.numpy()) >= 0.1 * (1 - 1e-6)
+    assert float(optimizer.max_value.numpy()) <= 2.0 * (1 + 1e-6)
+    assert float(optimizer.min_value.numpy()) == pytest.approx(0.1)
+
+
+def test_dense_gradients_take_the_dense_path():
+    def train(optimizer):
+        keras.utils.set_random_seed(3)
+        dense = keras.layers.Dense(3, kernel_constraint=keras.constraints.NonNeg())
+        dense.build((None, 4))
+        x = np.random.default_rng(4).normal(size=(5, 4)).astype("float32")
+        for _ in range(3):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(dense(x) ** 2)
+            grads = tape.gradient(loss, dense.trainable_variables)
+            assert not isinstance(grads[0], tf.IndexedSlices)
+            optimizer.apply(grads, dense.trainable_variables)
+        return [w.numpy() for w in dense.trainable_variables]
+
+    ours = train(SparseAdagrad(**HYPER))
+    theirs = train(keras.optimizers.Adagrad(**HYPER))
+    assert ours[0].min() >= 0.0  # the non-row-wise constraint still applies
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_config_round_trip():
+    optimizer = SparseAdagrad(learning_rate=0.02, initial_accumulator_value=0.5,
+                              epsilon=1e-6)
+    config = optimizer.get_config()
+    assert config["initial_accumulator_value"] == 0.5
+    assert config["epsilon"] == 1e-6
+    assert config["learning_rate"] == pytest.approx(0.02)
+    assert SparseAdagrad.from_config(config).get_config() == config
+    revived = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(optimizer))
+    assert isinstance(revived, SparseAdagrad) and revived.get_config() == config
+
+
+def test_negative_initial_accumulator_is_an_error():
+    with pytest.raises(ValueError, match="initial_accumulator_value"):
+        SparseAdagrad(initial_accumulator_value=-0.1)

@@ -24,9 +24,18 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     Sparse gradients need the TensorFlow backend; with other backends the
     optimizer runs the dense path.
 
+    Defaults differ from Keras's `Adagrad` (0.001 and 0.1) on purpose: with
+    a loss averaged over the batch, an embedding row receives a gradient of
+    order `1 / batch_size`, which a starting accumulator of 0.1 would swamp
+    (steps some 100x too small: training barely moves). A tiny starting
+    accumulator makes each row's first step about `learning_rate` long,
+    whatever the batch size, as in per-row AdaGrad implementations such as
+    word2gauss.
+
     Args:
-        learning_rate: float or schedule (default 0.05).
-        initial_accumulator_value: starting value of the accumulators.
+        learning_rate: float or schedule (default 0.1).
+        initial_accumulator_value: starting value of the accumulators
+            (default 1e-6).
         epsilon: small float added inside the square root.
         name: name of the optimizer.
         **kwargs: other `keras.optimizers.Optimizer` arguments.
@@ -38,8 +47,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
     def __init__(
         self,
-        learning_rate=0.05,
-        initial_accumulator_value=0.1,
+        learning_rate=0.1,
+        initial_accumulator_value=1e-6,
         epsilon=1e-7,
         name="sparse_adagrad",
         **kwargs,

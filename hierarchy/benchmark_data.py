@@ -1,0 +1,118 @@
+"""Readers for word-level hypernymy benchmarks: HyperLex and the Baroni et al. (2012) entailment set.
+
+Both readers skip blank lines and lines starting with ``#``, lowercase the words,
+and raise ``ValueError`` naming the file, the 1-based line number and the problem
+on any malformed line, so a corrupt file never yields silently wrong numbers.
+The file layouts are described in ``shared/data/README.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+
+__all__ = ["read_entailment", "read_hyperlex"]
+
+_HYPERLEX_MIN_COLUMNS = 7  # WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD [SCORES..]
+_TRUE = {"true": True, "false": False}
+
+
+def _content_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, stripped_line)`` for every non-blank, non-comment line."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                yield number, line
+
+
+def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tuple[str, str, float]]:
+    """Read HyperLex pairs (Vulić et al., 2017) with their mean human score.
+
+    The file is whitespace separated with columns ``WORD1 WORD2 POS TYPE AVG_SCORE
+    AVG_SCORE_0_10 STD SCORES..``; an optional header line (first column
+    ``WORD1``) is skipped. The score returned is ``AVG_SCORE`` (0-6, "to what
+    degree is WORD1 a type of WORD2"); rank correlations are the same with
+    ``AVG_SCORE_0_10``.
+
+    Args:
+        path: The HyperLex file, e.g. ``shared/data/hyperlex/hyperlex-nouns.txt``.
+        pos: Keep only rows with this ``POS`` value (``"N"`` for nouns, ``"V"``
+            for verbs); ``None`` keeps every row.
+
+    Returns:
+        A list of ``(word1, word2, score)`` with lowercased words, in file order,
+        meaning "word1 is-a word2" to degree ``score``.
+
+    Raises:
+        ValueError: On a row with fewer than 7 columns or a non-numeric (or
+            non-finite) ``AVG_SCORE``; the message names the file and line number.
+
+    Example:
+        >>> pairs = read_hyperlex("../shared/data/hyperlex/hyperlex-nouns.txt")  # doctest: +SKIP
+        >>> len(pairs), pairs[0]  # doctest: +SKIP
+        (2163, ('conflict', 'disagreement', 5.2))
+    """
+    pairs = []
+    first = True
+    for number, line in _content_lines(path):
+        fields = line.split()
+        if first and fields[0].upper() == "WORD1":
+            first = False
+            continue
+        first = False
+        if len(fields) < _HYPERLEX_MIN_COLUMNS:
+            raise ValueError(
+                f"{path}, line {number}: expected at least {_HYPERLEX_MIN_COLUMNS} whitespace-separated "
+                f"columns (WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD ...), got {len(fields)}: {line!r}"
+            )
+        try:
+            score = float(fields[4])
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise ValueError(f"{path}, line {number}: AVG_SCORE (column 5) is not a finite number: {fields[4]!r}")
+        if pos is None or fields[2] == pos:
+            pairs.append((fields[0].lower(), fields[1].lower(), score))
+    return pairs
+
+
+def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
+    """Read a lexical entailment file such as ``entailment/baroni2012.tsv``.
+
+    Each line is ``word1 TAB word2 TAB True|False [TAB relation]``; ``True``
+    means word1 entails word2 (word1 is-a word2). The label is matched
+    case-insensitively; any further columns (the relation) are ignored.
+
+    Args:
+        path: The tab-separated file.
+
+    Returns:
+        A list of ``(word1, word2, entails)`` with lowercased words, in file order.
+
+    Raises:
+        ValueError: On a line with fewer than 3 tab-separated columns, an empty
+            word, or a label other than True/False; the message names the file
+            and line number.
+
+    Example:
+        >>> pairs = read_entailment("../shared/data/entailment/baroni2012.tsv")  # doctest: +SKIP
+        >>> len(pairs), sum(label for _, _, label in pairs)  # doctest: +SKIP
+        (2770, 1385)
+    """
+    pairs = []
+    for number, line in _content_lines(path):
+        fields = [field.strip() for field in line.split("\t")]
+        if len(fields) < 3:
+            raise ValueError(
+                f"{path}, line {number}: expected at least 3 tab-separated columns "
+                f"(word1, word2, True|False), got {len(fields)}: {line!r}"
+            )
+        if not fields[0] or not fields[1]:
+            raise ValueError(f"{path}, line {number}: empty word in {line!r}")
+        label = _TRUE.get(fields[2].lower())
+        if label is None:
+            raise ValueError(f"{path}, line {number}: label (column 3) must be True or False, got {fields[2]!r}")
+        pairs.append((fields[0].lower(), fields[1].lower(), label))
+    return pairs

@@ -1,0 +1,147 @@
+"""Vocabulary: word counts from one streaming pass, a TSV format and an in-graph lookup."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from .sources import Corpus, describe_corpus, load_corpus
+from .tokenize import tokenize
+
+__all__ = ["Tokenizer", "Vocabulary", "build_vocabulary"]
+
+Tokenizer = Callable[[tf.Tensor], tf.RaggedTensor]
+"""Maps a 1-D batch of ``tf.string`` lines to a ragged ``[lines, tokens]`` tensor."""
+
+
+class Vocabulary:
+    """Words with their corpus counts; a word's id is its position (0-based).
+
+    Args:
+        words: Distinct words, in id order.
+        counts: Positive corpus count of each word.
+
+    Raises:
+        ValueError: On duplicate words, mismatched lengths or non-positive counts.
+
+    Example:
+        >>> vocab = Vocabulary(["the", "cat"], [10, 2])
+        >>> vocab.lookup(tf.constant(["cat", "dog"])).numpy().tolist()
+        [1, -1]
+    """
+
+    def __init__(self, words: Sequence[str], counts: Sequence[int]):
+        self.words = tuple(words)
+        self.counts = np.asarray(counts, dtype=np.int64)
+        if self.counts.shape != (len(self.words),):
+            raise ValueError(f"{len(self.words)} words but counts of shape {self.counts.shape}")
+        if len(set(self.words)) != len(self.words):
+            raise ValueError("vocabulary words must be distinct")
+        if (self.counts <= 0).any():
+            raise ValueError("vocabulary counts must be positive")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __repr__(self) -> str:
+        return f"Vocabulary({len(self)} words, {self.total} tokens)"
+
+    @property
+    def total(self) -> int:
+        """Sum of all counts: the number of in-vocabulary tokens of the corpus."""
+        return int(self.counts.sum())
+
+    @functools.cached_property
+    def table(self) -> tf.lookup.StaticHashTable:
+        """``tf.string`` -> ``tf.int32`` id table; unknown words map to ``-1``."""
+        with tf.init_scope():  # created eagerly even if first used inside a tf.data function
+            init = tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.words, tf.string), tf.range(len(self), dtype=tf.int32)
+            )
+            return tf.lookup.StaticHashTable(init, default_value=-1)
+
+    def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
+        """Map string tokens (dense or ragged, in or out of a graph) to int32 ids, ``-1`` if unknown."""
+        return self.table.lookup(tokens)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as UTF-8 TSV, one ``word<TAB>count`` line per word, in id order."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(f"{w}\t{c}\n" for w, c in zip(self.words, self.counts.tolist()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Vocabulary":
+        """Read a vocabulary written by :meth:`save` (ids follow the line order).
+
+        Raises:
+            ValueError: Naming the file and line if a line is not ``word<TAB>count``.
+        """
+        words, counts = [], []
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                word, tab, count = line.rstrip("\n").rpartition("\t")
+                if not tab or not word or not count.isdigit():
+                    raise ValueError(f"{path}:{n}: expected 'word<TAB>count', got {line!r}")
+                words.append(word)
+                counts.append(int(count))
+        return cls(words, counts)
+
+
+def _chunk_counts(lines: tf.Tensor, tokenizer: Tokenizer) -> tuple[tf.Tensor, tf.Tensor]:
+    words, _, counts = tf.unique_with_counts(tokenizer(lines).flat_values)
+    return words, counts
+
+
+def build_vocabulary(
+    corpus: Corpus = None,
+    min_count: int = 5,
+    max_size: int | None = None,
+    tokenizer: Tokenizer = tokenize,
+    chunk_lines: int = 1024,
+) -> Vocabulary:
+    """Count the words of a corpus in one streaming pass and keep the frequent ones.
+
+    Counting is done per chunk of lines inside ``tf.data`` (``tf.unique_with_counts``)
+    and merged in Python, so memory grows with the number of distinct words only.
+
+    Args:
+        corpus: Corpus specification (see :func:`pipelines.load_corpus`); default WordNet glosses.
+        min_count: Drop words seen fewer times.
+        max_size: Keep at most this many words (the most frequent); ``None`` for no limit.
+        tokenizer: Tokenizer, the same one the training pipeline will use.
+        chunk_lines: Lines tokenized together.
+
+    Returns:
+        A :class:`Vocabulary` sorted by count (descending), ties by word.
+
+    Raises:
+        ValueError: If the corpus has no tokens, or no word reaches ``min_count``.
+
+    Example:
+        >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
+        >>> vocab.save("news.vocab.tsv")  # doctest: +SKIP
+    """
+    counter: collections.Counter = collections.Counter()
+    chunks = load_corpus(corpus).batch(chunk_lines).map(
+        lambda lines: _chunk_counts(lines, tokenizer), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    for words, counts in chunks.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
+        for word, count in zip(words.tolist(), counts.tolist()):
+            counter[word.decode("utf-8", "replace")] += count
+    if not counter:
+        raise ValueError(f"corpus {describe_corpus(corpus)} contains no tokens")
+    ranked = sorted(counter.items(), key=lambda wc: (-wc[1], wc[0]))
+    kept = [wc for wc in ranked if wc[1] >= min_count][:max_size]
+    if not kept:
+        word, count = ranked[0]
+        raise ValueError(
+            f"vocabulary of corpus {describe_corpus(corpus)} is empty after min_count={min_count} "
+            f"(most frequent word {word!r} occurs {count} times)"
+        )
+    words, counts = zip(*kept)
+    return Vocabulary(words, counts)

@@ -1,0 +1,380 @@
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hierarchy import evaluate, hierarchy_from_parents
+from hierarchy.evaluate import (
+    average_precision,
+    baroni2012,
+    best_f1,
+    classification,
+    edge_scores,
+    hyperlex_spearman,
+    reconstruction,
+    threshold_classification,
+    word_pair_scores,
+)
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def reference_kl(mp, vp, mq, vq):
+    """KL(N_p || N_q) from the textbook formula with log-determinants, one pair at a time."""
+    d = len(mp)
+    return 0.5 * (
+        np.sum(vp / vq) + np.sum((mq - mp) ** 2 / vq) - d + np.log(np.prod(vq)) - np.log(np.prod(vp))
+    )
+
+
+def random_tables(n, d, rng):
+    return rng.normal(size=(n, d)), np.exp(rng.normal(scale=0.5, size=(n, d)))
+
+
+# --------------------------------------------------------------------------- edge scores
+
+
+def test_edge_scores_hand_checked():
+    means = np.array([[0.0], [1.0], [0.0]])
+    variances = np.array([[1.0], [1.0], [4.0]])
+    # KL(N(0,1) || N(1,1)) = 0.5; KL(N(0,1) || N(0,4)) = 0.5 (1/4 - 1 + log 4)
+    expected = [-0.5, -0.5 * (0.25 - 1 + math.log(4)), 0.0]
+    np.testing.assert_allclose(edge_scores(means, variances, [0, 0, 1], [1, 2, 1]), expected, rtol=1e-12)
+    np.testing.assert_allclose(edge_scores(means, variances, np.array([[0, 1], [0, 2], [1, 1]])), expected)
+    # Asymmetric: the narrow Gaussian inside the broad one scores higher than the reverse.
+    assert edge_scores(means, variances, [0], [2])[0] > edge_scores(means, variances, [2], [0])[0]
+
+
+def test_edge_scores_match_reference_and_chunking():
+    rng = np.random.default_rng(0)
+    means, variances = random_tables(30, 5, rng)
+    spec, gen = rng.integers(0, 30, size=(2, 200))
+    expected = [-reference_kl(means[s], variances[s], means[g], variances[g]) for s, g in zip(spec, gen)]
+    np.testing.assert_allclose(edge_scores(means, variances, spec, gen), expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(
+        edge_scores(means, variances, spec, gen, chunk_size=7), edge_scores(means, variances, spec, gen)
+    )
+    m32, v32 = means.astype(np.float32), variances.astype(np.float32)
+    grid = edge_scores(m32, v32, spec.reshape(10, 20), gen.reshape(10, 20))
+    assert grid.shape == (10, 20) and grid.dtype == np.float64
+
+
+def test_edge_scores_validation():
+    means, variances = np.zeros((3, 2)), np.ones((3, 2))
+    with pytest.raises(ValueError, match="lie in"):
+        edge_scores(means, variances, [3], [0])
+    with pytest.raises(ValueError, match="> 0"):
+        edge_scores(means, np.zeros((3, 2)), [0], [1])
+    with pytest.raises(ValueError, match="same shape"):
+        edge_scores(means, variances, [0, 1], [1])
+    with pytest.raises(ValueError, match="num_nodes, d"):
+        edge_scores(means, np.ones((3, 3)), [0], [1])
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def test_threshold_classification_hand_checked():
+    # Sorted val scores 0(neg) 1(pos) 2(neg) 3(pos): cuts at 0.5 and 2.5 both reach 3/4;
+    # the smaller one wins. Test: pos 1.0 >= 0.5 right, pos 0.2 wrong, neg 0.7 wrong, neg 0.1 right.
+    result = threshold_classification([3.0, 1.0], [2.0, 0.0], [1.0, 0.2], [0.7, 0.1])
+    assert result == {"threshold": 0.5, "val_accuracy": 0.75, "test_accuracy": 0.5}
+
+
+def test_threshold_uses_validation_only_and_respects_ties():
+    val = ([5.0, 4.0], [1.0, 0.0])
+    a = threshold_classification(*val, [4.5], [0.5])
+    b = threshold_classification(*val, [-10.0], [10.0])
+    assert a["threshold"] == b["threshold"] == 2.5
+    assert (a["test_accuracy"], b["test_accuracy"]) == (1.0, 0.0)
+    # A tie between a positive and a negative score cannot be split: both sides of it together.
+    tied = threshold_classification([1.0, 1.0], [1.0, 0.0], [], [])
+    assert tied["threshold"] == 0.5 and tied["val_accuracy"] == 0.75
+    assert math.isnan(tied["test_accuracy"])
+    # Everything positive is best: threshold -inf.
+    assert threshold_classification([0.0, 1.0], [], [], [-5.0])["threshold"] == -math.inf
+    with pytest.raises(ValueError, match="NaN"):
+        threshold_classification([np.nan], [0.0], [], [])
+
+
+def test_classification_with_embeddings():
+    # 1-d unit variances: score(s, g) = -(x_s - x_g)^2 / 2.
+    x = np.array([0.0, 1.0, 2.0, 4.0])
+    means, variances = x[:, None], np.ones((4, 1))
+    val_pos, val_neg = np.array([[0, 1], [1, 2]]), np.array([[0, 2], [0, 3]])  # scores -.5 -.5 | -2 -8
+    test_pos, test_neg = np.array([[1, 3]]), np.array([[2, 1]])  # scores -4.5 | -0.5
+    result = classification(val_pos, val_neg, test_pos, test_neg, means, variances)
+    assert result == {"threshold": -1.25, "val_accuracy": 1.0, "test_accuracy": 0.0}
+
+
+# --------------------------------------------------------------------------- reconstruction
+
+
+def test_reconstruction_hand_checked():
+    # b is-a a, c is-a b, x is-a a; ids a=0 b=1 c=2 x=3 at positions 0 1 3 2 on a line,
+    # unit variances: score(u, v) = -(pos_u - pos_v)^2 / 2.
+    h = hierarchy_from_parents({"b": ["a"], "c": ["b"], "x": ["a"]})
+    means, variances = np.array([[0.0], [1.0], [3.0], [2.0]]), np.ones((4, 1))
+    result = reconstruction(h, means, variances)
+    # u=b: a ties with negative x -> rank 1.5, AP 1/2. u=c: x, b, a -> ranks 2, 2; AP (1/2 + 2/3)/2.
+    # u=x: b, c tie above a -> rank 3, AP 1/3. The root a has no ancestors.
+    assert result["mean_rank"] == pytest.approx((1.5 + 2 + 2 + 3) / 4)
+    assert result["map"] == pytest.approx((1 / 2 + 7 / 12 + 1 / 3) / 3)
+    assert (result["num_queries"], result["num_pairs"], result["subsampled"]) == (3, 4, False)
+    assert result["nodes"].tolist() == [1, 2, 3]
+    single = reconstruction(h, means, variances, nodes=["c"])
+    assert (single["mean_rank"], single["map"]) == (2.0, pytest.approx(7 / 12))
+
+
+def test_reconstruction_perfect_embedding():
+    h = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": ["animal"], "fish": ["animal"]})
+    ids = h.node_ids
+    means, variances = np.zeros((5, 2)), np.ones((5, 2))
+    for name, mean, var in [
+        ("animal", [0, 0], 100.0),
+        ("mammal", [2, 0], 10.0),
+        ("dog", [3, 3], 1.0),
+        ("cat", [3, -3], 1.0),
+        ("fish", [-6, 0], 1.0),
+    ]:
+        means[ids[name]], variances[ids[name]] = mean, var
+    result = reconstruction(h, means, variances)
+    assert result["mean_rank"] == 1.0 and result["map"] == 1.0
+
+
+def random_dag(rng, n):
+    names = [f"n{i:02d}" for i in range(n)]
+    parents = {names[0]: []}
+    for i in range(1, n):
+        k = rng.integers(1, 3)
+        parents[names[i]] = sorted({names[j] for j in rng.integers(0, i, size=k)})
+    return hierarchy_from_parents(parents)
+
+
+def brute_force_reconstruction(h, means, variances):
+    ranks, aps = [], []
+    for u in range(h.num_nodes):
+        ancestors = set(h.index.ancestors(u).tolist())
+        if not ancestors:
+            continue
+        others = [v for v in range(h.num_nodes) if v != u]
+        score = {v: -reference_kl(means[u], variances[u], means[v], variances[v]) for v in others}
+        negatives = [v for v in others if v not in ancestors]
+        for a in ancestors:
+            higher = sum(score[v] > score[a] for v in negatives)
+            tied = sum(score[v] == score[a] for v in negatives)
+            ranks.append(1 + higher + tied / 2)
+        precisions = [
+            sum(score[b] >= score[a] for b in ancestors) / sum(score[v] >= score[a] for v in others)
+            for a in ancestors
+        ]
+        aps.append(np.mean(precisions))
+    return np.mean(ranks), np.mean(aps)
+
+
+def test_reconstruction_matches_brute_force_with_ties(monkeypatch):
+    rng = np.random.default_rng(1)
+    h = random_dag(rng, 40)
+    # Coarse grid values and repeated rows create many exactly tied scores.
+    means = rng.integers(-2, 3, size=(40, 3)).astype(float)
+    variances = rng.choice([0.5, 1.0, 2.0], size=(40, 3))
+    means[::4], variances[::4] = means[1], variances[1]
+    expected_rank, expected_map = brute_force_reconstruction(h, means, variances)
+    result = reconstruction(h, means, variances)
+    assert result["mean_rank"] == pytest.approx(expected_rank, rel=1e-12)
+    assert result["map"] == pytest.approx(expected_map, rel=1e-12)
+    # Tiny blocks and work buffers (many query blocks and candidate chunks) change nothing.
+    monkeypatch.setattr(evaluate, "_ELEMENTS_PER_CHUNK", 50)
+    monkeypatch.setattr(evaluate, "_CACHE_ELEMENTS", 20)
+    small = reconstruction(h, means, variances)
+    assert (small["mean_rank"], small["map"]) == (result["mean_rank"], result["map"])
+
+
+def test_reconstruction_all_tied():
+    h = hierarchy_from_parents({"b": ["a"], "c": ["b"], "d": ["a"], "e": ["d"]})
+    means, variances = np.full((5, 3), 0.3), np.full((5, 3), 2.0)
+    result = reconstruction(h, means, variances)
+    # Every candidate ties: rank = 1 + #negatives / 2, AP = |A(u)| / 4.
+    # Ancestors: b {a}, c {a, b}, d {a}, e {a, d}.
+    assert result["mean_rank"] == pytest.approx((2.5 + 2 * 2.0 + 2.5 + 2 * 2.0) / 6)
+    assert result["map"] == pytest.approx((1 + 2 + 1 + 2) / 4 / 4)
+
+
+def test_reconstruction_subsample():
+    rng = np.random.default_rng(2)
+    h = random_dag(rng, 60)
+    means, variances = random_tables(60, 4, rng)
+    a = reconstruction(h, means, variances, max_nodes=10, seed=3)
+    b = reconstruction(h, means, variances, max_nodes=10, seed=3)
+    c = reconstruction(h, means, variances, max_nodes=10, seed=4)
+    assert a["subsampled"] and a["num_queries"] == 10
+    assert np.array_equal(a["nodes"], b["nodes"]) and a["map"] == b["map"]
+    assert not np.array_equal(a["nodes"], c["nodes"])
+    again = reconstruction(h, means, variances, nodes=a["nodes"])
+    assert not again["subsampled"] and again["map"] == a["map"] and again["mean_rank"] == a["mean_rank"]
+    full = reconstruction(h, means, variances, max_nodes=1000)
+    assert not full["subsampled"] and full["num_queries"] == 59
+
+
+def test_reconstruction_mammal_is_fast(mammal):
+    import time
+
+    rng = np.random.default_rng(0)
+    means, variances = random_tables(mammal.num_nodes, 50, rng)
+    start = time.perf_counter()
+    result = reconstruction(mammal, means, variances)
+    elapsed = time.perf_counter() - start
+    assert result["num_queries"] == mammal.num_nodes - 1
+    assert result["num_pairs"] == len(mammal.edges)
+    # Random embeddings: ancestors land mid-list, MAP near the base rate.
+    assert 0.3 * mammal.num_nodes < result["mean_rank"] < 0.7 * mammal.num_nodes
+    assert result["map"] < 0.1
+    assert elapsed < 5.0  # about 0.3 s; generous for busy CI machines
+
+
+# --------------------------------------------------------------------------- ranking metrics
+
+
+def test_average_precision_and_best_f1_hand_checked():
+    assert average_precision([1, 0, 1], [0.9, 0.8, 0.7]) == pytest.approx((1 + 2 / 3) / 2)
+    assert average_precision([0, 1, 1], [3.0, 2.0, 1.0]) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert average_precision([1, 0], [0.5, 0.5]) == 0.5  # a tie shares the precision at its end
+    assert math.isnan(average_precision([0, 0], [1.0, 2.0]))
+    assert best_f1([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]) == (pytest.approx(0.8), 0.7)
+    # Cuts {2.0}: F1 = 2/3; {2.0, 1.0, 1.0} (the tie goes together): F1 = 2*2 / (3 + 2) = 0.8.
+    assert best_f1([1, 1, 0], [2.0, 1.0, 1.0]) == (pytest.approx(0.8), 1.0)
+
+
+# --------------------------------------------------------------------------- word-level benchmarks
+
+SYNSET_PARENTS = {
+    "dog.n.01": ["canine.n.01"],
+    "canine.n.01": ["animal.n.01"],
+    "dog.n.02": ["person.n.01"],
+    "person.n.01": ["organism.n.01"],
+    "animal.n.01": ["organism.n.01"],
+}
+LEMMAS = {
+    "dog": ["dog.n.01", "dog.n.02"],
+    "canine": ["canine.n.01"],
+    "animal": ["animal.n.01"],
+    "person": ["person.n.01"],
+    "organism": ["organism.n.01"],
+    "hot_dog": ["dog.n.02"],
+    "unicorn": ["unicorn.n.01"],  # a synset that is not in the hierarchy
+}
+POSITIONS = {
+    "animal.n.01": 0.0,
+    "canine.n.01": 1.0,
+    "dog.n.01": 3.0,
+    "dog.n.02": 7.0,
+    "organism.n.01": 5.0,
+    "person.n.01": 6.0,
+}
+
+
+def synset_world():
+    h = hierarchy_from_parents(SYNSET_PARENTS)
+    means = np.array([[POSITIONS[name]] for name in h.nodes])
+    return h, means, np.ones_like(means)
+
+
+def score(x, y):  # unit variance, 1-d
+    return -0.5 * (POSITIONS[x] - POSITIONS[y]) ** 2
+
+
+def test_word_pair_scores_best_synset_pair():
+    h, means, variances = synset_world()
+    pairs = [("dog", "animal"), ("Dog", "person"), ("dog", "qwzx"), ("unicorn", "animal"), ("hot dog", "organism")]
+    scores, covered = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS)
+    assert covered.tolist() == [True, True, False, False, True]
+    expected = [
+        max(score("dog.n.01", "animal.n.01"), score("dog.n.02", "animal.n.01")),  # -4.5
+        max(score("dog.n.01", "person.n.01"), score("dog.n.02", "person.n.01")),  # -0.5
+        np.nan,
+        np.nan,
+        score("dog.n.02", "organism.n.01"),
+    ]
+    np.testing.assert_allclose(scores, expected)
+    mean_scores, _ = word_pair_scores(pairs[:1], h, means, variances, "mean", lemmas=LEMMAS)
+    assert mean_scores[0] == pytest.approx((score("dog.n.01", "animal.n.01") + score("dog.n.02", "animal.n.01")) / 2)
+    empty = word_pair_scores([], h, means, variances, lemmas=LEMMAS)
+    assert empty.scores.shape == empty.covered.shape == (0,)
+    with pytest.raises(ValueError, match="reduce"):
+        word_pair_scores(pairs, h, means, variances, "min", lemmas=LEMMAS)
+
+
+def test_word_pair_scores_with_lemma_nodes():
+    synsets = sorted(set(SYNSET_PARENTS) | {p for ps in SYNSET_PARENTS.values() for p in ps})
+    words = {"dog": ["dog.n.01", "dog.n.02"], "animal": ["animal.n.01"], "person": ["person.n.01"]}
+    h = hierarchy_from_parents(
+        {**SYNSET_PARENTS, **words}, nodes=synsets + sorted(words), num_synsets=len(synsets)
+    )
+    positions = {**POSITIONS, "animal": 0.5, "dog": 2.0, "person": 10.0}
+    means = np.array([[positions[name]] for name in h.nodes])
+    variances = np.ones_like(means)
+    pairs = [("dog", "animal"), ("dog", "organism")]  # 'organism' has no word node
+    auto = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS)
+    assert auto.covered.tolist() == [True, True]
+    assert auto.scores[0] == pytest.approx(-0.5 * 1.5**2)  # word nodes dog -> animal
+    assert auto.scores[1] == pytest.approx(-0.5 * 3.0**2)  # word node dog -> synset organism.n.01
+    word = word_pair_scores(pairs, h, means, variances, mode="word", lemmas=LEMMAS)
+    assert word.covered.tolist() == [True, False] and word.scores[0] == auto.scores[0]
+    synset = word_pair_scores(pairs, h, means, variances, mode="synset", lemmas=LEMMAS)
+    assert synset.scores[0] == pytest.approx(-4.5)  # best synset pair, as without lemma nodes
+
+
+def test_hyperlex_and_baroni_on_small_files(tmp_path):
+    h, means, variances = synset_world()
+    hyperlex = tmp_path / "hl.txt"
+    hyperlex.write_text(
+        "WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD SCORES..\n"
+        "dog canine N hyp-1 5.5 9.2 0.5 5 6\n"  # -2
+        "dog animal N hyp-2 5.0 8.3 0.5 5 5\n"  # -4.5
+        "dog person N hyp-1 3.0 5.0 0.5 3 3\n"  # -0.5
+        "animal dog N r-hyp-2 0.5 0.8 0.5 0 1\n"  # -4.5
+        "dog zzz N no-rel 0.0 0.0 0.0 0 0\n"  # not covered
+    )
+    result = hyperlex_spearman(hyperlex, h, means, variances, lemmas=LEMMAS)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    expected = scipy_stats.spearmanr([-2, -4.5, -0.5, -4.5], [5.5, 5.0, 3.0, 0.5]).statistic
+    assert result["spearman"] == pytest.approx(expected)
+    assert (result["coverage"], result["n_pairs"], result["n_covered"]) == (0.8, 5, 4)
+
+    baroni = tmp_path / "b.tsv"
+    baroni.write_text(
+        "dog\tperson\tTrue\thyper\n"  # -0.5
+        "dog\tcanine\tTrue\thyper\n"  # -2
+        "animal\tdog\tFalse\trandom\n"  # -4.5
+        "dog\tanimal\tTrue\thyper\n"  # -4.5
+        "qq\tdog\tFalse\trandom\n"  # not covered
+    )
+    result = baroni2012(baroni, h, means, variances, lemmas=LEMMAS)
+    # Ranking: T, T, {F, T} tied -> AP = (1 + 1 + 3/4) / 3; best F1 at -4.5: 2*3 / (4 + 3).
+    assert result["ap"] == pytest.approx(2.75 / 3)
+    assert result["best_f1"] == pytest.approx(6 / 7) and result["f1_threshold"] == -4.5
+    assert (result["coverage"], result["n_covered"], result["positive_rate"]) == (0.8, 4, 0.75)
+
+
+def test_spearman_without_scipy(monkeypatch):
+    x = np.array([1.0, 2.0, 2.0, 5.0, 3.0])
+    y = np.array([2.0, 1.0, 4.0, 4.0, 9.0])
+    scipy_stats = pytest.importorskip("scipy.stats")
+    expected = scipy_stats.spearmanr(x, y).statistic
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)  # makes `from scipy.stats import ...` fail
+    rho, p = evaluate._spearman(x, y)
+    assert rho == pytest.approx(expected) and math.isnan(p)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="shared data directory not available")
+def test_real_benchmarks_against_wordnet(full):
+    rng = np.random.default_rng(0)
+    means, variances = random_tables(full.num_nodes, 4, rng)
+    hyperlex = hyperlex_spearman(DATA / "hyperlex" / "hyperlex-nouns.txt", full, means, variances)
+    assert hyperlex["n_pairs"] == 2163 and hyperlex["coverage"] > 0.99
+    assert abs(hyperlex["spearman"]) < 0.15  # random embeddings
+    baroni = baroni2012(DATA / "entailment" / "baroni2012.tsv", full, means, variances)
+    assert baroni["n_pairs"] == 2770 and baroni["coverage"] > 0.99
+    assert 0.35 < baroni["ap"] < 0.65

@@ -1,0 +1,104 @@
+import gzip
+import itertools
+
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+import pipelines.sources
+from pipelines import load_corpus, text_source, tfds_source
+
+
+def read(ds):
+    return [line.decode() for batch in ds.batch(4096).as_numpy_iterator() for line in batch]
+
+
+def test_text_file_and_gzip(write_corpus, tmp_path):
+    assert read(load_corpus(write_corpus(["one two", "three"]))) == ["one two", "three"]
+    with gzip.open(tmp_path / "c.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("héllo\nworld\n")
+    assert read(load_corpus(str(tmp_path / "c.txt.gz"))) == ["héllo", "world"]
+
+
+def test_directory_sorted_hidden_skipped_recursive_optional(write_corpus, tmp_path):
+    write_corpus(["b"], "d/b.txt")
+    write_corpus(["a"], "d/a.txt")
+    write_corpus(["hidden"], "d/.hidden")
+    write_corpus(["nested"], "d/sub/c.txt")
+    with gzip.open(tmp_path / "d" / "c.gz", "wt", encoding="utf-8") as f:
+        f.write("zipped\n")
+    assert read(load_corpus(tmp_path / "d")) == ["a", "b", "zipped"]
+    assert read(text_source(tmp_path / "d", recursive=True)) == ["a", "b", "zipped", "nested"]
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        load_corpus(tmp_path / "nope.txt")
+
+
+def test_empty_directory(tmp_path):
+    with pytest.raises(ValueError, match="no files"):
+        load_corpus(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("binary.bin", b"abc\x00\x01\x02", "binary"),
+        ("latin1.txt", "café au lait\n".encode("latin-1"), "not UTF-8"),
+        ("broken.txt.gz", b"not gzip at all", "gzip"),
+    ],
+)
+def test_unreadable_files_are_named(tmp_path, name, data, message):
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(ValueError, match=rf"{name}.*{message}"):
+        load_corpus(tmp_path)
+
+
+def test_utf8_char_cut_at_sniff_boundary_is_accepted(tmp_path):
+    text = "a" * (64 * 1024 - 1) + "é\n"  # the 2-byte 'é' straddles the 64 KiB boundary
+    (tmp_path / "edge.txt").write_text(text, encoding="utf-8")
+    assert read(load_corpus(tmp_path / "edge.txt")) == [text[:-1]]
+
+
+def test_dataset_passthrough_and_check():
+    ds = tf.data.Dataset.from_tensor_slices(["x y"])
+    assert load_corpus(ds) is ds
+    with pytest.raises(ValueError, match="scalar tf.string"):
+        load_corpus(tf.data.Dataset.from_tensor_slices([1, 2]))
+
+
+def test_tfds_mock_source():
+    with tfds.testing.mock_data(num_examples=4):
+        texts = read(load_corpus("tfds:imdb_reviews:train/text"))
+        assert texts == read(load_corpus("tfds:imdb_reviews"))  # split train, the only text feature
+    assert len(texts) == 4 and all(isinstance(t, str) and t for t in texts)
+
+
+def test_tfds_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown TFDS dataset 'no_such_dataset_xyz'"):
+        load_corpus("tfds:no_such_dataset_xyz")
+    with pytest.raises(FileNotFoundError, match="'imdb_reviews' is not prepared locally"):
+        tfds_source("imdb_reviews", data_dir=str(tmp_path))
+    with tfds.testing.mock_data(num_examples=1):
+        with pytest.raises(ValueError, match="no scalar string feature 'label'"):
+            load_corpus("tfds:imdb_reviews:train/label")
+
+
+def test_wordnet_default_corpus(tmp_path, monkeypatch):
+    from hierarchy.wordnet import load_wordnet
+
+    monkeypatch.setattr(pipelines.sources, "cache_dir", lambda: tmp_path)
+    lines = read(load_corpus())
+    (cached,) = tmp_path.glob("wordnet-*-glosses.txt")
+    assert len(lines) == 165_998  # 117,659 definitions + 48,339 examples of WordNet 3.0
+    expected = [
+        text
+        for s in itertools.islice(load_wordnet().all_synsets("n"), 100)
+        for text in [s.definition(), *s.examples()]
+    ]
+    assert lines[: len(expected)] == expected
+    dog = load_wordnet().synset("dog.n.01")
+    assert dog.definition() in lines and dog.examples()[0] in lines
+    cached.write_text("from the cache\n", encoding="utf-8")  # a second call reads the cache
+    assert read(load_corpus("wordnet")) == ["from the cache"]

@@ -96,7 +96,7 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
     model.compile(optimizer=SparseAdagrad(0.5), loss=ThresholdedDivergence(threshold=0.0, margin=5.0))
     start = time.perf_counter()
     history = model.fit(dataset.repeat(), epochs=epochs,
-                        steps_per_epoch=steps_per_epoch, verbose=verbose)
+                        steps_per_epoch=steps_per_epoch, verbose=verbose, shuffle=False)
     seconds = time.perf_counter() - start
 
     table = model.get_layer("nodes")

@@ -4,7 +4,6 @@ import dataclasses
 import json
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -98,7 +97,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     """Trains a WordNet hierarchy embedding and writes the run to `out_dir`.
 
     Writes `model.keras`, `nodes.tsv` (the node vocabulary, one name a line
-    in table order) and `metrics.json` (test/val accuracy with the threshold
+    in table order), `run.json` (see `keras_gauss.runs`) and `metrics.json` (test/val accuracy with the threshold
     chosen on validation, reconstruction mean rank and MAP, HyperLex and
     Baroni 2012 scores when their files are given, `train_seconds`, and the
     config). The directory appears only when everything is written.
@@ -133,6 +132,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import write_run_info
 
     config.validate()
     check_output_dir(out_dir, overwrite)
@@ -169,7 +169,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
               f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
     start = time.perf_counter()
-    history = model.fit(dataset, epochs=config.epochs, verbose=verbose)
+    history = model.fit(dataset, epochs=config.epochs, verbose=verbose, shuffle=False)
     train_seconds = time.perf_counter() - start
 
     table = model.get_layer("nodes")
@@ -205,6 +205,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="wordnet", energy="kl", table="nodes",
+                       vocabulary="nodes.tsv", root=config.root)
     return metrics
 
 
@@ -217,30 +219,3 @@ def _jsonable(value):
     if isinstance(value, np.integer):
         return int(value)
     return value
-
-
-def load_run(run_dir):
-    """Loads a `train-wordnet` run: `(model, node names, metrics)`.
-
-    Args:
-        run_dir: the directory `train_wordnet` wrote.
-
-    Returns:
-        The Keras model, the list of node names (table order) and the
-        metrics dict.
-    """
-    import keras
-
-    import keras_gauss  # noqa: F401  (registers the serializable classes)
-
-    run_dir = Path(run_dir)
-    missing = [n for n in ("model.keras", "nodes.tsv") if not (run_dir / n).exists()]
-    if missing:
-        raise FileNotFoundError(
-            f"{run_dir} holds no trained WordNet run (missing {', '.join(missing)})."
-        )
-    model = keras.saving.load_model(run_dir / "model.keras")
-    nodes = (run_dir / "nodes.tsv").read_text().splitlines()
-    metrics_path = run_dir / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
-    return model, nodes, metrics

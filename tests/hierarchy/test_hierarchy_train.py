@@ -1,0 +1,102 @@
+"""train-wordnet and demo: run directories, metrics, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hierarchy.train import WordNetConfig, train_wordnet
+from keras_gauss.cli import main
+from keras_gauss.runs import load_run
+
+SMALL = dict(root="mammal.n.01", dim=5, epochs=2, batch_size=256, val_size=0.05,
+             test_size=0.05, learning_rate=0.3)
+
+
+@pytest.fixture(scope="module")
+def mammal_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "mammals"
+    metrics = train_wordnet(WordNetConfig(**SMALL), out, verbose=0)
+    return out, metrics
+
+
+def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
+    out, metrics = mammal_run
+    assert sorted(p.name for p in out.iterdir()) == [
+        "metrics.json", "model.keras", "nodes.tsv", "run.json"]
+    saved = json.loads((out / "metrics.json").read_text())
+    for key in ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
+                "train_seconds", "config"):
+        assert saved[key] is not None, key
+    assert saved["config"]["root"] == "mammal.n.01"
+    assert 0.5 <= saved["test_accuracy"] <= 1.0
+    # No temporary directories are left beside the run.
+    assert [p.name for p in out.parent.iterdir()] == ["mammals"]
+
+
+def test_saved_run_reloads_with_the_trained_tables(mammal_run):
+    out, _ = mammal_run
+    run = load_run(out)
+    assert run.kind == "wordnet" and run.energy == "kl"
+    means, variances = run.tables()
+    assert means.shape == (len(run.words), 5)
+    assert run.words[run.ids(["dog.n.01"])[0]] == "dog.n.01"
+    assert np.linalg.norm(means, axis=1).max() <= 2.0 + 1e-5
+    assert variances.min() >= 0.05 - 1e-7
+    with pytest.raises(KeyError, match="cat.n.99"):
+        run.ids(["cat.n.99"])
+
+
+def test_training_learns_the_mammal_hierarchy(tmp_path):
+    config = WordNetConfig(**{**SMALL, "epochs": 8, "dim": 10, "negatives": 3})
+    metrics = train_wordnet(config, tmp_path / "run", verbose=0)
+    # Random tables score ~0.5; a few epochs already separate true edges.
+    assert metrics["test_accuracy"] > 0.75
+    assert metrics["map"] > 0.2
+
+
+def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
+    out, _ = mammal_run
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-wordnet", "--out", str(out), "--root", "mammal.n.01"])
+    assert exit_info.value.code == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--root", "no_such.n.01"], "no_such.n.01"),
+        (["--root", "puppy.n.01"], "empty subtree"),
+        (["--dim", "0"], "--dim"),
+        (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),
+        (["--val-size", "0"], "--val-size"),
+    ],
+)
+def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-wordnet", "--out", str(tmp_path / "run"), *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_malformed_hyperlex_file_names_the_line(tmp_path, capsys):
+    bad = tmp_path / "hyperlex.txt"
+    bad.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD\n"
+                   "dog animal N hyp-1 5.5 9.1 0.2\n"
+                   "cat animal N hyp-1 lots 9.0 0.2\n")
+    with pytest.raises(SystemExit):
+        main(["train-wordnet", "--out", str(tmp_path / "run"), "--root", "mammal.n.01",
+              "--hyperlex", str(bad)])
+    assert "line 3" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_demo_writes_figure_and_model(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--epochs", "1"]) == 0
+    assert (out / "synthetic_hierarchy.png").stat().st_size > 10_000
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert 0.0 <= metrics["edge_accuracy"] <= 1.0
+    assert "edge accuracy" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """`keras-gauss` subcommands for hierarchies."""
 
+import argparse
 import os
 
 
@@ -57,8 +58,9 @@ def add_parser(subparsers):
                        default=defaults.covariance)
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
                        help="max-margin ranking (the paper) or thresholded divergence")
-    train.add_argument("--reversed-negatives", action="store_true",
-                       help="also use each reversed edge as a negative")
+    train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
+                       default=defaults.reversed_negatives,
+                       help="also use each reversed edge as a negative (default: on)")
     train.set_defaults(handler=run_train_wordnet)
 
 

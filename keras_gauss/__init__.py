@@ -7,10 +7,16 @@ ranking loss under hard constraints on means and variances.
 """
 
 import os
+import sys
 
-# TensorFlow's C++ start-up chatter (oneDNN, CPU features) is noise for our
-# users; errors still show. Set TF_CPP_MIN_LOG_LEVEL yourself to override.
+# TensorFlow's C++ start-up chatter (CPU features) is noise for our users;
+# errors still show. Set TF_CPP_MIN_LOG_LEVEL yourself to override.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if os.path.basename(sys.argv[0]) == "keras-gauss":
+    # The `keras-gauss` command: TF 2.21 prints a oneDNN notice (twice) that
+    # no log level hides; oneDNN's rewrites do not touch our gather/scatter
+    # and element-wise ops. Library users keep TensorFlow's default.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 try:
     import tensorflow  # noqa: F401

@@ -41,7 +41,7 @@ def test_saved_run_reloads_with_the_trained_tables(mammal_run):
     means, variances = run.tables()
     assert means.shape == (len(run.words), 5)
     assert run.words[run.ids(["dog.n.01"])[0]] == "dog.n.01"
-    assert np.linalg.norm(means, axis=1).max() <= 2.0 + 1e-5
+    assert np.linalg.norm(means, axis=1).max() <= WordNetConfig().max_norm + 1e-5
     assert variances.min() >= 0.05 - 1e-7
     with pytest.raises(KeyError, match="cat.n.99"):
         run.ids(["cat.n.99"])

@@ -57,6 +57,8 @@ def atomic_directory(path, overwrite=False):
     path = check_output_dir(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    # mkdtemp's 0700 would hide the result from other users (a model server).
+    os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
     except BaseException:
@@ -69,3 +71,51 @@ def atomic_directory(path, overwrite=False):
     os.replace(tmp, path)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def check_output_file(path, overwrite=False):
+    """Refuses an existing output file unless `overwrite`; never a directory.
+
+    Raises:
+        OutputExistsError: `path` is a directory, or exists and `overwrite`
+            is False.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputExistsError(f"{path} is a directory; give a file name.")
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"{path} exists; pass --overwrite to replace it.")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_file(path, overwrite=False, mode="w"):
+    """Yields a file object whose contents replace `path` only on success.
+
+    The data go to a temporary sibling that is renamed onto `path` when the
+    block ends without an exception, and is deleted otherwise.
+
+    Example:
+
+    >>> with atomic_file("means.txt") as handle:
+    ...     handle.write("2 50\n...")
+    """
+    path = check_output_file(path, overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would be surprising
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

@@ -143,7 +143,7 @@ class GaussianEmbedding(keras.layers.Layer):
         rows = tf.gather(table.value, ids)
         return ops.cast(rows, self.compute_dtype)
 
-    def _check_ids(self, ids):
+    def _require_int_dtype(self, ids):
         dtype = keras.backend.standardize_dtype(ids.dtype)
         if "int" not in dtype:
             raise TypeError(
@@ -151,6 +151,10 @@ class GaussianEmbedding(keras.layers.Layer):
                 f"got dtype {dtype}. Convert words to ids with a vocabulary "
                 "lookup first."
             )
+        return dtype
+
+    def _check_ids(self, ids):
+        dtype = self._require_int_dtype(ids)
         if dtype not in ("int32", "int64"):
             ids = ops.cast(ids, "int32")
         if keras.backend.backend() == "tensorflow":
@@ -175,15 +179,10 @@ class GaussianEmbedding(keras.layers.Layer):
         return shape, shape
 
     def compute_output_spec(self, ids):
-        dtype = keras.backend.standardize_dtype(ids.dtype)
-        if "int" not in dtype:
-            raise TypeError(
-                f"{self.__class__.__name__} '{self.name}' expects integer ids, "
-                f"got dtype {dtype}."
-            )
+        self._require_int_dtype(ids)
         shape = tuple(ids.shape) + (self.output_dim,)
-        spec = keras.KerasTensor(shape, dtype=self.compute_dtype)
-        return spec, keras.KerasTensor(shape, dtype=self.compute_dtype)
+        return (keras.KerasTensor(shape, dtype=self.compute_dtype),
+                keras.KerasTensor(shape, dtype=self.compute_dtype))
 
     def get_config(self):
         config = super().get_config()

@@ -67,7 +67,17 @@ def compile_command(source, output):
     import tensorflow as tf
 
     cxx = os.environ.get("CXX") or "g++"
-    flags = ["-std=c++17", "-shared", "-fPIC", "-O3", "-Wno-deprecated-declarations"]
+    flags = [
+        "-std=c++17",
+        "-shared",
+        "-fPIC",
+        "-O3",
+        # Vectorise sqrt and `#pragma omp simd` reductions; no other
+        # fast-math licence (the results must match the TensorFlow step).
+        "-fno-math-errno",
+        "-fopenmp-simd",
+        "-Wno-deprecated-declarations",
+    ]
     if os.environ.get("KERAS_GAUSS_FUSED_NATIVE", "1") != "0" and platform.machine() in (
         "x86_64",
         "AMD64",

@@ -80,22 +80,37 @@ max_norm <= 0 means no norm bound. Returns the mean loss.
 
 enum class Energy { kEL, kKL };
 
-// Sum of log(x[i]) over n values, as products of 8 values in double (cheaper
-// than n logs, and exact enough: each product stays far inside double range
-// for any positive finite float).
-inline double SumLog(const float* x, int n) {
-  double total = 0.0;
-  int i = 0;
+// Sum of log(x[i]) over n positive values with a single log: the product is
+// taken in double, 8 values at a time, and renormalised to [1, 2) after each
+// block by moving the binary exponent into an integer (no overflow or
+// underflow for any positive normal floats).
+inline double SumLog(const float* x, int64_t n) {
+  double m = 1.0;
+  int64_t exponent = 0;
+  auto renormalise = [&]() {
+    uint64_t bits;
+    std::memcpy(&bits, &m, sizeof(bits));
+    exponent += static_cast<int64_t>((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & ~(0x7ffULL << 52)) | (1023ULL << 52);
+    std::memcpy(&m, &bits, sizeof(bits));
+  };
+  int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    double p = static_cast<double>(x[i]) * x[i + 1];
-    double q = static_cast<double>(x[i + 2]) * x[i + 3];
-    double r = static_cast<double>(x[i + 4]) * x[i + 5];
-    double s = static_cast<double>(x[i + 6]) * x[i + 7];
-    total += std::log((p * q) * (r * s));
+    const double p = static_cast<double>(x[i]) * x[i + 1];
+    const double q = static_cast<double>(x[i + 2]) * x[i + 3];
+    const double r = static_cast<double>(x[i + 4]) * x[i + 5];
+    const double s = static_cast<double>(x[i + 6]) * x[i + 7];
+    m *= (p * q) * (r * s);
+    renormalise();
   }
-  double p = 1.0;
-  for (; i < n; ++i) p *= x[i];
-  return total + std::log(p);
+  for (; i < n; ++i) m *= x[i];
+  renormalise();
+  return std::log(m) + static_cast<double>(exponent) * 0.69314718055994530942;
+}
+
+inline void PrefetchRow(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 1);
+  __builtin_prefetch(p + n - 1, 1, 1);
 }
 
 struct Table {
@@ -277,6 +292,16 @@ class RankingStepOp : public OpKernel {
       auto work = [&](int64_t begin, int64_t end) {
         std::vector<float> tmp(d), energies(list), coef(list);
         for (int64_t b = begin; b < end; ++b) {
+          if (b + 2 < end) {
+            const int64_t nb = b + 2;
+            PrefetchRow(wt.means + static_cast<int64_t>(word[nb]) * d, d);
+            PrefetchRow(wt.variances + static_cast<int64_t>(word[nb]) * dv, dv);
+            for (int64_t j = 0; j < list; ++j) {
+              const int64_t c = j == 0 ? context[nb] : negatives[nb * k + j - 1];
+              PrefetchRow(ct.means + c * d, d);
+              PrefetchRow(ct.variances + c * dv, dv);
+            }
+          }
           const float* mw = wt.means + static_cast<int64_t>(word[b]) * d;
           const float* vw = wt.variances + static_cast<int64_t>(word[b]) * dv;
           auto cid = [&](int64_t j) -> int64_t {
@@ -291,6 +316,7 @@ class RankingStepOp : public OpKernel {
               if (sph) {
                 const float t = vw[0] + vc[0];
                 float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
                 for (int64_t i = 0; i < d; ++i) {
                   const float diff = mw[i] - mc[i];
                   sq += diff * diff;
@@ -298,6 +324,7 @@ class RankingStepOp : public OpKernel {
                 e = -0.5 * (d * std::log(static_cast<double>(t)) + sq / t);
               } else {
                 float quad = 0.f;
+#pragma omp simd reduction(+ : quad)
                 for (int64_t i = 0; i < d; ++i) {
                   const float t = vw[i] + vc[i];
                   const float diff = mw[i] - mc[i];
@@ -310,6 +337,7 @@ class RankingStepOp : public OpKernel {
               if (sph) {
                 const float inv = 1.0f / vw[0];
                 float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
                 for (int64_t i = 0; i < d; ++i) {
                   const float diff = mw[i] - mc[i];
                   sq += diff * diff;
@@ -318,6 +346,7 @@ class RankingStepOp : public OpKernel {
                 e = -0.5 * (d * ratio + sq * inv - d - d * std::log(ratio));
               } else {
                 float lin = 0.f;
+#pragma omp simd reduction(+ : lin)
                 for (int64_t i = 0; i < d; ++i) {
                   const float inv = 1.0f / vw[i];
                   const float diff = mw[i] - mc[i];
@@ -369,6 +398,7 @@ class RankingStepOp : public OpKernel {
               if (sph) {
                 const float inv = 1.0f / (vw[0] + vc[0]);
                 float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
                 for (int64_t i = 0; i < d; ++i) {
                   const float delta = (mw[i] - mc[i]) * inv;
                   gmw[i] -= s * delta;
@@ -398,6 +428,7 @@ class RankingStepOp : public OpKernel {
                 const float inv_w = 1.0f / vw[0];
                 const float inv_c = 1.0f / vc[0];
                 float acc_w = 0.f;
+#pragma omp simd reduction(+ : acc_w)
                 for (int64_t i = 0; i < d; ++i) {
                   const float diff = mw[i] - mc[i];
                   const float gmu = diff * inv_w;
@@ -480,6 +511,19 @@ class RankingStepOp : public OpKernel {
       auto update = [&](int64_t begin, int64_t end) {
         std::vector<float> gmean(d), gvar(dv);
         for (int64_t s = begin; s < end; ++s) {
+          if (s + 2 < end) {
+            const int64_t ns = s + 2;
+            const Table& nt = tables[row_table_[ns]];
+            const int64_t nrow = uniq_rows_[ns];
+            PrefetchRow(nt.means + nrow * d, d);
+            PrefetchRow(nt.mean_acc + nrow * d, d);
+            PrefetchRow(nt.variances + nrow * dv, dv);
+            PrefetchRow(nt.var_acc + nrow * dv, dv);
+            for (int64_t p = row_offsets_[ns]; p < row_offsets_[ns + 1]; ++p) {
+              PrefetchRow(gm + occ_order_[p] * d, d);
+              PrefetchRow(gv + occ_order_[p] * dv, dv);
+            }
+          }
           const Table& tb = tables[row_table_[s]];
           const int64_t row = uniq_rows_[s];
           std::fill(gmean.begin(), gmean.end(), 0.f);
@@ -501,6 +545,7 @@ class RankingStepOp : public OpKernel {
           }
           if (tb.max_norm > 0.f) {
             float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
             for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
             const float norm = std::sqrt(sq);
             const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));

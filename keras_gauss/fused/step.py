@@ -1,0 +1,307 @@
+"""One ranking training step, fused in C++ or in plain TensorFlow.
+
+Both implementations compute, for a minibatch of `(word, context,
+negatives)` ids, exactly what the Keras path
+(`GaussianEmbedding` -> `ELEnergy`/`KLEnergy` -> `MaxMarginRanking` ->
+`SparseAdagrad`) computes in one `fit` step, and update the tables and the
+AdaGrad accumulators in place:
+
+- energies `E(w, c+)`, `E(w, c-_k)`; for `"kl"` the word is the general
+  side and the context the specific one: `E = -KL(N_context || N_word)`;
+- the loss `mean_b sum_k max(0, margin - E(w_b, c+_b) + E(w_b, c-_bk))`;
+- the gradients of that mean loss w.r.t. every gathered row, from the
+  parameters before the update, summed over repeated ids;
+- AdaGrad once per touched row (`acc += g^2; w -= lr g / sqrt(acc + eps)`)
+  followed by the row constraints (`NormClip` on means, `VarianceClip` on
+  variances).
+"""
+
+import keras
+import tensorflow as tf
+
+from keras_gauss import ops as gauss_ops
+from keras_gauss.fused import build as _build
+
+ENERGIES = ("el", "kl")
+
+
+def fused_available():
+    """Whether the fused C++ op is built and loaded (builds it on first call).
+
+    Returns:
+        True if `ranking_step(..., use_fused=True)` can run.
+
+    Example:
+
+    >>> from keras_gauss.fused import fused_available
+    >>> fused_available()
+    True
+    """
+    return _build.load() is not None
+
+
+def _tf_var(variable):
+    """The `tf.Variable` behind a Keras variable (or the variable itself)."""
+    if isinstance(variable, keras.Variable):
+        return variable.value
+    return variable
+
+
+def _pair(value, name):
+    """`(word, context)` floats from a scalar, a pair or None (-> None)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError(f"`{name}` must be a number or a (word, context) pair.")
+        return tuple(value)
+    return (value, value)
+
+
+def _inputs(tables, accumulators):
+    if len(tables) != 4 or len(accumulators) != 4:
+        raise ValueError(
+            "`tables` and `accumulators` must each hold 4 variables: word means, "
+            "word variances, context means, context variances (pass the same "
+            "variables twice for a shared table)."
+        )
+    tables = [_tf_var(v) for v in tables]
+    accumulators = [_tf_var(v) for v in accumulators]
+    return tables, accumulators
+
+
+def ranking_step(
+    tables,
+    accumulators,
+    word,
+    context,
+    negatives,
+    learning_rate,
+    margin=1.0,
+    epsilon=1e-7,
+    max_norm=None,
+    min_variance=None,
+    max_variance=None,
+    energy="el",
+    use_fused=None,
+):
+    """Runs one max-margin ranking step and updates the variables in place.
+
+    Args:
+        tables: `(word_means, word_variances, context_means,
+            context_variances)` float32 variables (Keras or TF); means are
+            `(V, d)`, variances `(V, d)` (diagonal) or `(V, 1)` (spherical).
+            For a shared table pass the same two variables twice.
+        accumulators: the 4 AdaGrad accumulators, shaped like `tables` (the
+            same ones twice for a shared table).
+        word: `(B,)` int32 word ids.
+        context: `(B,)` int32 positive context ids.
+        negatives: `(B, k)` int32 negative context ids.
+        learning_rate: scalar learning rate.
+        margin: hinge margin `m`.
+        epsilon: AdaGrad's epsilon (inside the square root).
+        max_norm: `C`, bound on the means' norms: a number, a
+            `(word, context)` pair, or None (no bound). A value `<= 0` also
+            means no bound.
+        min_variance: `m`, a number or pair, or None (no lower clip).
+        max_variance: `M`, a number or pair, or None (no upper clip).
+        energy: `"el"` (expected likelihood) or `"kl"`
+            (`E = -KL(N_context || N_word)`, word = general side).
+        use_fused: True: the C++ op (error if unavailable); False: the pure
+            TensorFlow step; None: the C++ op when available.
+
+    Returns:
+        The mean loss of the batch before the update (a float32 scalar).
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> means = tf.Variable(tf.random.uniform((100, 8), -0.05, 0.05))
+    >>> variances = tf.Variable(tf.ones((100, 8)))
+    >>> accs = [tf.Variable(tf.fill(v.shape, 1e-6)) for v in (means, variances)]
+    >>> loss = ranking_step((means, variances, means, variances), accs * 2,
+    ...                     word=[1, 2], context=[3, 4], negatives=[[5], [6]],
+    ...                     learning_rate=0.1, max_norm=2.0,
+    ...                     min_variance=0.05, max_variance=5.0)
+    """
+    if energy not in ENERGIES:
+        raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
+    tables, accumulators = _inputs(tables, accumulators)
+    if use_fused is None:
+        use_fused = fused_available()
+    elif use_fused and not fused_available():
+        raise RuntimeError(
+            f"The fused op is unavailable: {_build.error()}. Pass use_fused=None "
+            "or False to use the pure TensorFlow step."
+        )
+    word = tf.convert_to_tensor(word, tf.int32)
+    context = tf.convert_to_tensor(context, tf.int32)
+    negatives = tf.convert_to_tensor(negatives, tf.int32)
+    kwargs = dict(
+        learning_rate=learning_rate,
+        margin=margin,
+        epsilon=epsilon,
+        max_norm=_pair(max_norm, "max_norm"),
+        min_variance=_pair(min_variance, "min_variance"),
+        max_variance=_pair(max_variance, "max_variance"),
+        energy=energy,
+    )
+    if use_fused:
+        return _fused_step(tables, accumulators, word, context, negatives, **kwargs)
+    return _tf_step(tables, accumulators, word, context, negatives, **kwargs)
+
+
+def _spherical(tables):
+    columns = {int(tables[1].shape[-1]), int(tables[3].shape[-1])}
+    dim = int(tables[0].shape[-1])
+    if columns == {1} and dim != 1:
+        return True
+    if columns == {dim}:
+        return False
+    raise ValueError(
+        "The word and context tables must both be diagonal (variances (V, d)) "
+        "or both spherical (variances (V, 1)); got variance columns "
+        f"{sorted(columns)} with d={dim}."
+    )
+
+
+def _fused_step(
+    tables,
+    accumulators,
+    word,
+    context,
+    negatives,
+    learning_rate,
+    margin,
+    epsilon,
+    max_norm,
+    min_variance,
+    max_variance,
+    energy,
+):
+    module = _build.load()
+    inf = float("inf")
+    return module.keras_gauss_ranking_step(
+        *[v.handle for v in tables],
+        *[v.handle for v in accumulators],
+        word=word,
+        context=context,
+        negatives=negatives,
+        learning_rate=tf.cast(learning_rate, tf.float32),
+        margin=tf.cast(margin, tf.float32),
+        epsilon=tf.cast(epsilon, tf.float32),
+        max_norm=tf.constant(max_norm or (0.0, 0.0), tf.float32),
+        min_variance=tf.constant(min_variance or (-inf, -inf), tf.float32),
+        max_variance=tf.constant(max_variance or (inf, inf), tf.float32),
+        energy=energy,
+        spherical=_spherical(tables),
+    )
+
+
+def _tf_step(
+    tables,
+    accumulators,
+    word,
+    context,
+    negatives,
+    learning_rate,
+    margin,
+    epsilon,
+    max_norm,
+    min_variance,
+    max_variance,
+    energy,
+):
+    word_means, word_vars, context_means, context_vars = tables
+    _spherical(tables)  # validates the shapes
+    shared = word_means is context_means
+    candidates = tf.concat([context[:, None], negatives], axis=1)  # (B, 1 + k)
+    checks = (
+        _check_ids(word, word_means.shape[0], "word", "word")
+        + _check_ids(context, context_means.shape[0], "context", "context")
+        + _check_ids(negatives, context_means.shape[0], "negatives", "context")
+    )
+    with tf.control_dependencies(checks):
+        rows = [
+            tf.gather(word_means, word),
+            tf.gather(word_vars, word),
+            tf.gather(context_means, candidates),
+            tf.gather(context_vars, candidates),
+        ]
+    with tf.GradientTape() as tape:
+        tape.watch(rows)
+        mean_w, var_w, mean_c, var_c = rows
+        mean_w, var_w = mean_w[:, None], var_w[:, None]
+        var_w = tf.broadcast_to(var_w, tf.shape(mean_w))
+        var_c = tf.broadcast_to(var_c, tf.shape(mean_c))
+        if energy == "el":
+            energies = gauss_ops.el_energy(mean_w, var_w, mean_c, var_c)
+        else:
+            energies = gauss_ops.kl_energy(mean_w, var_w, mean_c, var_c)
+        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
+        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
+    grads = tape.gradient(loss, rows)
+    dim = word_means.shape[-1]
+    var_dim = word_vars.shape[-1]
+    groups = [
+        (word_means, word_vars, accumulators[0], accumulators[1], 0, [word], grads[:2]),
+        (
+            context_means,
+            context_vars,
+            accumulators[2],
+            accumulators[3],
+            1,
+            [tf.reshape(candidates, [-1])],
+            [tf.reshape(grads[2], [-1, dim]), tf.reshape(grads[3], [-1, var_dim])],
+        ),
+    ]
+    if shared:
+        word_group, context_group = groups
+        groups = [
+            word_group[:5]
+            + (
+                word_group[5] + context_group[5],
+                [tf.concat([a, b], 0) for a, b in zip(word_group[6], context_group[6])],
+            )
+        ]
+    lr = tf.cast(learning_rate, tf.float32)
+    updates = []
+    for means, variances, mean_acc, var_acc, side, ids, (g_mean, g_var) in groups:
+        ids = tf.concat(ids, 0)
+        unique, positions = tf.unique(ids)
+        count = tf.shape(unique)[0]
+        g_mean = tf.math.unsorted_segment_sum(g_mean, positions, count)
+        g_var = tf.math.unsorted_segment_sum(g_var, positions, count)
+        new_means = _adagrad(means, mean_acc, unique, g_mean, lr, epsilon)
+        if max_norm is not None and max_norm[side] > 0:
+            norms = tf.sqrt(tf.reduce_sum(tf.square(new_means), -1, keepdims=True))
+            new_means = new_means * tf.minimum(
+                1.0, max_norm[side] / tf.maximum(norms, 1e-30)
+            )
+        new_vars = _adagrad(variances, var_acc, unique, g_var, lr, epsilon)
+        if min_variance is not None:
+            new_vars = tf.maximum(new_vars, min_variance[side])
+        if max_variance is not None:
+            new_vars = tf.minimum(new_vars, max_variance[side])
+        updates.append(means.scatter_update(tf.IndexedSlices(new_means, unique)))
+        updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
+    with tf.control_dependencies(updates):
+        return tf.identity(loss)
+
+
+def _adagrad(variable, accumulator, rows, grad, lr, epsilon):
+    acc_rows = tf.gather(accumulator, rows) + tf.square(grad)
+    update = accumulator.scatter_update(tf.IndexedSlices(acc_rows, rows))
+    with tf.control_dependencies([update]):
+        return tf.gather(variable, rows) - lr * grad / tf.sqrt(acc_rows + epsilon)
+
+
+def _check_ids(ids, rows, name, table):
+    message = (
+        f"ranking_step: `{name}` ids must lie in [0, {rows}): the {table} "
+        f"table has {rows} rows."
+    )
+    return [
+        tf.debugging.assert_non_negative(ids, message=message),
+        tf.debugging.assert_less(ids, tf.cast(rows, ids.dtype), message=message),
+    ]

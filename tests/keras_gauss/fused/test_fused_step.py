@@ -1,0 +1,248 @@
+"""The fused ranking step: C++ op == pure TensorFlow step == Keras path."""
+
+import logging
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+import keras_gauss as kg
+from keras_gauss.fused import build as fused_build
+from keras_gauss.fused import fused_available
+from keras_gauss.fused import ranking_step
+
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def _tables(rng, vocab, dim, spherical, shared):
+    var_dim = 1 if spherical else dim
+    sides = 1 if shared else 2
+    tables, accumulators = [], []
+    for _ in range(sides):
+        tables += [
+            rng.uniform(-1.0, 1.0, (vocab, dim)).astype("float32"),
+            rng.uniform(0.2, 2.0, (vocab, var_dim)).astype("float32"),
+        ]
+        accumulators += [
+            rng.uniform(0.0, 0.01, (vocab, dim)).astype("float32"),
+            rng.uniform(0.0, 0.01, (vocab, var_dim)).astype("float32"),
+        ]
+    return tables, accumulators
+
+
+def _variables(tables, accumulators):
+    tables = [tf.Variable(t) for t in tables]
+    accumulators = [tf.Variable(a) for a in accumulators]
+    if len(tables) == 2:
+        return tables * 2, accumulators * 2
+    return tables, accumulators
+
+
+def _batch(rng, vocab, batch, negatives):
+    # A small vocabulary makes many ids repeat, within and across roles.
+    word = rng.integers(0, vocab, batch).astype("int32")
+    context = rng.integers(0, vocab, batch).astype("int32")
+    negative = rng.integers(0, vocab, (batch, negatives)).astype("int32")
+    return word, context, negative
+
+
+def _run(tables, accumulators, batch, use_fused, **kwargs):
+    variables, accs = _variables(tables, accumulators)
+    loss = ranking_step(variables, accs, *batch, use_fused=use_fused, **kwargs)
+    unique = []
+    for v in variables + accs:
+        if not any(v is u for u in unique):
+            unique.append(v)
+    return float(loss), [v.numpy() for v in unique]
+
+
+def test_fused_op_builds():
+    assert fused_available(), f"the fused op did not build: {fused_build.error()}"
+    path = fused_build.library_path()
+    assert path.startswith(fused_build.cache_dir())
+    assert os.path.exists(path)
+    assert not [n for n in os.listdir(os.path.dirname(path)) if n.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("energy", ["el", "kl"])
+@pytest.mark.parametrize("spherical", [False, True])
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("binding", [False, True])
+def test_fused_equals_tf_step(energy, spherical, shared, binding):
+    rng = np.random.default_rng(7)
+    vocab, dim = 13, 6
+    tables, accumulators = _tables(rng, vocab, dim, spherical, shared)
+    batch = _batch(rng, vocab, 40, 3)
+    kwargs = dict(
+        learning_rate=2.0 if binding else 0.05,
+        margin=1.0,
+        epsilon=1e-7,
+        max_norm=0.9 if binding else 50.0,
+        min_variance=0.6 if binding else 0.01,
+        max_variance=1.4 if binding else 50.0,
+        energy=energy,
+    )
+    fused_loss, fused = _run(tables, accumulators, batch, True, **kwargs)
+    tf_loss, reference = _run(tables, accumulators, batch, False, **kwargs)
+    assert fused_loss > 0
+    np.testing.assert_allclose(fused_loss, tf_loss, **TOL)
+    for a, b in zip(fused, reference):
+        np.testing.assert_allclose(a, b, **TOL)
+    if binding:  # the constraints really bound
+        means = fused[0]
+        assert np.isclose(np.linalg.norm(means, axis=-1).max(), 0.9, atol=1e-5)
+        touched = np.unique(np.concatenate([b.ravel() for b in batch]))
+        variances = fused[1][touched]
+        assert variances.min() == np.float32(0.6) or variances.max() == np.float32(1.4)
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_untouched_rows_are_bit_identical(use_fused):
+    rng = np.random.default_rng(3)
+    vocab = 50
+    tables, accumulators = _tables(rng, vocab, 4, False, False)
+    batch = (
+        np.array([1, 2, 2], "int32"),
+        np.array([3, 4, 3], "int32"),
+        np.array([[5], [1], [6]], "int32"),
+    )
+    _, after = _run(
+        tables, accumulators, batch, use_fused, learning_rate=1.0, max_norm=0.5,
+        min_variance=0.5, max_variance=1.5,
+    )
+    words_touched = np.zeros(vocab, bool)
+    words_touched[[1, 2]] = True
+    contexts_touched = np.zeros(vocab, bool)
+    contexts_touched[[1, 3, 4, 5, 6]] = True
+    before = [tables[0], tables[1], tables[2], tables[3]] + accumulators
+    masks = [words_touched, words_touched, contexts_touched, contexts_touched]
+    masks += masks
+    for old, new, touched in zip(before, after, masks):
+        np.testing.assert_array_equal(old[~touched], new[~touched])
+        assert not np.array_equal(old[touched], new[touched])
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+@pytest.mark.parametrize("bad", ["word", "context", "negatives"])
+def test_out_of_range_ids_raise(use_fused, bad):
+    rng = np.random.default_rng(0)
+    tables, accumulators = _tables(rng, 10, 3, False, False)
+    tables[2] = tables[2][:8]  # the context table has 8 rows
+    tables[3] = tables[3][:8]
+    accumulators[2] = accumulators[2][:8]
+    accumulators[3] = accumulators[3][:8]
+    ids = {
+        "word": np.array([0, 9], "int32"),
+        "context": np.array([1, 7], "int32"),
+        "negatives": np.array([[2], [3]], "int32"),
+    }
+    ids[bad] = ids[bad] * 0 + (10 if bad == "word" else 8)
+    variables, accs = _variables(tables, accumulators)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{bad}.*(10|8)"):
+        ranking_step(
+            variables, accs, ids["word"], ids["context"], ids["negatives"],
+            learning_rate=0.1, use_fused=use_fused,
+        )
+    np.testing.assert_array_equal(variables[0].numpy(), tables[0])
+
+
+def test_falls_back_when_the_library_cannot_be_built(monkeypatch, caplog):
+    def broken(path=None):
+        raise RuntimeError("C++ compiler 'g++' not found")
+
+    monkeypatch.setattr(fused_build, "build", broken)
+    fused_build._reset()
+    try:
+        with caplog.at_level(logging.WARNING, logger="keras_gauss.fused"):
+            assert not fused_available()
+            assert not fused_available()  # warned once
+        warnings = [r for r in caplog.records if "unavailable" in r.getMessage()]
+        assert len(warnings) == 1 and "not found" in warnings[0].getMessage()
+        rng = np.random.default_rng(0)
+        tables, accumulators = _tables(rng, 10, 3, False, False)
+        variables, accs = _variables(tables, accumulators)
+        batch = _batch(rng, 10, 4, 1)
+        loss = ranking_step(variables, accs, *batch, learning_rate=0.1)
+        assert np.isfinite(float(loss))
+        with pytest.raises(RuntimeError, match="unavailable"):
+            ranking_step(variables, accs, *batch, learning_rate=0.1, use_fused=True)
+    finally:
+        monkeypatch.undo()
+        fused_build._reset()
+
+
+# ---------------------------------------------------------------------------
+# The key check: one step equals one `fit` step of the ordinary Keras model.
+
+
+def _keras_model(vocab, dim, negatives, energy, covariance, constraints):
+    words = kg.GaussianEmbedding(vocab, dim, covariance=covariance, name="words",
+                                 **constraints)
+    contexts = kg.GaussianEmbedding(vocab, dim, covariance=covariance,
+                                    name="contexts", **constraints)
+    word = keras.Input((), dtype="int32", name="word")
+    context = keras.Input((), dtype="int32", name="context")
+    negative = keras.Input((negatives,), dtype="int32", name="negatives")
+    mean_w, var_w = words(word)
+    candidates = ops.concatenate([ops.expand_dims(context, -1), negative], -1)
+    mean_c, var_c = contexts(candidates)
+    layer = kg.ELEnergy() if energy == "el" else kg.KLEnergy()
+    energies = layer(ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c)
+    model = keras.Model({"word": word, "context": context, "negatives": negative},
+                        energies)
+    return model, words, contexts
+
+
+@pytest.mark.parametrize("energy", ["el", "kl"])
+@pytest.mark.parametrize("covariance", ["diagonal", "spherical"])
+@pytest.mark.parametrize("use_fused", [False, True])
+def test_step_equals_keras_fit_step(energy, covariance, use_fused):
+    rng = np.random.default_rng(11)
+    vocab, dim, batch, negatives = 12, 5, 32, 2
+    constraints = dict(max_norm=0.8, min_variance=0.5, max_variance=1.6)
+    keras_model, words, contexts = _keras_model(
+        vocab, dim, negatives, energy, covariance, constraints
+    )
+    var_dim = dim if covariance == "diagonal" else 1
+    values = [
+        rng.uniform(-0.5, 0.5, (vocab, dim)).astype("float32"),
+        rng.uniform(0.6, 1.5, (vocab, var_dim)).astype("float32"),
+        rng.uniform(-0.5, 0.5, (vocab, dim)).astype("float32"),
+        rng.uniform(0.6, 1.5, (vocab, var_dim)).astype("float32"),
+    ]
+    for variable, value in zip(
+        [words.means, words.variances, contexts.means, contexts.variances], values
+    ):
+        variable.assign(value)
+    fused = kg.fused.FusedRankingModel(
+        vocab, dim, energy=energy, covariance=covariance, use_fused=use_fused,
+        **constraints,
+    )
+    for variable, value in zip(fused._tables(), values):
+        variable.assign(value)
+
+    word, context, negative = _batch(rng, vocab, batch, negatives)
+    x = {"word": word, "context": context, "negatives": negative}
+    y = np.zeros((batch, 1 + negatives), "float32")
+    y[:, 0] = 1.0
+    keras_model.compile(optimizer=kg.SparseAdagrad(0.3), loss=kg.MaxMarginRanking())
+    fused.compile(optimizer=kg.SparseAdagrad(0.3))
+    keras_loss = keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0,
+                                 shuffle=False).history["loss"][0]
+    fused_loss = fused.fit(x, y, batch_size=batch, epochs=1, verbose=0,
+                           shuffle=False).history["loss"][0]
+
+    np.testing.assert_allclose(fused_loss, keras_loss, **TOL)
+    keras_tables = [words.means, words.variances, contexts.means, contexts.variances]
+    for ours, theirs, value in zip(fused._tables(), keras_tables, values):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **TOL)
+        assert not np.allclose(ours.numpy(), value)  # the step moved them
+    ours = fused._accumulators(fused._tables())
+    theirs = keras_model.optimizer._accumulators
+    theirs = [theirs[keras_model.optimizer._get_variable_index(v)] for v in keras_tables]
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), **TOL)
+    assert int(fused.optimizer.iterations) == 1

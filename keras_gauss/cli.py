@@ -13,6 +13,7 @@ import sys
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
     "hierarchy.cli",
+    "pipelines.cli",
     "keras_gauss.export.cli",
 ]
 

@@ -1,10 +1,10 @@
 import collections
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import NEWS
 from pipelines import (
     Vocabulary,
     build_vocabulary,
@@ -15,6 +15,8 @@ from pipelines import (
     negative_table,
     skipgram_pairs,
 )
+
+NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
 
 ABCD = Vocabulary(["a", "b", "c", "d"], [1, 1, 1, 1])
 

@@ -1,0 +1,427 @@
+"""Evaluating Gaussian word embeddings: similarity, entailment, specificity.
+
+Every function takes an `Embeddings` (words with means and variances): build
+one from a run directory (`Embeddings.from_run`, or pass the directory / a
+loaded `keras_gauss.runs.Run` straight to any function), from raw arrays
+(`Embeddings(words, means, variances)`), or from
+`pipelines.empirical.empirical_gaussians`.
+
+Measures, as in the paper (Section 6):
+
+- similarity: Spearman rho between human scores and the cosine between
+  means (`"m"`) or between distributions (`"d"`,
+  `keras_gauss.ops.distribution_cosine`, the normalised expected-likelihood
+  kernel). Pairs with a word outside the vocabulary are skipped and
+  reported through `coverage`; they never raise.
+- entailment (Baroni et al. 2012 format): average precision and best F1 of
+  two scores: `"kl"`, `-KL(N_word1 || N_word2)` (word1 entails word2 when its
+  Gaussian lies inside word2's: word1 specific, word2 general) and `"cos"`,
+  the cosine between means.
+- specificity: a word's nearest neighbours by cosine between means, shown
+  sorted by descending variance (log det of the covariance), the paper's
+  Table 1.
+
+All words are lowercased before lookup (the corpus tokenizer lowercases).
+"""
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Embeddings:
+    """Gaussian embeddings of a vocabulary.
+
+    Attributes:
+        words: the words, in row order.
+        means: `(n, d)` float array.
+        variances: `(n, d)` float array (spherical ones broadcast).
+
+    Example:
+
+    >>> emb = Embeddings(["cat", "dog"], np.eye(2), np.ones((2, 2)))
+    >>> emb.vector("dog")[0].tolist()
+    [0.0, 1.0]
+    """
+
+    words: list
+    means: np.ndarray
+    variances: np.ndarray
+
+    def __post_init__(self):
+        self.words = list(self.words)
+        self.means = np.asarray(self.means, dtype=np.float64)
+        self.variances = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(self.variances, dtype=np.float64), self.means.shape))
+        if self.means.ndim != 2 or len(self.means) != len(self.words):
+            raise ValueError(f"means must be (len(words)={len(self.words)}, d), "
+                             f"got {self.means.shape}.")
+        if (self.variances <= 0).any():
+            raise ValueError("variances must be positive.")
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+    @classmethod
+    def from_run(cls, run):
+        """The query table of a run directory (a path or a loaded `Run`)."""
+        if isinstance(run, (str, os.PathLike)):
+            from keras_gauss.runs import load_run
+
+            run = load_run(run)
+        means, variances = run.tables()
+        return cls(run.words, means, variances)
+
+    def id(self, word):
+        """Row of `word` (lowercased); raises `KeyError` naming an unknown word."""
+        key = word.lower()
+        if key not in self.index:
+            raise KeyError(f"{word!r} is not in the vocabulary ({len(self.words):,} words)")
+        return self.index[key]
+
+    def vector(self, word):
+        """`(mean, variance)` of `word`."""
+        i = self.id(word)
+        return self.means[i], self.variances[i]
+
+    def log_det(self):
+        """`(n,)` log determinants of the covariances (larger: broader)."""
+        return np.log(self.variances).sum(axis=1)
+
+
+def as_embeddings(source):
+    """An `Embeddings` from an `Embeddings`, a `Run` or a run directory."""
+    if isinstance(source, Embeddings):
+        return source
+    return Embeddings.from_run(source)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def read_similarity(path):
+    """Reads a word similarity file: `word1 TAB word2 TAB score` lines.
+
+    Blank lines and lines starting with `#` are skipped; fields may also be
+    separated by other whitespace; words are lowercased.
+
+    Args:
+        path: the file.
+
+    Returns:
+        A list of `(word1, word2, score)`.
+
+    Raises:
+        ValueError: a line without 3 fields or with a non-numeric score; the
+            message names the file and the 1-based line number.
+
+    Example:
+
+    >>> pairs = read_similarity("../shared/data/similarity/wordsim353.tsv")
+    >>> pairs[0]
+    ('love', 'sex', 6.77)
+    """
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split("\t") if "\t" in line else line.split()
+            fields = [field.strip() for field in fields]
+            if len(fields) < 3 or not fields[0] or not fields[1]:
+                raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
+                                 f"got {line!r}")
+            try:
+                score = float(fields[2])
+            except ValueError:
+                score = math.nan
+            if not math.isfinite(score):
+                raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
+                                 f"number: {fields[2]!r}")
+            pairs.append((fields[0].lower(), fields[1].lower(), score))
+    return pairs
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def _pair_ids(emb, pairs):
+    ids = [(emb.index.get(a), emb.index.get(b)) for a, b, *_ in pairs]
+    covered = np.array([i is not None and j is not None for i, j in ids], dtype=bool)
+    left = np.array([i for (i, j), c in zip(ids, covered) if c], dtype=np.int64)
+    right = np.array([j for (i, j), c in zip(ids, covered) if c], dtype=np.int64)
+    return left, right, covered
+
+
+def _cosine(a, b):
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return (a * b).sum(-1) / np.maximum(norms, 1e-12)
+
+
+def pair_scores(emb, left, right, measure):
+    """Scores of word pairs given by row ids.
+
+    Args:
+        emb: an `Embeddings`.
+        left, right: `(n,)` row ids.
+        measure: `"m"` (cosine between means), `"d"` (cosine between
+            distributions), `"kl"` (`-KL(N_left || N_right)`: high when left
+            lies inside right, i.e. left entails right) or `"el"` (log
+            expected likelihood).
+
+    Returns:
+        `(n,)` float64 scores, higher = more similar / more entailing.
+    """
+    from keras_gauss import ops as gauss_ops
+
+    ml, vl = emb.means[left], emb.variances[left]
+    mr, vr = emb.means[right], emb.variances[right]
+    if measure == "m":
+        return _cosine(ml, mr)
+    if measure == "d":
+        return np.asarray(gauss_ops.distribution_cosine(ml, vl, mr, vr), dtype=np.float64)
+    if measure == "kl":  # general = right, specific = left
+        return np.asarray(gauss_ops.kl_energy(mr, vr, ml, vl), dtype=np.float64)
+    if measure == "el":
+        return np.asarray(gauss_ops.el_energy(ml, vl, mr, vr), dtype=np.float64)
+    raise ValueError(f"measure must be 'm', 'd', 'kl' or 'el', got {measure!r}.")
+
+
+def _spearman(x, y):
+    from scipy.stats import spearmanr
+
+    if len(x) < 2:
+        return math.nan
+    return float(spearmanr(x, y).statistic)
+
+
+def similarity(source, path):
+    """Spearman rho of a similarity file, by cosine of means and of distributions.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        path: a `word1 TAB word2 TAB score` file (see `read_similarity`).
+
+    Returns:
+        `{"spearman_m", "spearman_d", "coverage", "n_pairs", "n_covered"}`;
+        rho over the covered pairs (`nan` with fewer than 2).
+
+    Example:
+
+    >>> similarity("runs/news", "../shared/data/similarity/wordsim353.tsv")
+    {'spearman_m': 0.52, 'spearman_d': 0.5, 'coverage': 0.97, ...}
+    """
+    emb = as_embeddings(source)
+    pairs = read_similarity(path)
+    left, right, covered = _pair_ids(emb, pairs)
+    gold = np.array([s for _, _, s in pairs], dtype=np.float64)[covered]
+    result = {}
+    for measure in ("m", "d"):
+        scores = pair_scores(emb, left, right, measure) if len(left) else np.zeros(0)
+        result[f"spearman_{measure}"] = _spearman(scores, gold)
+    n = int(covered.sum())
+    result.update(coverage=n / len(pairs) if pairs else math.nan, n_pairs=len(pairs),
+                  n_covered=n)
+    return result
+
+
+def entailment(source, path):
+    """Entailment detection (Baroni et al. 2012 format): AP and best F1, by KL and cosine.
+
+    A pair `word1 TAB word2 TAB True` means word1 entails word2 (word1 is a
+    kind of word2). The KL score is `-KL(N_word1 || N_word2)`, high when the
+    specific word1 lies inside the general word2; the cosine score is the
+    cosine between means. AP and best F1 (`hierarchy.evaluate`) are taken
+    over the covered pairs.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        path: the entailment file (see `hierarchy.benchmark_data.read_entailment`).
+
+    Returns:
+        `{"kl_ap", "kl_f1", "cos_ap", "cos_f1", "positive_rate", "coverage",
+        "n_pairs", "n_covered"}` (`nan` metrics without covered positives).
+
+    Example:
+
+    >>> entailment("runs/news", "../shared/data/entailment/baroni2012.tsv")
+    {'kl_ap': 0.7, 'kl_f1': 0.7, 'cos_ap': 0.65, ...}
+    """
+    from hierarchy.benchmark_data import read_entailment
+    from hierarchy.evaluate import average_precision
+    from hierarchy.evaluate import best_f1
+
+    emb = as_embeddings(source)
+    rows = read_entailment(path)
+    left, right, covered = _pair_ids(emb, rows)
+    labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
+    result = {}
+    for name, measure in (("kl", "kl"), ("cos", "m")):
+        if labels.any():
+            scores = pair_scores(emb, left, right, measure)
+            result[f"{name}_ap"] = average_precision(labels, scores)
+            result[f"{name}_f1"] = best_f1(labels, scores)[0]
+        else:
+            result[f"{name}_ap"] = result[f"{name}_f1"] = math.nan
+    n = int(covered.sum())
+    result.update(positive_rate=float(labels.mean()) if n else math.nan,
+                  coverage=n / len(rows) if rows else math.nan, n_pairs=len(rows),
+                  n_covered=n)
+    return result
+
+
+# --------------------------------------------------------------------------- neighbours
+
+
+def nearest(source, word, k=10):
+    """The `k` nearest neighbours of `word` by cosine between means.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        word: the query word.
+        k: number of neighbours (the word itself excluded).
+
+    Returns:
+        A list of `(word, cosine)`, most similar first.
+
+    Raises:
+        KeyError: `word` is not in the vocabulary.
+    """
+    emb = as_embeddings(source)
+    i = emb.id(word)
+    norms = np.maximum(np.linalg.norm(emb.means, axis=1), 1e-12)
+    cos = emb.means @ emb.means[i] / (norms * norms[i])
+    cos[i] = -np.inf
+    k = min(k, len(cos) - 1)
+    top = np.argpartition(-cos, k - 1)[:k] if k > 0 else np.zeros(0, dtype=int)
+    top = top[np.argsort(-cos[top], kind="stable")]
+    return [(emb.words[j], float(cos[j])) for j in top]
+
+
+def neighbors(source, word, k=10, by="similarity"):
+    """A word's `k` nearest neighbours (cosine between means), in a chosen order.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        word: the query word.
+        k: number of neighbours.
+        by: `"similarity"` (most similar first) or `"variance"` (the same
+            neighbours, broadest first: descending log det of the covariance,
+            the paper's specificity ordering).
+
+    Returns:
+        A list of `(word, cosine, log_det)`.
+
+    Raises:
+        KeyError: `word` is not in the vocabulary.
+        ValueError: bad `by`.
+
+    Example:
+
+    >>> neighbors("runs/news", "music", k=5, by="variance")
+    [('songs', 0.81, -12.0), ...]
+    """
+    if by not in ("similarity", "variance"):
+        raise ValueError(f"by must be 'similarity' or 'variance', got {by!r}.")
+    emb = as_embeddings(source)
+    found = nearest(emb, word, k)
+    log_det = emb.log_det()
+    rows = [(w, c, float(log_det[emb.index[w]])) for w, c in found]
+    if by == "variance":
+        rows.sort(key=lambda row: -row[2])
+    return rows
+
+
+def specificity(source, word, k=100, show=12):
+    """The paper's Table 1: `show` of the `k` nearest neighbours by descending variance.
+
+    The `k` nearest neighbours by cosine between means are sorted by
+    descending log det of the covariance; `show` of them, evenly spaced over
+    that order (so the broadest and the most specific are both shown), are
+    returned.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        word: the query word.
+        k: size of the neighbour set (the paper: 100).
+        show: how many to return (`None`: all `k`).
+
+    Returns:
+        A list of `(word, log_det)`, broadest first.
+
+    Raises:
+        KeyError: `word` is not in the vocabulary.
+    """
+    rows = neighbors(source, word, k=k, by="variance")
+    if show is not None and len(rows) > show:
+        picks = np.unique(np.linspace(0, len(rows) - 1, show).round().astype(int))
+        rows = [rows[i] for i in picks]
+    return [(w, d) for w, _, d in rows]
+
+
+# --------------------------------------------------------------------------- whole runs
+
+
+def evaluate(source, similarity_files=(), entailment_files=()):
+    """Scores embeddings on several files.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        similarity_files: similarity files (`similarity`).
+        entailment_files: entailment files (`entailment`).
+
+    Returns:
+        `{"similarity": {name: result}, "entailment": {name: result}}` with
+        `name` the file name without its extension (the full name where two
+        files share a stem).
+
+    Example:
+
+    >>> evaluate("runs/news", ["wordsim353.tsv"], ["baroni2012.tsv"])
+    """
+    emb = as_embeddings(source)
+    return {
+        "similarity": {name: similarity(emb, path)
+                       for name, path in _names(similarity_files).items()},
+        "entailment": {name: entailment(emb, path)
+                       for name, path in _names(entailment_files).items()},
+    }
+
+
+def _names(paths):
+    paths = [Path(p) for p in paths]
+    stems = [p.stem for p in paths]
+    names = {}
+    for path, stem in zip(paths, stems):
+        name = stem if stems.count(stem) == 1 else str(path)
+        names[name] = path
+    return names
+
+
+def format_table(results):
+    """Formats `evaluate`'s result as a text table, one row per file."""
+    lines = []
+    sim, ent = results.get("similarity", {}), results.get("entailment", {})
+    if sim:
+        width = max(len(n) for n in sim)
+        lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
+        for name, r in sim.items():
+            lines.append(f"{name:<{width}}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
+                         f"{r['n_covered']}/{r['n_pairs']}")
+    if ent:
+        if lines:
+            lines.append("")
+        width = max(len(n) for n in ent)
+        lines.append(f"{'entailment':<{width}}   AP(KL)  F1(KL)  AP(cos) F1(cos) coverage")
+        for name, r in ent.items():
+            lines.append(f"{name:<{width}}   {_f(r['kl_ap'])}  {_f(r['kl_f1'])}  "
+                         f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
+                         f"{r['n_covered']}/{r['n_pairs']}")
+    return "\n".join(lines)
+
+
+def _f(value):
+    return "   nan" if value is None or math.isnan(value) else f"{value:6.3f}"

@@ -1,0 +1,140 @@
+"""The corpus model: separate word and context Gaussian tables ranked by energy.
+
+The paper's unsupervised model (Sections 2 and 4): every word `w` has a
+Gaussian in a `"words"` table and every context word `c` a Gaussian in a
+separate `"contexts"` table. A training example is a word, its observed
+context and `k` sampled negative contexts; the model returns the energies
+`[E(w, c+), E(w, c1-), ..., E(w, ck-)]` and `MaxMarginRanking` asks the
+positive to beat every negative by the margin.
+
+Energies:
+
+- `"el"`: the symmetric log expected likelihood
+  `log N(0; mu_w - mu_c, Sigma_w + Sigma_c)` (`keras_gauss.ELEnergy`).
+- `"kl"`: `E(w, c) = -KL(N_c || N_w)`: the **word is the general side** and
+  the context the specific one (`KLEnergy(general=word, specific=context)`),
+  so a word's Gaussian is trained to cover the Gaussians of the contexts it
+  predicts: words seen in many different contexts grow broad. This is the
+  paper's `-E(P_i, P_j) = KL(N_j || N_i)` with `i = w`, `j = c`.
+
+The run directory (`keras_gauss.runs`) names `"words"` as the table used for
+queries (similarity, entailment, neighbours).
+"""
+
+import keras
+from keras import ops
+
+from keras_gauss.layers import ELEnergy
+from keras_gauss.layers import GaussianEmbedding
+from keras_gauss.layers import KLEnergy
+
+ENERGIES = ("el", "kl")
+INPUTS = ("word", "context", "negatives")
+WORDS = "words"
+CONTEXTS = "contexts"
+
+
+def build_corpus_model(
+    vocab_size,
+    dim=50,
+    negatives=1,
+    energy="el",
+    covariance="diagonal",
+    max_norm=2.0,
+    min_variance=0.05,
+    max_variance=5.0,
+    mean_initializer="uniform",
+    variance_initializer="ones",
+    margin=1.0,
+    fused=False,
+):
+    """Builds the paper's skip-gram Gaussian model as a Keras model.
+
+    Two `GaussianEmbedding` tables, `"words"` and `"contexts"`, both of
+    `vocab_size` rows. The context and its negatives are looked up together
+    in one gather of `concat([context[:, None], negatives])`, and the energy
+    is broadcast between the word `(B, 1, d)` and the candidates
+    `(B, 1 + k, d)`.
+
+    The model class is chosen here so trainers never construct it directly:
+    `fused=True` asks for `keras_gauss.fused.FusedRankingModel` (one C++ op
+    per training step, same inputs, outputs, layer names and semantics); it
+    raises `NotImplementedError` while that module is not available.
+
+    Args:
+        vocab_size: rows of each table (the vocabulary size), `> 0`.
+        dim: embedding dimension `d`.
+        negatives: negative contexts per positive, `k >= 1`.
+        energy: `"el"` (symmetric expected likelihood) or `"kl"`
+            (`E(w, c) = -KL(N_c || N_w)`, word = general side).
+        covariance: `"diagonal"` or `"spherical"`.
+        max_norm: `C`, the bound on every mean's L2 norm (or `None`).
+        min_variance: `m`, the smallest variance.
+        max_variance: `M`, the largest variance.
+        mean_initializer: initializer of both means tables.
+        variance_initializer: initializer of both variance tables.
+        margin: hinge margin; used only by the fused model, which owns its
+            loss (compile the Keras model with `MaxMarginRanking(margin)`).
+        fused: build the fused-step model instead of the functional one.
+
+    Returns:
+        A `keras.Model` taking `{"word": (B,), "context": (B,), "negatives":
+        (B, k)}` int32 ids and returning float32 energies `(B, 1 + k)`,
+        the positive context first: what `MaxMarginRanking` with labels
+        `[1, 0, ..., 0]` expects (the labels of
+        `pipelines.make_skipgram_dataset`).
+
+    Raises:
+        ValueError: bad `energy`, `negatives` or table arguments.
+        NotImplementedError: `fused=True` without `keras_gauss.fused`.
+
+    Example:
+
+    >>> from keras_gauss import MaxMarginRanking, SparseAdagrad
+    >>> model = build_corpus_model(10_000, dim=50, negatives=1)
+    >>> model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(1.0))
+    >>> # model.fit(make_skipgram_dataset(corpus, vocab, negatives=1))
+    """
+    if energy not in ENERGIES:
+        raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
+    if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
+        raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
+    table_kwargs = dict(
+        covariance=covariance,
+        mean_initializer=mean_initializer,
+        variance_initializer=variance_initializer,
+        max_norm=max_norm,
+        min_variance=min_variance,
+        max_variance=max_variance,
+    )
+    if fused:
+        return _fused_model(vocab_size, dim, negatives, energy, margin, table_kwargs)
+
+    words = GaussianEmbedding(vocab_size, dim, name=WORDS, **table_kwargs)
+    contexts = GaussianEmbedding(vocab_size, dim, name=CONTEXTS, **table_kwargs)
+    word = keras.Input((), dtype="int32", name="word")
+    context = keras.Input((), dtype="int32", name="context")
+    negative = keras.Input((negatives,), dtype="int32", name="negatives")
+
+    mean_w, var_w = words(word)  # (B, d)
+    candidates = ops.concatenate([ops.expand_dims(context, -1), negative], -1)
+    mean_c, var_c = contexts(candidates)  # (B, 1 + k, d)
+    mean_w, var_w = ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1)
+    if energy == "el":
+        scores = ELEnergy(name="energy")(mean_w, var_w, mean_c, var_c)
+    else:  # the word is the general side: -KL(N_context || N_word)
+        scores = KLEnergy(name="energy")(mean_w, var_w, mean_c, var_c)
+    inputs = {"word": word, "context": context, "negatives": negative}
+    return keras.Model(inputs, scores, name=f"corpus_{energy}")
+
+
+def _fused_model(vocab_size, dim, negatives, energy, margin, table_kwargs):
+    try:
+        from keras_gauss.fused import FusedRankingModel
+    except ImportError as error:
+        raise NotImplementedError(
+            "fused=True needs keras_gauss.fused.FusedRankingModel, which is not "
+            f"available in this install ({error}); use fused=False."
+        ) from None
+    return FusedRankingModel(vocab_size, dim, energy=energy, margin=margin,
+                             **table_kwargs)

@@ -1,0 +1,318 @@
+"""Training Gaussian word embeddings on a text corpus (the paper's Section 6 setup)."""
+
+import dataclasses
+import json
+import math
+import time
+import warnings
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class CorpusConfig:
+    """Settings of a corpus run (all saved in `metrics.json`).
+
+    The paper fixes: 50 dimensions, diagonal covariances, separate word and
+    context tables, one negative per positive, word2vec's subsampling,
+    AdaGrad, minibatches of "20 sentences worth of tokens and contexts" and
+    one pass over its 3-billion-token corpus. It leaves open the window, the
+    margin and the bounds `C`, `m`, `M`; the defaults below were picked on
+    `news2017.txt.gz` (2M tokens; `benchmarks/corpus_quality.py`):
+
+    - `batch_size=2048`: 20 sentences of ~25 tokens kept after subsampling
+      (~15 of them) with ~8 pairs each in a window of 5 are 2,000-4,000 pairs;
+      2048 is a power of two in that range. Not tuned for quality; per pair,
+      smaller batches cost more with the Keras step (on this 2-core machine
+      ~150k pairs/s at 2048, ~185k at 8192).
+    - `sample=1e-3`: word2vec's rule with the threshold of the word2vec tool
+      and gensim. The word2vec paper uses 1e-5 on billions of tokens; on a
+      corpus of a few million tokens 1e-5 throws away most tokens.
+    - `learning_rate=0.2`, `margin=0.5`: the settings that scored best in a
+      3-epoch sweep (table in `benchmarks/corpus_quality.py`): WordSim353
+      .431 / SimLex .175 (cosine of means) against .362 / .115 with
+      `SparseAdagrad`'s 0.1 and margin 1; lr 0.05 was worse (.307), 0.5
+      (.412) and 1.0 (.352) too; margins 0.25-1 differ by <= .03.
+    - `window=5` with word2vec's reduced window: word2vec's and gensim's
+      default, which the SGNS baseline uses too.
+    - `max_norm=2` (`C`), `min_variance=0.05` (`m`), `max_variance=5`
+      (`M`), initial variance 1: the library's defaults; `C=4` made no
+      difference in the sweep (the bound is rarely reached in a few
+      epochs).
+    - `epochs=1`: the paper's single pass. A corpus of a few million tokens
+      needs ~20 passes: with `epochs=20` these defaults reach WordSim353
+      .492 and SimLex-999 .221 on news2017 (gensim SGNS with 5 negatives in
+      the same run: .494 / .220); `energy="kl"` gives .458 / .221 and the
+      better entailment AP (KL .678 against cosine .632).
+    - `min_count=5`: the paper drops words seen fewer than 100 times in 3B
+      tokens; 5 is word2vec's default for small corpora.
+
+    Attributes:
+        dim: embedding dimension `d`.
+        covariance: `"diagonal"` or `"spherical"`.
+        energy: `"el"` (expected likelihood, symmetric) or `"kl"`
+            (`E(w, c) = -KL(N_c || N_w)`).
+        epochs: passes over the corpus.
+        window: largest distance between a word and its context.
+        dynamic_window: draw each centre's window from `1..window`
+            (word2vec's reduced window).
+        negatives: negative contexts per positive pair.
+        sample: subsampling threshold of frequent words (0: off).
+        min_count: drop words seen fewer times.
+        max_size: keep at most this many words (`None`: all).
+        batch_size: (word, context) pairs per step.
+        learning_rate: `SparseAdagrad` learning rate.
+        margin: margin of the max-margin ranking loss.
+        max_norm: mean norm bound `C`.
+        min_variance: variance bound `m`.
+        max_variance: variance bound `M`.
+        init_variance: starting variance of every Gaussian.
+        seed: random seed of the data stream and the initialisation.
+        fused: train with `keras_gauss.fused.FusedRankingModel` (one fused
+            op per step, same model semantics) instead of the functional
+            Keras model (`pipelines.model.build_corpus_model(fused=...)`).
+    """
+
+    dim: int = 50
+    covariance: str = "diagonal"
+    energy: str = "el"
+    epochs: int = 1
+    window: int = 5
+    dynamic_window: bool = True
+    negatives: int = 1
+    sample: float = 1e-3
+    min_count: int = 5
+    max_size: int | None = None
+    batch_size: int = 2048
+    learning_rate: float = 0.2
+    margin: float = 0.5
+    max_norm: float = 2.0
+    min_variance: float = 0.05
+    max_variance: float = 5.0
+    init_variance: float = 1.0
+    seed: int = 0
+    fused: bool = False
+
+    def validate(self):
+        """Raises `ValueError` naming the first bad setting."""
+        positive = ("dim", "epochs", "window", "negatives", "min_count", "batch_size",
+                    "learning_rate", "margin", "max_norm", "min_variance", "init_variance")
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not value > 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}.")
+        if self.max_size is not None and self.max_size < 1:
+            raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
+        if not 0 <= self.sample < 1:
+            raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
+        if self.min_variance > self.max_variance:
+            raise ValueError(
+                f"--min-variance ({self.min_variance}) must not exceed "
+                f"--max-variance ({self.max_variance})."
+            )
+        if self.energy not in ("el", "kl"):
+            raise ValueError(f"--energy must be 'el' or 'kl', got {self.energy!r}.")
+        if self.covariance not in ("diagonal", "spherical"):
+            raise ValueError(
+                f"--covariance must be 'diagonal' or 'spherical', got {self.covariance!r}."
+            )
+
+
+def _throughput_callback(counter, batch_size, per_batch=True):
+    import keras
+
+    class Throughput(keras.callbacks.Callback):
+        """Adds `pairs/s` to the logs, so the progress bar shows it.
+
+        Per batch the rate is estimated from full batches (reading the exact
+        counter would synchronise the data pipeline every step); at the end of
+        an epoch the exact count is used.
+        """
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.start = time.perf_counter()
+            self.first = int(counter.numpy())
+
+        if per_batch:
+            def on_train_batch_end(self, batch, logs=None):
+                if logs is not None:
+                    seconds = max(time.perf_counter() - self.start, 1e-9)
+                    logs["pairs/s"] = round((batch + 1) * batch_size / seconds)
+
+        def on_epoch_end(self, epoch, logs=None):
+            seconds = time.perf_counter() - self.start
+            pairs = int(counter.numpy()) - self.first
+            if logs is not None:
+                logs["pairs/s"] = round(pairs / max(seconds, 1e-9))
+                logs["pairs"] = pairs
+                logs["epoch_seconds"] = seconds
+
+    return Throughput()
+
+
+def make_dataset(config, corpus, vocab, counter=None):
+    """The skip-gram stream of `config` (see `pipelines.make_skipgram_dataset`).
+
+    Args:
+        config: a `CorpusConfig`.
+        corpus: corpus specification (`pipelines.load_corpus`).
+        vocab: the `pipelines.Vocabulary`.
+        counter: optional int64 `tf.Variable`; every batch adds its number of
+            pairs to it (as the batch is produced).
+
+    Returns:
+        A `tf.data.Dataset` of `(x, y)` batches for `model.fit`.
+    """
+    import tensorflow as tf
+
+    from pipelines.skipgram import make_skipgram_dataset
+
+    dataset = make_skipgram_dataset(
+        corpus, vocab, window=config.window, dynamic_window=config.dynamic_window,
+        negatives=config.negatives, sample=config.sample, batch_size=config.batch_size,
+        seed=config.seed,
+    )
+    if counter is None:
+        return dataset
+
+    def count(x, y):
+        update = counter.assign_add(tf.cast(tf.shape(x["word"])[0], tf.int64))
+        with tf.control_dependencies([update]):
+            return {k: tf.identity(v) for k, v in x.items()}, y
+
+    return dataset.map(count).prefetch(tf.data.AUTOTUNE)
+
+
+def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
+                 vocab=None):
+    """Trains Gaussian word embeddings on a corpus and writes the run to `out_dir`.
+
+    Builds the vocabulary (`min_count`, `max_size`), streams skip-gram pairs
+    with negatives (`pipelines.make_skipgram_dataset`), trains
+    `pipelines.model.build_corpus_model` with `SparseAdagrad` and
+    `MaxMarginRanking`, and writes, atomically (the directory appears only
+    when everything is written):
+
+    - `model.keras`: the model (tables `"words"` and `"contexts"`);
+    - `vocab.tsv`: `word<TAB>count`, one line per table row;
+    - `run.json`: `kind="corpus"`, the energy, `table="words"`;
+    - `metrics.json`: `train_seconds`, `pairs` (streamed; Keras ends epochs
+      after the first one's number of steps, so with subsampling a batch or
+      two more or less may be trained), `pairs_per_second`,
+      `tokens` (in-vocabulary corpus tokens read, all epochs, before
+      subsampling), `tokens_per_second`, `final_loss`, `vocab_size`, the
+      per-epoch loss and the config.
+
+    The progress bar (`verbose=1`) shows the running pairs/s.
+
+    Args:
+        config: a `CorpusConfig`.
+        corpus: corpus specification (`None`: WordNet glosses; a text file
+            or directory; `"tfds:NAME..."`; a `tf.data.Dataset` of lines).
+        out_dir: the run directory.
+        overwrite: replace an existing run in `out_dir`.
+        verbose: Keras verbosity (1: progress bar, 2: a line per epoch, 0:
+            silent).
+        callbacks: extra Keras callbacks for `fit`.
+        vocab: a prebuilt `pipelines.Vocabulary` (skips the counting pass;
+            `min_count` and `max_size` are then not applied).
+
+    Returns:
+        The metrics dict.
+
+    Raises:
+        ValueError: a bad config, an empty corpus or an empty vocabulary
+            after `min_count`, unreadable (binary, non-UTF-8) files.
+        FileNotFoundError: a missing corpus path or unprepared TFDS data.
+        keras_gauss.io.OutputExistsError: `out_dir` holds files and
+            `overwrite` is False.
+
+    Example:
+
+    >>> metrics = train_corpus(CorpusConfig(epochs=5), "news.txt.gz", "runs/news")
+    >>> metrics["pairs_per_second"]
+    """
+    import keras
+    import tensorflow as tf
+
+    from keras_gauss.io import atomic_directory
+    from keras_gauss.io import check_output_dir
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import write_run_info
+    from pipelines.model import build_corpus_model
+    from pipelines.vocabulary import build_vocabulary
+
+    config.validate()
+    check_output_dir(out_dir, overwrite)
+    keras.utils.set_random_seed(config.seed)
+    if vocab is None:
+        vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
+    counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+    dataset = make_dataset(config, corpus, vocab, counter)
+    model = build_corpus_model(
+        len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
+        covariance=config.covariance, max_norm=config.max_norm,
+        min_variance=config.min_variance, max_variance=config.max_variance,
+        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
+        variance_initializer=keras.initializers.Constant(config.init_variance),
+        margin=config.margin, fused=config.fused,
+    )
+    if config.fused:  # the fused step owns its loss
+        model.compile(optimizer=SparseAdagrad(config.learning_rate))
+    else:
+        model.compile(optimizer=SparseAdagrad(config.learning_rate),
+                      loss=MaxMarginRanking(config.margin))
+    if verbose:
+        print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
+              f"{config.covariance} {config.energy.upper()}, window {config.window}, "
+              f"{config.negatives} negative(s), {config.epochs} epoch(s)")
+    throughput = _throughput_callback(counter, config.batch_size, per_batch=verbose == 1)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        # Keras's notes on a dataset of unknown length (the end of the first
+        # epoch is found by running out of data) and on `shuffle`.
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
+        history = model.fit(dataset, epochs=config.epochs, verbose=verbose,
+                            callbacks=[throughput, *(callbacks or [])])
+    train_seconds = time.perf_counter() - start
+    pairs = int(counter.numpy())
+    tokens = vocab.total * config.epochs
+    losses = [float(v) for v in history.history.get("loss", [])]
+    if not pairs:
+        raise ValueError("the corpus yields no (word, context) pairs: every line has "
+                         "fewer than two in-vocabulary tokens.")
+    metrics = {
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / config.epochs,
+        "pairs": pairs,
+        "pairs_per_second": pairs / train_seconds,
+        "tokens": tokens,
+        "tokens_per_second": tokens / train_seconds,
+        "final_loss": losses[-1] if losses else None,
+        "loss_per_epoch": losses,
+        "vocab_size": len(vocab),
+        "config": dataclasses.asdict(config),
+    }
+    metrics = _jsonable(metrics)
+    with atomic_directory(out_dir, overwrite) as tmp:
+        model.save(tmp / "model.keras")
+        vocab.save(tmp / "vocab.tsv")
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
+                       vocabulary="vocab.tsv", context_table="contexts")
+    return metrics
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return None if math.isnan(value) else value
+    if isinstance(value, np.integer):
+        return int(value)
+    return value

@@ -1,0 +1,115 @@
+"""`keras-gauss train-corpus`, `evaluate` and `neighbors` end to end on a tiny corpus."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_gauss.cli import main
+
+TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 6)) for i in range(120)]
+    path = tmp_path_factory.mktemp("cli") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+TRAIN = ["--dim", "6", "--epochs", "2", "--window", "2", "--min-count", "1",
+         "--sample", "0", "--batch-size", "128", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(corpus):
+    out = corpus.parent / "run"
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN]) == 0
+    return out
+
+
+def _exit(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code, capsys.readouterr().err
+
+
+def test_train_writes_run(run_dir, capsys):
+    assert {p.name for p in run_dir.iterdir()} == {
+        "model.keras", "vocab.tsv", "run.json", "metrics.json"}
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["config"]["dim"] == 6 and metrics["config"]["window"] == 2
+
+
+def test_evaluate_prints_table_and_writes_json(run_dir, tmp_path, capsys):
+    sim = tmp_path / "animals.tsv"
+    sim.write_text("# test\ncat\tdog\t9\ncat\thammer\t1\nsaw\tdrill\t8\ncat\tunicorn\t5\n")
+    ent = tmp_path / "ent.tsv"
+    ent.write_text("cat\tdog\tTrue\nsaw\tcat\tFalse\n")
+    assert main(["evaluate", str(run_dir), "--similarity", str(sim),
+                 "--entailment", str(ent)]) == 0
+    out = capsys.readouterr().out
+    assert "animals" in out and "3/4" in out and "ent" in out
+    saved = json.loads((run_dir / "eval.json").read_text())
+    assert saved["similarity"]["animals"]["n_covered"] == 3
+    assert set(saved["entailment"]["ent"]) >= {"kl_ap", "kl_f1", "cos_ap", "cos_f1"}
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".")]
+
+
+def test_evaluate_bad_inputs(run_dir, tmp_path, capsys):
+    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(tmp_path / "nope.tsv")],
+                      capsys)
+    assert code == 2 and "nope.tsv" in err
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("cat\tdog\n")
+    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(bad)], capsys)
+    assert code == 2 and "line 1" in err
+    code, err = _exit(["evaluate", str(tmp_path), "--similarity", str(bad)], capsys)
+    assert code == 2 and "no trained run" in err
+
+
+def test_neighbors(run_dir, capsys):
+    assert main(["neighbors", str(run_dir), "cat", "--k", "3", "--by", "variance"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 4  # header + 3
+    code, err = _exit(["neighbors", str(run_dir), "unicorn"], capsys)
+    assert code == 2 and "unicorn" in err
+
+
+def test_train_bad_inputs(corpus, run_dir, tmp_path, capsys):
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(run_dir), *TRAIN],
+                      capsys)
+    assert code == 2 and "--overwrite" in err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    code, err = _exit(["train-corpus", "--corpus", str(empty), "--out", str(tmp_path / "a"),
+                       *TRAIN], capsys)
+    assert code == 2 and "no tokens" in err
+    binary = tmp_path / "data.bin"
+    binary.write_bytes(b"\x00\x01\x02abc")
+    code, err = _exit(["train-corpus", "--corpus", str(binary), "--out", str(tmp_path / "b"),
+                       *TRAIN], capsys)
+    assert code == 2 and "binary" in err
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9 na\xefve\n".encode("latin-1"))
+    code, err = _exit(["train-corpus", "--corpus", str(latin), "--out", str(tmp_path / "c"),
+                       *TRAIN], capsys)
+    assert code == 2 and "UTF-8" in err
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "d"),
+                       *TRAIN, "--min-count", "1000"], capsys)
+    assert code == 2 and "min_count" in err
+    code, err = _exit(["train-corpus", "--corpus", str(tmp_path / "missing.txt"),
+                       "--out", str(tmp_path / "e"), *TRAIN], capsys)
+    assert code == 2 and "missing.txt" in err
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "f"),
+                       *TRAIN, "--window", "0"], capsys)
+    assert code == 2 and "--window" in err
+    assert not any((tmp_path / n).exists() for n in "abcdef")
+
+
+def test_unknown_tfds_corpus(tmp_path, capsys):
+    code, err = _exit(["train-corpus", "--corpus", "tfds:no_such_dataset_xyz",
+                       "--out", str(tmp_path / "t"), *TRAIN], capsys)
+    assert code == 2 and "no_such_dataset_xyz" in err

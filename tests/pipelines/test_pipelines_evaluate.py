@@ -1,0 +1,121 @@
+"""Evaluation: similarity with coverage, entailment direction, neighbours by variance."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pipelines.evaluate import Embeddings
+from pipelines.evaluate import entailment
+from pipelines.evaluate import evaluate
+from pipelines.evaluate import format_table
+from pipelines.evaluate import neighbors
+from pipelines.evaluate import read_similarity
+from pipelines.evaluate import similarity
+from pipelines.evaluate import specificity
+
+
+def _angles(words, angles, variances=None):
+    means = np.stack([np.cos(angles), np.sin(angles)], 1)
+    if variances is None:
+        variances = np.ones_like(means)
+    return Embeddings(words, means, variances)
+
+
+@pytest.fixture
+def emb():
+    # "a" at angle 0; the others further and further away.
+    return _angles(["a", "b", "c", "d", "e"], np.array([0.0, 0.2, 0.6, 1.2, 2.5]),
+                   np.array([[1.0, 1.0], [3.0, 3.0], [0.2, 0.2], [2.0, 2.0], [0.5, 0.5]]))
+
+
+def test_similarity_spearman_and_coverage(tmp_path, emb):
+    path = tmp_path / "sim.tsv"
+    path.write_text("# comment\nA\tb\t9\na\tc\t7\n\na\td\t3\na\tzebra\t5\na\te\t1\n")
+    result = similarity(emb, path)
+    assert result["spearman_m"] == pytest.approx(1.0)
+    assert result["n_pairs"] == 5 and result["n_covered"] == 4
+    assert result["coverage"] == pytest.approx(0.8)
+    assert -1 <= result["spearman_d"] <= 1
+
+
+def test_similarity_all_unknown_is_nan_not_error(tmp_path, emb):
+    path = tmp_path / "sim.tsv"
+    path.write_text("x\ty\t1\nu\tv\t2\n")
+    result = similarity(emb, path)
+    assert result["coverage"] == 0 and math.isnan(result["spearman_m"])
+
+
+def test_malformed_similarity_line_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.tsv"
+    path.write_text("# header\na\tb\t1\na\tb\n")
+    with pytest.raises(ValueError, match=r"bad\.tsv, line 3"):
+        read_similarity(path)
+    path.write_text("a\tb\thigh\n")
+    with pytest.raises(ValueError, match="line 1.*score"):
+        read_similarity(path)
+
+
+def test_entailment_direction(tmp_path):
+    # broad "animal" contains narrow "dog" and "cat"; "rock" is elsewhere.
+    emb = Embeddings(["animal", "dog", "cat", "rock"],
+                     [[0.0, 0.0], [0.3, 0.0], [0.0, 0.3], [3.0, 3.0]],
+                     [[4.0, 4.0], [0.2, 0.2], [0.2, 0.2], [0.2, 0.2]])
+    path = tmp_path / "ent.tsv"
+    path.write_text("dog\tanimal\tTrue\thyper\ncat\tanimal\tTrue\thyper\n"
+                    "animal\tdog\tFalse\trev\nanimal\tcat\tFalse\trev\n"
+                    "dog\tunicorn\tTrue\thyper\n")
+    result = entailment(emb, path)
+    assert result["kl_ap"] == pytest.approx(1.0)
+    assert result["kl_f1"] == pytest.approx(1.0)
+    assert result["cos_ap"] == pytest.approx(0.5)  # symmetric: ties everywhere
+    assert result["n_covered"] == 4 and result["coverage"] == pytest.approx(0.8)
+    path.write_text("dog\tanimal\tmaybe\n")
+    with pytest.raises(ValueError, match="line 1"):
+        entailment(emb, path)
+
+
+def test_neighbors_by_similarity_and_variance(emb):
+    by_sim = neighbors(emb, "a", k=3)
+    assert [w for w, _, _ in by_sim] == ["b", "c", "d"]
+    by_var = neighbors(emb, "A", k=3, by="variance")
+    assert [w for w, _, _ in by_var] == ["b", "d", "c"]
+    dets = [d for _, _, d in by_var]
+    assert dets == sorted(dets, reverse=True)
+    with pytest.raises(KeyError, match="zebra"):
+        neighbors(emb, "zebra")
+    with pytest.raises(ValueError):
+        neighbors(emb, "a", by="size")
+
+
+def test_specificity_spreads_over_the_variance_order(emb):
+    rows = specificity(emb, "a", k=4, show=2)
+    assert [w for w, _ in rows] == ["b", "c"]  # broadest and narrowest of b, c, d, e
+
+
+def test_evaluate_names_rows_after_files(tmp_path, emb):
+    sim = tmp_path / "mysim.tsv"
+    sim.write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    ent = tmp_path / "myent.tsv"
+    ent.write_text("b\ta\tTrue\nc\td\tFalse\n")
+    results = evaluate(emb, [sim], [ent])
+    assert list(results["similarity"]) == ["mysim"]
+    assert list(results["entailment"]) == ["myent"]
+    table = format_table(results)
+    assert "mysim" in table and "myent" in table and "3/3" in table
+
+
+def test_embeddings_from_run_directory(tmp_path):
+    import json
+
+    from keras_gauss.runs import write_run_info
+    from pipelines.model import build_corpus_model
+
+    model = build_corpus_model(3, dim=4)
+    model.save(tmp_path / "model.keras")
+    (tmp_path / "vocab.tsv").write_text("x\t5\ny\t3\nz\t1\n")
+    write_run_info(tmp_path, kind="corpus", energy="el", table="words", vocabulary="vocab.tsv")
+    emb = Embeddings.from_run(tmp_path)
+    assert emb.words == ["x", "y", "z"] and emb.means.shape == (3, 4)
+    np.testing.assert_allclose(emb.means, model.get_layer("words").means.numpy(), rtol=1e-6)
+    assert json.loads((tmp_path / "run.json").read_text())["table"] == "words"

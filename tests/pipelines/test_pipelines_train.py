@@ -1,0 +1,130 @@
+"""Training on a tiny corpus: the run directory, atomic writes, and learning."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_gauss.io import OutputExistsError
+from keras_gauss.runs import load_run
+from pipelines.train import CorpusConfig
+from pipelines.train import train_corpus
+
+TOPICS = (["cat", "dog", "horse", "cow", "sheep", "goat"],
+          ["hammer", "saw", "drill", "wrench", "nail", "screw"])
+FILLER = ["the", "a", "and", "with"]
+
+
+def topic_corpus(path, n=300, seed=0):
+    """Sentences of 8 words drawn from one topic (plus fillers)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(n):
+        words = TOPICS[i % 2] + FILLER
+        p = np.array([3.0] * 6 + [1.0] * 4)
+        lines.append(" ".join(rng.choice(words, 8, p=p / p.sum())))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tiny_config(**kwargs):
+    base = dict(dim=8, epochs=8, window=3, min_count=1, sample=0.0, batch_size=256,
+                learning_rate=0.1, seed=0)
+    base.update(kwargs)
+    return CorpusConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    corpus = topic_corpus(root / "corpus.txt")
+    metrics = train_corpus(tiny_config(), corpus, root / "run", verbose=0)
+    return root / "run", metrics
+
+
+def _cosine(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_run_directory_contents(tiny_run):
+    out, metrics = tiny_run
+    assert sorted(p.name for p in out.iterdir()) == [
+        "metrics.json", "model.keras", "run.json", "vocab.tsv"]
+    info = json.loads((out / "run.json").read_text())
+    assert (info["kind"], info["energy"], info["table"], info["vocabulary"]) == (
+        "corpus", "el", "words", "vocab.tsv")
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["config"]["dim"] == 8 and saved["pairs"] == metrics["pairs"] > 0
+    assert saved["tokens_per_second"] > 0 and saved["train_seconds"] > 0
+    word, _, count = (out / "vocab.tsv").read_text().splitlines()[0].partition("\t")
+    assert word and int(count) > 0
+    run = load_run(out)
+    means, variances = run.tables()
+    assert means.shape == (len(run.words), 8) == variances.shape
+    assert run.counts is not None and len(run.counts) == 16
+
+
+def test_related_words_become_similar(tiny_run):
+    run = load_run(tiny_run[0])
+    means, _ = run.tables()
+    vec = {w: means[i] for w, i in run.index.items()}
+    within = np.mean([_cosine(vec[a], vec[b]) for t in TOPICS for a in t for b in t if a < b])
+    across = np.mean([_cosine(vec[a], vec[b]) for a in TOPICS[0] for b in TOPICS[1]])
+    assert within > across + 0.3, (within, across)
+
+
+def test_loss_decreases(tiny_run):
+    losses = tiny_run[1]["loss_per_epoch"]
+    assert losses[-1] < losses[0]
+
+
+def test_failed_save_leaves_no_directory(tmp_path, monkeypatch):
+    import keras_gauss.runs
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(keras_gauss.runs, "write_run_info", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        train_corpus(tiny_config(epochs=1), corpus, tmp_path / "out", verbose=0)
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+def test_existing_output_needs_overwrite(tiny_run):
+    with pytest.raises(OutputExistsError):
+        train_corpus(tiny_config(), "unused", tiny_run[0], verbose=0)
+
+
+def test_bad_inputs(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no tokens"):
+        train_corpus(tiny_config(), empty, tmp_path / "a", verbose=0)
+    rare = tmp_path / "rare.txt"
+    rare.write_text("one two three\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="min_count"):
+        train_corpus(tiny_config(min_count=5), rare, tmp_path / "b", verbose=0)
+    with pytest.raises(ValueError, match="--window"):
+        train_corpus(tiny_config(window=0), rare, tmp_path / "c", verbose=0)
+    assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_config_validate():
+    CorpusConfig().validate()
+    for bad in (dict(energy="dot"), dict(covariance="full"), dict(sample=1.5),
+                dict(min_variance=2.0, max_variance=1.0), dict(max_size=0)):
+        with pytest.raises(ValueError):
+            CorpusConfig(**bad).validate()
+
+
+def test_fused_model_trains_the_same_run_format(tmp_path):
+    pytest.importorskip("keras_gauss.fused")
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=100)
+    metrics = train_corpus(tiny_config(fused=True, epochs=3), corpus, tmp_path / "run",
+                           verbose=0)
+    run = load_run(tmp_path / "run")
+    assert run.table.name == "words" and metrics["pairs"] > 0
+    assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]

@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import math
 import time
 
 import numpy as np
@@ -68,23 +67,12 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        positive = ("dim", "epochs", "batch_size", "negatives", "learning_rate",
-                    "margin", "max_norm", "min_variance")
-        for name in positive:
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}.")
-        if self.min_variance > self.max_variance:
-            raise ValueError(
-                f"--min-variance ({self.min_variance}) must not exceed "
-                f"--max-variance ({self.max_variance})."
-            )
+        from keras_gauss.runs import check_config
+
+        check_config(self, ("dim", "epochs", "batch_size", "negatives", "learning_rate",
+                            "margin", "max_norm", "min_variance"))
         if self.loss not in ("ranking", "threshold"):
             raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
-        if self.covariance not in ("diagonal", "spherical"):
-            raise ValueError(
-                f"--covariance must be 'diagonal' or 'spherical', got {self.covariance!r}."
-            )
         if self.val_size < 0 or self.test_size < 0 or self.threshold < 0:
             raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if (self.val_size == 0) != (self.test_size == 0):
@@ -135,6 +123,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
 
     config.validate()
@@ -202,7 +191,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                         "baroni2012_best_f1": result["best_f1"],
                         "baroni2012_coverage": result["coverage"]})
     metrics["config"] = dataclasses.asdict(config)
-    metrics = {key: _jsonable(value) for key, value in metrics.items()}
+    metrics = jsonable(metrics)
 
     with atomic_directory(out_dir, overwrite) as tmp:
         model.save(tmp / "model.keras")
@@ -211,14 +200,3 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         write_run_info(tmp, kind="wordnet", energy="kl", table="nodes",
                        vocabulary="nodes.tsv", root=config.root)
     return metrics
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return None if math.isnan(value) else value
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

@@ -17,6 +17,7 @@ when the query lies inside the candidate, i.e. "query is-a candidate"
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,43 @@ def load_run(run_dir):
     return Run(path=run_dir, model=model, words=words, counts=counts,
                kind=info["kind"], energy=info["energy"],
                table=model.get_layer(info["table"]), info=info, metrics=metrics)
+
+
+def check_config(config, positive):
+    """Validates the settings every trainer shares; errors name the flag.
+
+    Args:
+        config: a config dataclass with `min_variance`, `max_variance` and
+            `covariance` fields.
+        positive: names of fields that must be `> 0`.
+
+    Raises:
+        ValueError: naming the first bad setting as its command-line flag.
+    """
+    for name in positive:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not value > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}.")
+    if config.min_variance > config.max_variance:
+        raise ValueError(
+            f"--min-variance ({config.min_variance}) must not exceed "
+            f"--max-variance ({config.max_variance})."
+        )
+    if config.covariance not in ("diagonal", "spherical"):
+        raise ValueError(
+            f"--covariance must be 'diagonal' or 'spherical', got {config.covariance!r}."
+        )
+
+
+def jsonable(value):
+    """Converts numpy scalars (and NaN, to `None`) inside dicts and lists for JSON."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return None if math.isnan(value) else value
+    if isinstance(value, np.integer):
+        return int(value)
+    return value

@@ -2,11 +2,8 @@
 
 import dataclasses
 import json
-import math
 import time
 import warnings
-
-import numpy as np
 
 
 @dataclasses.dataclass
@@ -95,27 +92,17 @@ class CorpusConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        positive = ("dim", "epochs", "window", "negatives", "min_count", "batch_size",
-                    "learning_rate", "margin", "max_norm", "min_variance", "init_variance")
-        for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not value > 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}.")
+        from keras_gauss.runs import check_config
+
+        check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
+                            "batch_size", "learning_rate", "margin", "max_norm",
+                            "min_variance", "init_variance"))
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
-        if self.min_variance > self.max_variance:
-            raise ValueError(
-                f"--min-variance ({self.min_variance}) must not exceed "
-                f"--max-variance ({self.max_variance})."
-            )
         if self.energy not in ("el", "kl"):
             raise ValueError(f"--energy must be 'el' or 'kl', got {self.energy!r}.")
-        if self.covariance not in ("diagonal", "spherical"):
-            raise ValueError(
-                f"--covariance must be 'diagonal' or 'spherical', got {self.covariance!r}."
-            )
 
 
 def _throughput_callback(counter, batch_size, per_batch=True):
@@ -239,6 +226,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.io import check_output_dir
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
     from pipelines.model import build_corpus_model
     from pipelines.vocabulary import build_vocabulary
@@ -295,7 +283,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         "vocab_size": len(vocab),
         "config": dataclasses.asdict(config),
     }
-    metrics = _jsonable(metrics)
+    metrics = jsonable(metrics)
     with atomic_directory(out_dir, overwrite) as tmp:
         model.save(tmp / "model.keras")
         vocab.save(tmp / "vocab.tsv")
@@ -303,16 +291,3 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
                        vocabulary="vocab.tsv", context_table="contexts")
     return metrics
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return None if math.isnan(value) else value
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

@@ -77,7 +77,9 @@ class Run:
 
 def write_run_info(directory, kind, energy, table, vocabulary, **extra):
     """Writes `run.json` into `directory` (see the module docstring)."""
-    if energy not in ("kl", "el"):
+    from keras_gauss.layers.candidate_energies import ENERGIES
+
+    if energy not in ENERGIES:
         raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
     info = {"kind": kind, "energy": energy, "table": table,
             "vocabulary": vocabulary, "format": 1, **extra}

@@ -22,13 +22,12 @@ queries (similarity, entailment, neighbours).
 """
 
 import keras
-from keras import ops
 
-from keras_gauss.layers import ELEnergy
+from keras_gauss.layers import ENERGIES
+from keras_gauss.layers import ENERGY_LAYERS
 from keras_gauss.layers import GaussianEmbedding
-from keras_gauss.layers import KLEnergy
+from keras_gauss.layers import candidate_energies
 
-ENERGIES = ("el", "kl")
 INPUTS = ("word", "context", "negatives")
 WORDS = "words"
 CONTEXTS = "contexts"
@@ -116,14 +115,9 @@ def build_corpus_model(
     context = keras.Input((), dtype="int32", name="context")
     negative = keras.Input((negatives,), dtype="int32", name="negatives")
 
-    mean_w, var_w = words(word)  # (B, d)
-    candidates = ops.concatenate([ops.expand_dims(context, -1), negative], -1)
-    mean_c, var_c = contexts(candidates)  # (B, 1 + k, d)
-    mean_w, var_w = ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1)
-    if energy == "el":
-        scores = ELEnergy(name="energy")(mean_w, var_w, mean_c, var_c)
-    else:  # the word is the general side: -KL(N_context || N_word)
-        scores = KLEnergy(name="energy")(mean_w, var_w, mean_c, var_c)
+    # for KL the word is the general side: -KL(N_context || N_word)
+    scores = candidate_energies(ENERGY_LAYERS[energy](name="energy"), words, contexts,
+                                word, context, negative)
     inputs = {"word": word, "context": context, "negatives": negative}
     return keras.Model(inputs, scores, name=f"corpus_{energy}")
 

@@ -92,6 +92,7 @@ class CorpusConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
+        from keras_gauss.layers import ENERGIES
         from keras_gauss.runs import check_config
 
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
@@ -101,7 +102,7 @@ class CorpusConfig:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
-        if self.energy not in ("el", "kl"):
+        if self.energy not in ENERGIES:
             raise ValueError(f"--energy must be 'el' or 'kl', got {self.energy!r}.")
 
 

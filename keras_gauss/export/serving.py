@@ -37,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.layers.candidate_energies import ENERGIES
+
 OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
 
 DEFAULT_K = 10
-ENERGIES = ("el", "kl")
 VOCABULARY_ASSET = "vocabulary.txt"
 EXPORT_INFO = "keras_gauss_export.json"
 

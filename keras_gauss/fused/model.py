@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from keras_gauss.fused.step import ENERGIES
 from keras_gauss.fused.step import ranking_step
-from keras_gauss.layers.el_energy import ELEnergy
+from keras_gauss.layers.candidate_energies import ENERGIES
+from keras_gauss.layers.candidate_energies import ENERGY_LAYERS
+from keras_gauss.layers.candidate_energies import candidate_energies
 from keras_gauss.layers.gaussian_embedding import GaussianEmbedding
-from keras_gauss.layers.kl_energy import KLEnergy
 from keras_gauss.optimizers.sparse_adagrad import SparseAdagrad
 
 
@@ -122,7 +122,7 @@ class FusedRankingModel(keras.Model):
                 context_input_dim or input_dim, output_dim, name="contexts", **table_kwargs
             )
             self.contexts.build()
-        self.energy_layer = (ELEnergy if energy == "el" else KLEnergy)(name="energy")
+        self.energy_layer = ENERGY_LAYERS[energy](name="energy")
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.built = True
 
@@ -132,15 +132,8 @@ class FusedRankingModel(keras.Model):
         return self.words if self.contexts is None else self.contexts
 
     def call(self, inputs):
-        word = inputs["word"]
-        candidates = ops.concatenate(
-            [ops.expand_dims(inputs["context"], -1), inputs["negatives"]], axis=-1
-        )
-        mean_w, var_w = self.words(word)
-        mean_c, var_c = self.context_table(candidates)
-        return self.energy_layer(
-            ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c
-        )
+        return candidate_energies(self.energy_layer, self.words, self.context_table,
+                                  inputs["word"], inputs["context"], inputs["negatives"])
 
     def compile(self, optimizer=None, **kwargs):
         """Configures training; `optimizer` must be an AdaGrad.

@@ -21,8 +21,7 @@ import tensorflow as tf
 
 from keras_gauss import ops as gauss_ops
 from keras_gauss.fused import build as _build
-
-ENERGIES = ("el", "kl")
+from keras_gauss.layers.candidate_energies import ENERGIES
 
 
 def fused_available():

@@ -1,5 +1,15 @@
+from keras_gauss.layers.candidate_energies import ENERGIES
+from keras_gauss.layers.candidate_energies import ENERGY_LAYERS
+from keras_gauss.layers.candidate_energies import candidate_energies
 from keras_gauss.layers.el_energy import ELEnergy
 from keras_gauss.layers.gaussian_embedding import GaussianEmbedding
 from keras_gauss.layers.kl_energy import KLEnergy
 
-__all__ = ["ELEnergy", "GaussianEmbedding", "KLEnergy"]
+__all__ = [
+    "ENERGIES",
+    "ENERGY_LAYERS",
+    "ELEnergy",
+    "GaussianEmbedding",
+    "KLEnergy",
+    "candidate_energies",
+]

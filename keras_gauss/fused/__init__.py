@@ -6,6 +6,9 @@ its time in op dispatch. `ranking_step` does the whole minibatch update in
 one C++ kernel, compiled on first use (see `keras_gauss.fused.build`), and
 falls back to an equivalent pure TensorFlow implementation when the library
 cannot be built or loaded. `FusedRankingModel` wraps it in a Keras model.
+`skipgram_train` goes further: from token ids to updated tables in one op
+(subsampling, windows, negatives and the ranking steps; multi-threaded),
+also with an exact pure TensorFlow fallback.
 
 Example:
 
@@ -16,7 +19,17 @@ Example:
 """
 
 from keras_gauss.fused.model import FusedRankingModel
+from keras_gauss.fused.skipgram import alias_table
+from keras_gauss.fused.skipgram import skipgram_train
+from keras_gauss.fused.skipgram import skipgram_triples
 from keras_gauss.fused.step import fused_available
 from keras_gauss.fused.step import ranking_step
 
-__all__ = ["FusedRankingModel", "fused_available", "ranking_step"]
+__all__ = [
+    "FusedRankingModel",
+    "alias_table",
+    "fused_available",
+    "ranking_step",
+    "skipgram_train",
+    "skipgram_triples",
+]

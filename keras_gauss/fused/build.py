@@ -1,6 +1,7 @@
 """Compiles and loads the fused C++ op on first use.
 
-The shared library is built from `kernels.cc` with the C++ compiler (`$CXX`,
+The shared library is built from `kernels.cc` and `skipgram.cc` (with
+`gauss_math.h`) with the C++ compiler (`$CXX`,
 else `g++`) and TensorFlow's own compile and link flags, and cached under
 `$KERAS_GAUSS_CACHE/ops/<key>/` (default `~/.cache/keras_gauss/ops/<key>/`),
 where the key hashes the source, the TensorFlow version and ABI flags, the
@@ -28,7 +29,9 @@ import threading
 
 logger = logging.getLogger("keras_gauss.fused")
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.cc")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = tuple(os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc"))
+HEADERS = (os.path.join(_HERE, "gauss_math.h"),)
 
 _lock = threading.Lock()
 _state = {"tried": False, "module": None, "error": None}
@@ -54,11 +57,11 @@ def _cpu_fingerprint():
     return platform.processor() or platform.machine()
 
 
-def compile_command(source, output):
-    """The compiler command line building `output` from `source`.
+def compile_command(sources, output):
+    """The compiler command line building `output` from `sources`.
 
     Args:
-        source: path of the C++ source.
+        sources: paths of the C++ sources.
         output: path of the shared library to write.
 
     Returns:
@@ -87,7 +90,8 @@ def compile_command(source, output):
     return (
         [cxx]
         + flags
-        + [source, "-o", output]
+        + list(sources)
+        + ["-o", output]
         + list(tf.sysconfig.get_compile_flags())
         + list(tf.sysconfig.get_link_flags())
     )
@@ -97,10 +101,11 @@ def library_path():
     """Where the library for this source, TensorFlow and compiler lives."""
     import tensorflow as tf
 
-    command = compile_command(SOURCE, "OUT")
+    command = compile_command(SOURCES, "OUT")
     digest = hashlib.sha256()
-    with open(SOURCE, "rb") as f:
-        digest.update(f.read())
+    for name in SOURCES + HEADERS:
+        with open(name, "rb") as f:
+            digest.update(f.read())
     digest.update(tf.__version__.encode())
     digest.update(" ".join(command).encode())
     cxx = shutil.which(command[0]) or command[0]
@@ -130,7 +135,7 @@ def build(path=None):
     fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
     os.close(fd)
     try:
-        command = compile_command(SOURCE, tmp)
+        command = compile_command(SOURCES, tmp)
         if shutil.which(command[0]) is None:
             raise RuntimeError(f"C++ compiler {command[0]!r} not found")
         result = subprocess.run(command, capture_output=True, text=True)

@@ -13,36 +13,30 @@
 //      then the row constraints: ||mu|| <= C (scale the row) and
 //      m <= var <= M (clip).
 //
-// Energies (the -d/2 log 2pi constant of EL is dropped: it cancels in the
-// hinge):
-//   el: E = -1/2 sum_i [log(v_w + v_c) + (mu_w - mu_c)^2 / (v_w + v_c)]
-//   kl: E = -KL(N_context || N_word)   (word = general, context = specific)
-//         = -1/2 sum_i [v_c / v_w + (mu_w - mu_c)^2 / v_w - 1 - log(v_c / v_w)]
-// Spherical tables have one variance per row (shape (V, 1)); its gradient is
-// the sum of the diagonal gradient over the d dimensions.
-//
-// Work is split over TensorFlow's intra-op thread pool: examples in phase 1,
-// unique rows in phase 3 (each row is owned by one shard, so no atomics).
-// Deduplication (phase 2) is a serial pass with a per-table slot array
-// (O(batch), no sorting).
+// The energies, gradients and row update are in gauss_math.h.
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
+#include "gauss_math.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/resource_mgr.h"
-#include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/util/work_sharder.h"
 
 namespace tensorflow {
 namespace {
+
+using keras_gauss::AddPairGradients;
+using keras_gauss::CheckIds;
+using keras_gauss::Energy;
+using keras_gauss::PairEnergy;
+using keras_gauss::PrefetchRow;
+using keras_gauss::StepVariables;
+using keras_gauss::Table;
+using keras_gauss::UpdateRow;
 
 REGISTER_OP("KerasGaussRankingStep")
     .Input("word_means: resource")
@@ -78,52 +72,6 @@ min_variance and max_variance are (2,) vectors [word table, context table];
 max_norm <= 0 means no norm bound. Returns the mean loss.
 )doc");
 
-enum class Energy { kEL, kKL };
-
-// Sum of log(x[i]) over n positive values with a single log: the product is
-// taken in double, 8 values at a time, and renormalised to [1, 2) after each
-// block by moving the binary exponent into an integer (no overflow or
-// underflow for any positive normal floats).
-inline double SumLog(const float* x, int64_t n) {
-  double m = 1.0;
-  int64_t exponent = 0;
-  auto renormalise = [&]() {
-    uint64_t bits;
-    std::memcpy(&bits, &m, sizeof(bits));
-    exponent += static_cast<int64_t>((bits >> 52) & 0x7ff) - 1023;
-    bits = (bits & ~(0x7ffULL << 52)) | (1023ULL << 52);
-    std::memcpy(&m, &bits, sizeof(bits));
-  };
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const double p = static_cast<double>(x[i]) * x[i + 1];
-    const double q = static_cast<double>(x[i + 2]) * x[i + 3];
-    const double r = static_cast<double>(x[i + 4]) * x[i + 5];
-    const double s = static_cast<double>(x[i + 6]) * x[i + 7];
-    m *= (p * q) * (r * s);
-    renormalise();
-  }
-  for (; i < n; ++i) m *= x[i];
-  renormalise();
-  return std::log(m) + static_cast<double>(exponent) * 0.69314718055994530942;
-}
-
-inline void PrefetchRow(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 1);
-  __builtin_prefetch(p + n - 1, 1, 1);
-}
-
-struct Table {
-  float* means = nullptr;
-  float* variances = nullptr;
-  float* mean_acc = nullptr;
-  float* var_acc = nullptr;
-  int64_t rows = 0;
-  float max_norm = 0.f;
-  float min_variance = 0.f;
-  float max_variance = 0.f;
-};
-
 class RankingStepOp : public OpKernel {
  public:
   explicit RankingStepOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -134,31 +82,7 @@ class RankingStepOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
-    // ---- Variables -------------------------------------------------------
-    static const char* kNames[8] = {
-        "word_means",           "word_variances",
-        "context_means",        "context_variances",
-        "word_means_accumulator", "word_variances_accumulator",
-        "context_means_accumulator", "context_variances_accumulator"};
-    core::RefCountPtr<Var> vars[8];
-    for (int i = 0; i < 8; ++i) {
-      OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, i), &vars[i]));
-      OP_REQUIRES(ctx, vars[i]->tensor()->dtype() == DT_FLOAT,
-                  errors::InvalidArgument(kNames[i], " must be float32, got ",
-                                          DataTypeString(vars[i]->tensor()->dtype())));
-      OP_REQUIRES(ctx, vars[i]->is_initialized,
-                  errors::FailedPrecondition(kNames[i], " is not initialized."));
-    }
-    const bool shared = vars[0].get() == vars[2].get();
-    if (shared) {
-      OP_REQUIRES(ctx,
-                  vars[1].get() == vars[3].get() && vars[4].get() == vars[6].get() &&
-                      vars[5].get() == vars[7].get(),
-                  errors::InvalidArgument(
-                      "word_means and context_means are the same variable (shared "
-                      "table), so the variances and accumulators must be shared too."));
-    }
-
+    // ---- Inputs ------------------------------------------------------------
     const Tensor& word_t = ctx->input(8);
     const Tensor& context_t = ctx->input(9);
     const Tensor& negatives_t = ctx->input(10);
@@ -179,89 +103,31 @@ class RankingStepOp : public OpKernel {
       OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
                   errors::InvalidArgument("input ", i, " must be a scalar."));
     }
-    for (int i = 14; i < 17; ++i) {
-      OP_REQUIRES(ctx, ctx->input(i).NumElements() == 2,
-                  errors::InvalidArgument(
-                      "max_norm, min_variance and max_variance must have 2 values "
-                      "(word table, context table)."));
-    }
     const float lr = ctx->input(11).scalar<float>()();
     const float margin = ctx->input(12).scalar<float>()();
     const float eps = ctx->input(13).scalar<float>()();
 
-    // Shapes: means (V, d), variances and accumulators (V, d) or (V, 1).
-    const Tensor& wm = *vars[0]->tensor();
-    OP_REQUIRES(ctx, TensorShapeUtils::IsMatrix(wm.shape()),
-                errors::InvalidArgument("word_means must be (V, d), got ",
-                                        wm.shape().DebugString()));
-    const int64_t d = wm.dim_size(1);
-    const int64_t dv = spherical_ ? 1 : d;
+    // ---- Variables (checked and locked while `variables` lives) -----------
+    StepVariables variables(ctx, spherical_, /*bounds=*/14);
+    if (!variables.ok()) return;
+    const bool shared = variables.shared();
+    const int64_t d = variables.d();
+    const int64_t dv = variables.dv();
     const int64_t n_tables = shared ? 1 : 2;
-    for (int t = 0; t < 2; ++t) {
-      const int64_t rows = vars[2 * t]->tensor()->dim_size(0);
-      const TensorShape mean_shape({rows, d});
-      const TensorShape var_shape({rows, dv});
-      const int idx[4] = {2 * t, 2 * t + 1, 4 + 2 * t, 5 + 2 * t};
-      const TensorShape* want[4] = {&mean_shape, &var_shape, &mean_shape, &var_shape};
-      for (int j = 0; j < 4; ++j) {
-        OP_REQUIRES(ctx, vars[idx[j]]->tensor()->shape() == *want[j],
-                    errors::InvalidArgument(
-                        kNames[idx[j]], " has shape ",
-                        vars[idx[j]]->tensor()->shape().DebugString(), ", expected ",
-                        want[j]->DebugString(),
-                        spherical_ ? " (spherical=True: variances are (V, 1))"
-                                   : " (spherical=False: variances are (V, d))"));
-      }
-    }
+    const Table tables[2] = {variables.table(0), variables.table(1)};
 
     // ---- Id range checks --------------------------------------------------
+    static const char* kOp = "KerasGaussRankingStep";
     const int32_t* word = word_t.flat<int32_t>().data();
     const int32_t* context = context_t.flat<int32_t>().data();
     const int32_t* negatives = negatives_t.flat<int32_t>().data();
-    const int64_t word_rows = vars[0]->tensor()->dim_size(0);
-    const int64_t context_rows = vars[2]->tensor()->dim_size(0);
-    OP_REQUIRES_OK(ctx, CheckIds("word", word, batch, word_rows, "word"));
-    OP_REQUIRES_OK(ctx, CheckIds("context", context, batch, context_rows,
+    const int64_t word_rows = tables[0].rows;
+    const int64_t context_rows = tables[1].rows;
+    OP_REQUIRES_OK(ctx, CheckIds(kOp, "word", word, batch, word_rows, "word"));
+    OP_REQUIRES_OK(ctx, CheckIds(kOp, "context", context, batch, context_rows,
                                  shared ? "shared" : "context"));
-    OP_REQUIRES_OK(ctx, CheckIds("negatives", negatives, batch * k, context_rows,
+    OP_REQUIRES_OK(ctx, CheckIds(kOp, "negatives", negatives, batch * k, context_rows,
                                  shared ? "shared" : "context"));
-
-    // ---- Lock (in address order, each variable once) and make the buffers
-    // safe to update in place (TF's EnsureSparseVariableAccess logic). ------
-    std::vector<Var*> unique_vars;
-    for (auto& v : vars) {
-      if (std::find(unique_vars.begin(), unique_vars.end(), v.get()) ==
-          unique_vars.end())
-        unique_vars.push_back(v.get());
-    }
-    std::sort(unique_vars.begin(), unique_vars.end(),
-              [](Var* a, Var* b) { return a->mu() < b->mu(); });
-    std::vector<mutex_lock> locks;
-    locks.reserve(unique_vars.size());
-    for (Var* v : unique_vars) {
-      locks.emplace_back(*v->mu());
-      if (!v->tensor()->RefCountIsOne()) {
-        // Someone holds the buffer (a dense read): copy before writing.
-        Tensor copy;
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, v->tensor()->shape(), &copy));
-        std::memcpy(copy.flat<float>().data(), v->tensor()->flat<float>().data(),
-                    sizeof(float) * v->tensor()->NumElements());
-        *v->tensor() = copy;
-      }
-      v->copy_on_read_mode.store(true);
-    }
-
-    Table tables[2];
-    for (int t = 0; t < 2; ++t) {
-      tables[t].means = vars[2 * t]->tensor()->flat<float>().data();
-      tables[t].variances = vars[2 * t + 1]->tensor()->flat<float>().data();
-      tables[t].mean_acc = vars[4 + 2 * t]->tensor()->flat<float>().data();
-      tables[t].var_acc = vars[5 + 2 * t]->tensor()->flat<float>().data();
-      tables[t].rows = vars[2 * t]->tensor()->dim_size(0);
-      tables[t].max_norm = ctx->input(14).flat<float>()(t);
-      tables[t].min_variance = ctx->input(15).flat<float>()(t);
-      tables[t].max_variance = ctx->input(16).flat<float>()(t);
-    }
 
     Tensor* loss_out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &loss_out));
@@ -290,7 +156,7 @@ class RankingStepOp : public OpKernel {
       const bool sph = spherical_;
       const Energy energy = energy_;
       auto work = [&](int64_t begin, int64_t end) {
-        std::vector<float> tmp(d), energies(list), coef(list);
+        std::vector<float> tmp(list * 2 * d), energies(list), coef(list);
         for (int64_t b = begin; b < end; ++b) {
           if (b + 2 < end) {
             const int64_t nb = b + 2;
@@ -309,55 +175,8 @@ class RankingStepOp : public OpKernel {
           };
           // Energies.
           for (int64_t j = 0; j < list; ++j) {
-            const float* mc = ct.means + cid(j) * d;
-            const float* vc = ct.variances + cid(j) * dv;
-            double e;
-            if (energy == Energy::kEL) {
-              if (sph) {
-                const float t = vw[0] + vc[0];
-                float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float diff = mw[i] - mc[i];
-                  sq += diff * diff;
-                }
-                e = -0.5 * (d * std::log(static_cast<double>(t)) + sq / t);
-              } else {
-                float quad = 0.f;
-#pragma omp simd reduction(+ : quad)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float t = vw[i] + vc[i];
-                  const float diff = mw[i] - mc[i];
-                  tmp[i] = t;
-                  quad += diff * diff / t;
-                }
-                e = -0.5 * (SumLog(tmp.data(), d) + quad);
-              }
-            } else {  // KL(N_c || N_w), E = -KL
-              if (sph) {
-                const float inv = 1.0f / vw[0];
-                float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float diff = mw[i] - mc[i];
-                  sq += diff * diff;
-                }
-                const double ratio = static_cast<double>(vc[0]) / vw[0];
-                e = -0.5 * (d * ratio + sq * inv - d - d * std::log(ratio));
-              } else {
-                float lin = 0.f;
-#pragma omp simd reduction(+ : lin)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float inv = 1.0f / vw[i];
-                  const float diff = mw[i] - mc[i];
-                  const float ratio = vc[i] * inv;
-                  tmp[i] = ratio;
-                  lin += ratio + diff * diff * inv;
-                }
-                e = -0.5 * (lin - d - SumLog(tmp.data(), d));
-              }
-            }
-            energies[j] = static_cast<float>(e);
+            energies[j] = PairEnergy(energy, sph, d, mw, vw, ct.means + cid(j) * d,
+                                     ct.variances + cid(j) * dv, tmp.data() + j * 2 * d);
           }
           // Hinge: dLoss/dE.
           double loss = 0.0;
@@ -390,66 +209,11 @@ class RankingStepOp : public OpKernel {
               std::fill(gvc, gvc + dv, 0.f);
               continue;
             }
-            const float* mc = ct.means + cid(j) * d;
-            const float* vc = ct.variances + cid(j) * dv;
-            if (energy == Energy::kEL) {
-              // dE/dmu_w = -delta, dE/dmu_c = delta,
-              // dE/dv_w = dE/dv_c = 1/2 (delta^2 - 1/t), delta = (mu_w-mu_c)/t.
-              if (sph) {
-                const float inv = 1.0f / (vw[0] + vc[0]);
-                float acc = 0.f;
-#pragma omp simd reduction(+ : acc)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float delta = (mw[i] - mc[i]) * inv;
-                  gmw[i] -= s * delta;
-                  gmc[i] = s * delta;
-                  acc += delta * delta - inv;
-                }
-                const float g = 0.5f * s * acc;
-                gvw[0] += g;
-                gvc[0] = g;
-              } else {
-                for (int64_t i = 0; i < d; ++i) {
-                  const float inv = 1.0f / (vw[i] + vc[i]);
-                  const float delta = (mw[i] - mc[i]) * inv;
-                  gmw[i] -= s * delta;
-                  gmc[i] = s * delta;
-                  const float g = 0.5f * s * (delta * delta - inv);
-                  gvw[i] += g;
-                  gvc[i] = g;
-                }
-              }
-            } else {
-              // E = -1/2 sum [v_c/v_w + (mu_w-mu_c)^2/v_w - 1 - log v_c + log v_w]
-              // dE/dmu_w = -(mu_w-mu_c)/v_w, dE/dmu_c = (mu_w-mu_c)/v_w,
-              // dE/dv_w = 1/2 (v_c + diff^2)/v_w^2 - 1/(2 v_w),
-              // dE/dv_c = 1/2 (1/v_c - 1/v_w).
-              if (sph) {
-                const float inv_w = 1.0f / vw[0];
-                const float inv_c = 1.0f / vc[0];
-                float acc_w = 0.f;
-#pragma omp simd reduction(+ : acc_w)
-                for (int64_t i = 0; i < d; ++i) {
-                  const float diff = mw[i] - mc[i];
-                  const float gmu = diff * inv_w;
-                  gmw[i] -= s * gmu;
-                  gmc[i] = s * gmu;
-                  acc_w += 0.5f * ((vc[0] + diff * diff) * inv_w * inv_w - inv_w);
-                }
-                gvw[0] += s * acc_w;
-                gvc[0] = s * (0.5f * d * (inv_c - inv_w));
-              } else {
-                for (int64_t i = 0; i < d; ++i) {
-                  const float inv_w = 1.0f / vw[i];
-                  const float diff = mw[i] - mc[i];
-                  const float gmu = diff * inv_w;
-                  gmw[i] -= s * gmu;
-                  gmc[i] = s * gmu;
-                  gvw[i] += s * 0.5f * ((vc[i] + diff * diff) * inv_w * inv_w - inv_w);
-                  gvc[i] = s * 0.5f * (1.0f / vc[i] - inv_w);
-                }
-              }
-            }
+            std::fill(gmc, gmc + d, 0.f);
+            std::fill(gvc, gvc + dv, 0.f);
+            AddPairGradients(energy, sph, d, s, mw, vw, ct.means + cid(j) * d,
+                             ct.variances + cid(j) * dv, tmp.data() + j * 2 * d, gmw,
+                             gvw, gmc, gvc);
           }
         }
       };
@@ -535,33 +299,7 @@ class RankingStepOp : public OpKernel {
             const float* vsrc = gv + o * dv;
             for (int64_t i = 0; i < dv; ++i) gvar[i] += vsrc[i];
           }
-          float* w = tb.means + row * d;
-          float* a = tb.mean_acc + row * d;
-          for (int64_t i = 0; i < d; ++i) {
-            const float g = gmean[i];
-            const float acc = a[i] + g * g;
-            a[i] = acc;
-            w[i] -= lr * g / std::sqrt(acc + eps);
-          }
-          if (tb.max_norm > 0.f) {
-            float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-            for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
-            const float norm = std::sqrt(sq);
-            const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));
-            if (f < 1.0f) {
-              for (int64_t i = 0; i < d; ++i) w[i] *= f;
-            }
-          }
-          float* v = tb.variances + row * dv;
-          float* va = tb.var_acc + row * dv;
-          for (int64_t i = 0; i < dv; ++i) {
-            const float g = gvar[i];
-            const float acc = va[i] + g * g;
-            va[i] = acc;
-            const float nv = v[i] - lr * g / std::sqrt(acc + eps);
-            v[i] = std::min(tb.max_variance, std::max(tb.min_variance, nv));
-          }
+          UpdateRow(tb, row, d, dv, gmean.data(), gvar.data(), 1.0f, lr, eps);
         }
       };
       const int64_t cost = (d + dv) * 30 * std::max<int64_t>(1, n_occ / std::max<int64_t>(1, n_total));
@@ -574,19 +312,6 @@ class RankingStepOp : public OpKernel {
   }
 
  private:
-  static absl::Status CheckIds(const char* input, const int32_t* ids, int64_t n,
-                               int64_t rows, const char* table) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (ids[i] < 0 || ids[i] >= rows) {
-        return errors::InvalidArgument(
-            "KerasGaussRankingStep: `", input, "` holds id ", ids[i],
-            " (at flat position ", i, "), outside [0, ", rows, "): the ", table,
-            " table has ", rows, " rows.");
-      }
-    }
-    return absl::OkStatus();
-  }
-
   Energy energy_;
   bool spherical_;
   mutex scratch_mu_;

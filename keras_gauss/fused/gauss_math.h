@@ -1,0 +1,414 @@
+// Shared pieces of the fused ops (kernels.cc, skipgram.cc): the energies of
+// one (word, candidate) pair, their gradients, the AdaGrad row update with the
+// row constraints, and locking the eight variables of a step.
+//
+// Energies (the -d/2 log 2pi constant of EL is dropped: it cancels in the
+// hinge):
+//   el: E = -1/2 sum_i [log(v_w + v_c) + (mu_w - mu_c)^2 / (v_w + v_c)]
+//   kl: E = -KL(N_context || N_word)   (word = general, context = specific)
+//         = -1/2 sum_i [v_c / v_w + (mu_w - mu_c)^2 / v_w - 1 - log(v_c / v_w)]
+// Spherical tables have one variance per row (shape (V, 1)); its gradient is
+// the sum of the diagonal gradient over the d dimensions.
+
+#ifndef KERAS_GAUSS_FUSED_GAUSS_MATH_H_
+#define KERAS_GAUSS_FUSED_GAUSS_MATH_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/resource_mgr.h"
+#include "tensorflow/core/framework/resource_var.h"
+
+namespace tensorflow {
+namespace keras_gauss {
+
+enum class Energy { kEL, kKL };
+
+inline void PrefetchRow(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 1);
+  __builtin_prefetch(p + n - 1, 1, 1);
+}
+
+// Prefetches the four rows (mean, variance and their accumulators) of `row`.
+struct Table;
+inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv);
+
+// One table's buffers and row constraints.
+struct Table {
+  float* means = nullptr;
+  float* variances = nullptr;
+  float* mean_acc = nullptr;
+  float* var_acc = nullptr;
+  int64_t rows = 0;
+  float max_norm = 0.f;
+  float min_variance = 0.f;
+  float max_variance = 0.f;
+};
+
+inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv) {
+  PrefetchRow(tb.means + row * d, d);
+  PrefetchRow(tb.variances + row * dv, dv);
+  PrefetchRow(tb.mean_acc + row * d, d);
+  PrefetchRow(tb.var_acc + row * dv, dv);
+}
+
+// log(x) for positive normal floats in a form `omp simd` loops vectorise
+// (Cephes' logf: the exponent split off, a degree-9 polynomial on
+// [sqrt(1/2), sqrt(2)); within 2 ulp of std::log).
+#pragma omp declare simd
+inline float VecLog(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  float e = static_cast<float>(static_cast<int32_t>(bits >> 23) - 127);
+  bits = (bits & 0x007FFFFFu) | 0x3F800000u;
+  float m;
+  std::memcpy(&m, &bits, sizeof(m));
+  if (m > 1.41421356f) {
+    m *= 0.5f;
+    e += 1.0f;
+  }
+  const float f = m - 1.0f;
+  const float z = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f - 1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f - 1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f - 1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f - 2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = y * f * z;
+  y += -2.12194440e-4f * e;
+  y += -0.5f * z;
+  return f + y + 0.693359375f * e;
+}
+
+// E(w, c) of one pair. `tmp` holds 2d floats of scratch; for the diagonal
+// EL energy it receives delta = (mu_w - mu_c) / t and 1 / t, t = v_w + v_c,
+// which AddPairGradients then reuses (pass the same buffer).
+inline float PairEnergy(Energy energy, bool sph, int64_t d, const float* mw,
+                        const float* vw, const float* mc, const float* vc,
+                        float* tmp) {
+  double e;
+  if (energy == Energy::kEL) {
+    if (sph) {
+      const float t = vw[0] + vc[0];
+      float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
+      for (int64_t i = 0; i < d; ++i) {
+        const float diff = mw[i] - mc[i];
+        sq += diff * diff;
+      }
+      e = -0.5 * (d * std::log(static_cast<double>(t)) + sq / t);
+    } else {
+      float quad = 0.f, logs = 0.f;
+      float* delta = tmp;
+      float* inverse = tmp + d;
+#pragma omp simd reduction(+ : quad, logs)
+      for (int64_t i = 0; i < d; ++i) {
+        const float t = vw[i] + vc[i];
+        const float inv = 1.0f / t;
+        const float dl = (mw[i] - mc[i]) * inv;
+        delta[i] = dl;
+        inverse[i] = inv;
+        quad += dl * dl * t;
+        logs += VecLog(t);
+      }
+      e = -0.5 * (static_cast<double>(logs) + quad);
+    }
+  } else {  // KL(N_c || N_w), E = -KL
+    if (sph) {
+      const float inv = 1.0f / vw[0];
+      float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
+      for (int64_t i = 0; i < d; ++i) {
+        const float diff = mw[i] - mc[i];
+        sq += diff * diff;
+      }
+      const double ratio = static_cast<double>(vc[0]) / vw[0];
+      e = -0.5 * (d * ratio + sq * inv - d - d * std::log(ratio));
+    } else {
+      float lin = 0.f, logs = 0.f;
+#pragma omp simd reduction(+ : lin, logs)
+      for (int64_t i = 0; i < d; ++i) {
+        const float inv = 1.0f / vw[i];
+        const float diff = mw[i] - mc[i];
+        const float ratio = vc[i] * inv;
+        lin += ratio + diff * diff * inv;
+        logs += VecLog(ratio);
+      }
+      e = -0.5 * (static_cast<double>(lin) - d - logs);
+    }
+  }
+  return static_cast<float>(e);
+}
+
+// Adds s * dE(w, c)/d(row) to the word's gradients (gmw, gvw) and to the
+// candidate's (gmc, gvc). `tmp` is the buffer PairEnergy filled for this
+// pair.
+//   el: dE/dmu_w = -delta, dE/dmu_c = delta, dE/dv_w = dE/dv_c
+//       = 1/2 (delta^2 - 1/t), with t = v_w + v_c, delta = (mu_w - mu_c)/t.
+//   kl: dE/dmu_w = -(mu_w - mu_c)/v_w, dE/dmu_c = (mu_w - mu_c)/v_w,
+//       dE/dv_w = 1/2 (v_c + diff^2)/v_w^2 - 1/(2 v_w),
+//       dE/dv_c = 1/2 (1/v_c - 1/v_w).
+inline void AddPairGradients(Energy energy, bool sph, int64_t d, float s,
+                             const float* mw, const float* vw, const float* mc,
+                             const float* vc, const float* tmp, float* gmw,
+                             float* gvw, float* gmc, float* gvc) {
+  if (energy == Energy::kEL) {
+    if (sph) {
+      const float inv = 1.0f / (vw[0] + vc[0]);
+      float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < d; ++i) {
+        const float delta = (mw[i] - mc[i]) * inv;
+        gmw[i] -= s * delta;
+        gmc[i] += s * delta;
+        acc += delta * delta - inv;
+      }
+      const float g = 0.5f * s * acc;
+      gvw[0] += g;
+      gvc[0] += g;
+    } else {
+      const float* deltas = tmp;
+      const float* inverse = tmp + d;
+#pragma omp simd
+      for (int64_t i = 0; i < d; ++i) {
+        const float inv = inverse[i];
+        const float delta = deltas[i];
+        gmw[i] -= s * delta;
+        gmc[i] += s * delta;
+        const float g = 0.5f * s * (delta * delta - inv);
+        gvw[i] += g;
+        gvc[i] += g;
+      }
+    }
+  } else {
+    if (sph) {
+      const float inv_w = 1.0f / vw[0];
+      const float inv_c = 1.0f / vc[0];
+      float acc_w = 0.f;
+#pragma omp simd reduction(+ : acc_w)
+      for (int64_t i = 0; i < d; ++i) {
+        const float diff = mw[i] - mc[i];
+        const float gmu = diff * inv_w;
+        gmw[i] -= s * gmu;
+        gmc[i] += s * gmu;
+        acc_w += 0.5f * ((vc[0] + diff * diff) * inv_w * inv_w - inv_w);
+      }
+      gvw[0] += s * acc_w;
+      gvc[0] += s * (0.5f * d * (inv_c - inv_w));
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < d; ++i) {
+        const float inv_w = 1.0f / vw[i];
+        const float diff = mw[i] - mc[i];
+        const float gmu = diff * inv_w;
+        gmw[i] -= s * gmu;
+        gmc[i] += s * gmu;
+        gvw[i] += s * 0.5f * ((vc[i] + diff * diff) * inv_w * inv_w - inv_w);
+        gvc[i] += s * 0.5f * (1.0f / vc[i] - inv_w);
+      }
+    }
+  }
+}
+
+// AdaGrad on one row with gradient (scale * gm, scale * gv), then the row
+// constraints: ||mu|| <= max_norm (scale the row) and min <= var <= max.
+inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
+                      const float* gm, const float* gv, float scale, float lr,
+                      float eps) {
+  float* w = tb.means + row * d;
+  float* a = tb.mean_acc + row * d;
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) {
+    const float g = scale * gm[i];
+    const float acc = a[i] + g * g;
+    a[i] = acc;
+    w[i] -= lr * g / std::sqrt(acc + eps);
+  }
+  if (tb.max_norm > 0.f) {
+    float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
+    const float norm = std::sqrt(sq);
+    const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));
+    if (f < 1.0f) {
+      for (int64_t i = 0; i < d; ++i) w[i] *= f;
+    }
+  }
+  float* v = tb.variances + row * dv;
+  float* va = tb.var_acc + row * dv;
+  const float lo = tb.min_variance, hi = tb.max_variance;
+#pragma omp simd
+  for (int64_t i = 0; i < dv; ++i) {
+    const float g = scale * gv[i];
+    const float acc = va[i] + g * g;
+    va[i] = acc;
+    float nv = v[i] - lr * g / std::sqrt(acc + eps);
+    nv = nv < lo ? lo : nv;
+    v[i] = nv > hi ? hi : nv;
+  }
+}
+
+// The row constraints alone (for a row in the batch whose gradient is zero:
+// AdaGrad leaves it as it is, the constraints still apply).
+inline void ProjectRow(const Table& tb, int64_t row, int64_t d, int64_t dv) {
+  float* w = tb.means + row * d;
+  if (tb.max_norm > 0.f) {
+    float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
+    const float norm = std::sqrt(sq);
+    const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));
+    if (f < 1.0f) {
+      for (int64_t i = 0; i < d; ++i) w[i] *= f;
+    }
+  }
+  float* v = tb.variances + row * dv;
+  const float lo = tb.min_variance, hi = tb.max_variance;
+  for (int64_t i = 0; i < dv; ++i) {
+    float nv = v[i] < lo ? lo : v[i];
+    nv = nv > hi ? hi : nv;
+    if (nv != v[i]) v[i] = nv;
+  }
+}
+
+// The eight variables of a step (word means, word variances, context means,
+// context variances, then their four AdaGrad accumulators), looked up,
+// checked (float32, initialised, shapes, shared-table consistency), locked in
+// address order and made safe to update in place. The locks are held while
+// this object lives.
+class StepVariables {
+ public:
+  static constexpr const char* kNames[8] = {
+      "word_means",           "word_variances",
+      "context_means",        "context_variances",
+      "word_means_accumulator", "word_variances_accumulator",
+      "context_means_accumulator", "context_variances_accumulator"};
+
+  // Reads inputs 0..7 (resources) and max_norm / min_variance / max_variance
+  // from inputs `bounds`, `bounds + 1`, `bounds + 2` ((2,) vectors each).
+  // On error `ctx` holds the status and `ok()` is false.
+  StepVariables(OpKernelContext* ctx, bool spherical, int bounds) {
+    for (int i = 0; i < 8; ++i) {
+      OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, i), &vars_[i]));
+      OP_REQUIRES(ctx, vars_[i]->tensor()->dtype() == DT_FLOAT,
+                  errors::InvalidArgument(kNames[i], " must be float32, got ",
+                                          DataTypeString(vars_[i]->tensor()->dtype())));
+      OP_REQUIRES(ctx, vars_[i]->is_initialized,
+                  errors::FailedPrecondition(kNames[i], " is not initialized."));
+    }
+    shared_ = vars_[0].get() == vars_[2].get();
+    if (shared_) {
+      OP_REQUIRES(ctx,
+                  vars_[1].get() == vars_[3].get() && vars_[4].get() == vars_[6].get() &&
+                      vars_[5].get() == vars_[7].get(),
+                  errors::InvalidArgument(
+                      "word_means and context_means are the same variable (shared "
+                      "table), so the variances and accumulators must be shared too."));
+    }
+    for (int i = bounds; i < bounds + 3; ++i) {
+      OP_REQUIRES(ctx, ctx->input(i).NumElements() == 2,
+                  errors::InvalidArgument(
+                      "max_norm, min_variance and max_variance must have 2 values "
+                      "(word table, context table)."));
+    }
+    const Tensor& wm = *vars_[0]->tensor();
+    OP_REQUIRES(ctx, TensorShapeUtils::IsMatrix(wm.shape()),
+                errors::InvalidArgument("word_means must be (V, d), got ",
+                                        wm.shape().DebugString()));
+    d_ = wm.dim_size(1);
+    dv_ = spherical ? 1 : d_;
+    for (int t = 0; t < 2; ++t) {
+      const int64_t rows = vars_[2 * t]->tensor()->dim_size(0);
+      const TensorShape mean_shape({rows, d_});
+      const TensorShape var_shape({rows, dv_});
+      const int idx[4] = {2 * t, 2 * t + 1, 4 + 2 * t, 5 + 2 * t};
+      const TensorShape* want[4] = {&mean_shape, &var_shape, &mean_shape, &var_shape};
+      for (int j = 0; j < 4; ++j) {
+        OP_REQUIRES(ctx, vars_[idx[j]]->tensor()->shape() == *want[j],
+                    errors::InvalidArgument(
+                        kNames[idx[j]], " has shape ",
+                        vars_[idx[j]]->tensor()->shape().DebugString(), ", expected ",
+                        want[j]->DebugString(),
+                        spherical ? " (spherical=True: variances are (V, 1))"
+                                  : " (spherical=False: variances are (V, d))"));
+      }
+    }
+    // Lock in address order, each variable once, and copy a buffer someone
+    // else still references before writing to it (TF's
+    // EnsureSparseVariableAccess logic).
+    std::vector<Var*> unique_vars;
+    for (auto& v : vars_) {
+      if (std::find(unique_vars.begin(), unique_vars.end(), v.get()) ==
+          unique_vars.end())
+        unique_vars.push_back(v.get());
+    }
+    std::sort(unique_vars.begin(), unique_vars.end(),
+              [](Var* a, Var* b) { return a->mu() < b->mu(); });
+    locks_.reserve(unique_vars.size());
+    for (Var* v : unique_vars) {
+      locks_.emplace_back(*v->mu());
+      if (!v->tensor()->RefCountIsOne()) {
+        Tensor copy;
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, v->tensor()->shape(), &copy));
+        std::memcpy(copy.flat<float>().data(), v->tensor()->flat<float>().data(),
+                    sizeof(float) * v->tensor()->NumElements());
+        *v->tensor() = copy;
+      }
+      v->copy_on_read_mode.store(true);
+    }
+    for (int t = 0; t < 2; ++t) {
+      tables_[t].means = vars_[2 * t]->tensor()->flat<float>().data();
+      tables_[t].variances = vars_[2 * t + 1]->tensor()->flat<float>().data();
+      tables_[t].mean_acc = vars_[4 + 2 * t]->tensor()->flat<float>().data();
+      tables_[t].var_acc = vars_[5 + 2 * t]->tensor()->flat<float>().data();
+      tables_[t].rows = vars_[2 * t]->tensor()->dim_size(0);
+      tables_[t].max_norm = ctx->input(bounds).flat<float>()(t);
+      tables_[t].min_variance = ctx->input(bounds + 1).flat<float>()(t);
+      tables_[t].max_variance = ctx->input(bounds + 2).flat<float>()(t);
+    }
+    ok_ = true;
+  }
+
+  bool ok() const { return ok_; }
+  bool shared() const { return shared_; }
+  int64_t d() const { return d_; }
+  int64_t dv() const { return dv_; }
+  // Table 0: words; table 1: contexts (the same buffers when shared).
+  const Table& table(int t) const { return tables_[t]; }
+
+ private:
+  core::RefCountPtr<Var> vars_[8];
+  std::vector<mutex_lock> locks_;
+  Table tables_[2];
+  bool shared_ = false;
+  bool ok_ = false;
+  int64_t d_ = 0, dv_ = 0;
+};
+
+// An InvalidArgument naming the first id outside [0, rows), or OK.
+inline absl::Status CheckIds(const char* op, const char* input, const int32_t* ids,
+                             int64_t n, int64_t rows, const char* table) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= rows) {
+      return errors::InvalidArgument(op, ": `", input, "` holds id ", ids[i],
+                                     " (at flat position ", i, "), outside [0, ",
+                                     rows, "): the ", table, " table has ", rows,
+                                     " rows.");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace keras_gauss
+}  // namespace tensorflow
+
+#endif  // KERAS_GAUSS_FUSED_GAUSS_MATH_H_

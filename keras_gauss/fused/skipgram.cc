@@ -1,0 +1,575 @@
+// Fused skip-gram training of Gaussian word embeddings from token ids.
+//
+// KerasGaussSkipgramTrain takes a chunk of sentences (token ids and row
+// splits) and does, in one kernel, what the tf.data pipeline
+// (pipelines.skipgram) and the ranking step (kernels.cc) do together:
+//
+//   1. word2vec's subsampling of frequent words (keep[id] per occurrence);
+//   2. (centre, context) pairs within `window` of each other in the kept
+//      sequence of a sentence, with word2vec's reduced window (the reach of
+//      each centre drawn from 1..window) when `dynamic_window`;
+//   3. `negatives` contexts per pair drawn from the unigram^0.75
+//      distribution by Walker's alias method (`negative_probs`,
+//      `negative_alias`: O(1) per draw from two arrays of V entries, which
+//      stay in cache where word2vec's 10^8-entry table would not);
+//   4. the max-margin ranking step on minibatches of `batch_size` triples:
+//      energies, hinge, closed-form gradients of the batch-mean loss summed
+//      per row, AdaGrad and the row constraints (gauss_math.h), exactly as
+//      KerasGaussRankingStep does for the same triples.
+//
+// Random numbers are counter-based (splitmix64's mixer on the seed, the
+// sentence index and token positions), so the triples of a sentence do not
+// depend on threads or on the order of work, and a pure TensorFlow
+// implementation (keras_gauss.fused.skipgram) draws the same ones:
+//
+//   key(s)            = mix(seed + G * (s + 1))          s: sentence in the chunk
+//   keep draw at p    = mix(key + G * (4p + 1))           p: position in the sentence
+//   reach draw at p   = mix(key + G * (4p + 2))
+//   negative n of (p, q) = mix(mix(key + G * (4p + 3)) + G * (q * negatives + n + 1))
+//
+// with p, q positions before subsampling. A token is kept when
+// float(u >> 40) * 2^-24 < keep[id]; the reach is 1 + (u >> 33) % window; a
+// negative is i = ((u >> 32) * V) >> 32 if float((u >> 8) & (2^24 - 1)) *
+// 2^-24 < negative_probs[i], else negative_alias[i]. The triples come in
+// sentence order, centres ascending, contexts ascending.
+//
+// With num_threads > 1 the sentences are split into contiguous shards of
+// about equal numbers of tokens; each thread runs its own minibatches and
+// updates the shared tables without locks (Hogwild, as word2vec and gensim
+// do), so results then vary slightly from run to run. With one thread the
+// result is deterministic and equals the pure TensorFlow implementation.
+
+#include <algorithm>
+#include <limits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gauss_math.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/platform/blocking_counter.h"
+#include "tensorflow/core/platform/threadpool.h"
+
+namespace tensorflow {
+namespace {
+
+using keras_gauss::AddPairGradients;
+using keras_gauss::CheckIds;
+using keras_gauss::Energy;
+using keras_gauss::PairEnergy;
+using keras_gauss::PrefetchRow;
+using keras_gauss::StepVariables;
+using keras_gauss::Table;
+using keras_gauss::UpdateRow;
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+// How many triples ahead the rows are prefetched.
+constexpr int64_t kAhead = 4;
+
+inline uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// What the triples of a chunk are drawn from.
+struct Skipgram {
+  const int32_t* tokens = nullptr;
+  const int64_t* splits = nullptr;
+  const float* keep = nullptr;  // nullptr: keep everything
+  const float* probs = nullptr;
+  const int32_t* alias = nullptr;
+  uint64_t outcomes = 0;
+  uint64_t seed = 0;
+  int64_t window = 5;
+  bool dynamic = true;
+  int64_t negatives = 1;
+};
+
+// The triples of one sentence, in order.
+struct Triples {
+  std::vector<int32_t> word, context, negatives;
+  std::vector<int32_t> ids;  // scratch: kept tokens and their positions
+  std::vector<int64_t> pos;
+  int64_t size() const { return static_cast<int64_t>(word.size()); }
+};
+
+inline int32_t DrawNegative(const Skipgram& sg, uint64_t u) {
+  const uint64_t i = ((u >> 32) * sg.outcomes) >> 32;
+  const float frac = static_cast<float>((u >> 8) & 0xFFFFFFULL) * (1.0f / 16777216.0f);
+  return frac < sg.probs[i] ? static_cast<int32_t>(i) : sg.alias[i];
+}
+
+// Fills `out` with the triples of sentence `s` (replacing its contents).
+void SentenceTriples(const Skipgram& sg, int64_t s, Triples* out) {
+  const uint64_t window = static_cast<uint64_t>(sg.window);
+  const uint64_t key = Mix(sg.seed + kGolden * static_cast<uint64_t>(s + 1));
+  const int64_t start = sg.splits[s];
+  const int64_t length = sg.splits[s + 1] - start;
+  std::vector<int32_t>& ids = out->ids;
+  std::vector<int64_t>& pos = out->pos;
+  ids.clear();
+  pos.clear();
+  out->word.clear();
+  out->context.clear();
+  out->negatives.clear();
+  for (int64_t p = 0; p < length; ++p) {
+    const int32_t id = sg.tokens[start + p];
+    if (sg.keep != nullptr) {
+      const uint64_t u = Mix(key + kGolden * (4 * static_cast<uint64_t>(p) + 1));
+      if (!(static_cast<float>(u >> 40) * (1.0f / 16777216.0f) < sg.keep[id])) continue;
+    }
+    ids.push_back(id);
+    pos.push_back(p);
+  }
+  const int64_t n = static_cast<int64_t>(ids.size());
+  for (int64_t q = 0; q < n; ++q) {
+    const uint64_t p = static_cast<uint64_t>(pos[q]);
+    int64_t reach = sg.window;
+    if (sg.dynamic) {
+      reach = 1 + static_cast<int64_t>((Mix(key + kGolden * (4 * p + 2)) >> 33) % window);
+    }
+    const uint64_t base = Mix(key + kGolden * (4 * p + 3));
+    const int64_t lo = std::max<int64_t>(0, q - reach);
+    const int64_t hi = std::min<int64_t>(n - 1, q + reach);
+    for (int64_t j = lo; j <= hi; ++j) {
+      if (j == q) continue;
+      out->word.push_back(ids[q]);
+      out->context.push_back(ids[j]);
+      const uint64_t counter = static_cast<uint64_t>(pos[j]) * sg.negatives;
+      for (int64_t m = 0; m < sg.negatives; ++m) {
+        out->negatives.push_back(DrawNegative(sg, Mix(base + kGolden * (counter + m + 1))));
+      }
+    }
+  }
+}
+
+// Reads and checks tokens, row_splits, keep, negative_probs, negative_alias
+// and seed (inputs first .. first + 5). `rows` bounds the token ids,
+// `keep_rows` is the size keep must have (when not empty), `table_rows`
+// bounds the negatives' ids.
+absl::Status ReadSkipgram(OpKernelContext* ctx, int first, int64_t rows,
+                          int64_t keep_rows, int64_t table_rows, const char* op,
+                          Skipgram* sg, int64_t* sentences) {
+  const Tensor& tokens = ctx->input(first);
+  const Tensor& splits = ctx->input(first + 1);
+  const Tensor& keep = ctx->input(first + 2);
+  const Tensor& probs = ctx->input(first + 3);
+  const Tensor& alias = ctx->input(first + 4);
+  const Tensor& seed = ctx->input(first + 5);
+  if (!TensorShapeUtils::IsVector(tokens.shape()))
+    return errors::InvalidArgument(op, ": `tokens` must be a vector, got shape ",
+                                   tokens.shape().DebugString());
+  if (!TensorShapeUtils::IsVector(splits.shape()) || splits.dim_size(0) < 1)
+    return errors::InvalidArgument(
+        op, ": `row_splits` must be a non-empty vector (sentences + 1,), got shape ",
+        splits.shape().DebugString());
+  const int64_t n_tokens = tokens.dim_size(0);
+  const int64_t n_splits = splits.dim_size(0);
+  const int64_t* sp = splits.flat<int64_t>().data();
+  if (sp[0] != 0 || sp[n_splits - 1] != n_tokens)
+    return errors::InvalidArgument(op, ": `row_splits` must start at 0 and end at ",
+                                   n_tokens, " (the number of tokens), got ", sp[0],
+                                   " ... ", sp[n_splits - 1]);
+  for (int64_t i = 1; i < n_splits; ++i) {
+    if (sp[i] < sp[i - 1])
+      return errors::InvalidArgument(op, ": `row_splits` must be non-decreasing (at ",
+                                     i, ": ", sp[i - 1], " > ", sp[i], ")");
+  }
+  if (!TensorShapeUtils::IsVector(keep.shape()) ||
+      (keep.dim_size(0) != 0 && keep.dim_size(0) != keep_rows))
+    return errors::InvalidArgument(op, ": `keep` must be empty (no subsampling) or have ",
+                                   keep_rows, " values (one per word), got shape ",
+                                   keep.shape().DebugString());
+  if (!TensorShapeUtils::IsVector(probs.shape()) || probs.dim_size(0) < 1 ||
+      probs.dim_size(0) > table_rows || alias.shape() != probs.shape())
+    return errors::InvalidArgument(
+        op, ": `negative_probs` and `negative_alias` must be vectors of the same "
+        "length, between 1 and ", table_rows, " (the context table's rows), got shapes ",
+        probs.shape().DebugString(), " and ", alias.shape().DebugString());
+  if (!TensorShapeUtils::IsScalar(seed.shape()))
+    return errors::InvalidArgument(op, ": `seed` must be a scalar.");
+  sg->tokens = tokens.flat<int32_t>().data();
+  sg->splits = sp;
+  sg->keep = keep.dim_size(0) ? keep.flat<float>().data() : nullptr;
+  sg->probs = probs.flat<float>().data();
+  sg->alias = alias.flat<int32_t>().data();
+  sg->outcomes = static_cast<uint64_t>(probs.dim_size(0));
+  sg->seed = static_cast<uint64_t>(seed.scalar<int64_t>()());
+  *sentences = n_splits - 1;
+  TF_RETURN_IF_ERROR(CheckIds(op, "tokens", sg->tokens, n_tokens, rows, "word"));
+  return CheckIds(op, "negative_alias", sg->alias, alias.dim_size(0), table_rows,
+                  "context");
+}
+
+void ReadWindowAttrs(OpKernelConstruction* ctx, Skipgram* sg) {
+  int window, negatives;
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("window", &window));
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("dynamic_window", &sg->dynamic));
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("num_negatives", &negatives));
+  sg->window = window;
+  sg->negatives = negatives;
+}
+
+// ---------------------------------------------------------------------------
+
+REGISTER_OP("KerasGaussSkipgramTriples")
+    .Input("tokens: int32")
+    .Input("row_splits: int64")
+    .Input("keep: float")
+    .Input("negative_probs: float")
+    .Input("negative_alias: int32")
+    .Input("seed: int64")
+    .Output("word: int32")
+    .Output("context: int32")
+    .Output("negatives: int32")
+    .Attr("window: int >= 1")
+    .Attr("dynamic_window: bool = true")
+    .Attr("num_negatives: int >= 1 = 1")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      int negatives;
+      TF_RETURN_IF_ERROR(c->GetAttr("num_negatives", &negatives));
+      c->set_output(0, c->Vector(c->UnknownDim()));
+      c->set_output(1, c->Vector(c->UnknownDim()));
+      c->set_output(2, c->Matrix(c->UnknownDim(), negatives));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The (word, context, negatives) triples KerasGaussSkipgramTrain trains on,
+in its order, for a chunk of sentences.
+)doc");
+
+class SkipgramTriplesOp : public OpKernel {
+ public:
+  explicit SkipgramTriplesOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    ReadWindowAttrs(ctx, &spec_);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    Skipgram sg = spec_;
+    int64_t sentences = 0;
+    const int64_t big = std::numeric_limits<int32_t>::max();
+    OP_REQUIRES_OK(ctx, ReadSkipgram(ctx, 0, big, ctx->input(2).dim_size(0), big,
+                                     "KerasGaussSkipgramTriples", &sg, &sentences));
+    std::vector<int32_t> words, contexts, negatives;
+    Triples triples;
+    for (int64_t i = 0; i < sentences; ++i) {
+      SentenceTriples(sg, i, &triples);
+      words.insert(words.end(), triples.word.begin(), triples.word.end());
+      contexts.insert(contexts.end(), triples.context.begin(), triples.context.end());
+      negatives.insert(negatives.end(), triples.negatives.begin(), triples.negatives.end());
+    }
+    const int64_t count = static_cast<int64_t>(words.size());
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({count}), &out));
+    std::copy(words.begin(), words.end(), out->flat<int32_t>().data());
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({count}), &out));
+    std::copy(contexts.begin(), contexts.end(), out->flat<int32_t>().data());
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({count, sg.negatives}), &out));
+    std::copy(negatives.begin(), negatives.end(), out->flat<int32_t>().data());
+  }
+
+ private:
+  Skipgram spec_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("KerasGaussSkipgramTriples").Device(DEVICE_CPU),
+                        SkipgramTriplesOp);
+
+// ---------------------------------------------------------------------------
+
+REGISTER_OP("KerasGaussSkipgramTrain")
+    .Input("word_means: resource")
+    .Input("word_variances: resource")
+    .Input("context_means: resource")
+    .Input("context_variances: resource")
+    .Input("word_means_accumulator: resource")
+    .Input("word_variances_accumulator: resource")
+    .Input("context_means_accumulator: resource")
+    .Input("context_variances_accumulator: resource")
+    .Input("tokens: int32")
+    .Input("row_splits: int64")
+    .Input("keep: float")
+    .Input("negative_probs: float")
+    .Input("negative_alias: int32")
+    .Input("seed: int64")
+    .Input("learning_rate: float")
+    .Input("margin: float")
+    .Input("epsilon: float")
+    .Input("max_norm: float")
+    .Input("min_variance: float")
+    .Input("max_variance: float")
+    .Output("loss: float")
+    .Output("pairs: int64")
+    .Attr("window: int >= 1")
+    .Attr("dynamic_window: bool = true")
+    .Attr("num_negatives: int >= 1 = 1")
+    .Attr("batch_size: int >= 1 = 1")
+    .Attr("num_threads: int >= 0 = 0")
+    .Attr("energy: {'el', 'kl'} = 'el'")
+    .Attr("spherical: bool = false")
+    .SetIsStateful()
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      c->set_output(1, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Skip-gram training of Gaussian embeddings on a chunk of sentences:
+subsampling, (reduced) windows, negatives and minibatch ranking steps with
+AdaGrad and the row constraints, in place. Returns the summed hinge loss and
+the number of (word, context) pairs trained. num_threads = 0 uses the
+intra-op thread pool's size.
+)doc");
+
+// One thread's minibatches: gradients are summed per row (slot) until
+// `batch` triples have been seen, then every touched row is updated once.
+class Worker {
+ public:
+  Worker(const Table* tables, bool shared, int64_t d, int64_t dv, Energy energy,
+         bool sph, int64_t batch, int64_t negatives, float lr, float margin,
+         float eps)
+      : shared_(shared), d_(d), dv_(dv), energy_(energy), sph_(sph), batch_(batch),
+        k_(negatives), lr_(lr), margin_(margin), eps_(eps) {
+    tables_[0] = tables[0];
+    tables_[1] = tables[shared ? 0 : 1];
+    for (int t = 0; t < (shared ? 1 : 2); ++t) slot_[t].assign(tables_[t].rows, -1);
+    const int64_t max_slots = batch * (2 + negatives);
+    gm_.resize(max_slots * d);
+    gv_.resize(max_slots * dv);
+    rows_.reserve(max_slots);
+    row_table_.reserve(max_slots);
+    active_.reserve(max_slots);
+    tmp_.resize((1 + negatives) * 2 * d);
+    energies_.resize(1 + negatives);
+    coef_.resize(1 + negatives);
+    cand_slot_.resize(1 + negatives);
+  }
+
+  void Add(int32_t w, int32_t c, const int32_t* negs) {
+    const Table& wt = tables_[0];
+    const Table& ct = tables_[1];
+    const int64_t d = d_, dv = dv_;
+    const float* mw = wt.means + static_cast<int64_t>(w) * d;
+    const float* vw = wt.variances + static_cast<int64_t>(w) * dv;
+    auto cid = [&](int64_t j) -> int64_t { return j == 0 ? c : negs[j - 1]; };
+    for (int64_t j = 0; j <= k_; ++j) {
+      energies_[j] = PairEnergy(energy_, sph_, d, mw, vw, ct.means + cid(j) * d,
+                                ct.variances + cid(j) * dv, tmp_.data() + j * 2 * d);
+    }
+    float pos_coef = 0.f;
+    bool active = false;
+    for (int64_t j = 1; j <= k_; ++j) {
+      const float h = margin_ - energies_[0] + energies_[j];
+      if (h > 0.f) {
+        loss_ += h;
+        coef_[j] = 1.f;
+        pos_coef -= 1.f;
+        active = true;
+      } else {
+        coef_[j] = 0.f;
+      }
+    }
+    coef_[0] = pos_coef;
+    // Every row of the batch is in it (as in ranking_step), so the ones
+    // without gradient still get the constraints.
+    const int32_t sw = Slot(0, w);
+    for (int64_t j = 0; j <= k_; ++j) cand_slot_[j] = Slot(1, static_cast<int32_t>(cid(j)));
+    if (active) {
+      active_[sw] = 1;
+      for (int64_t j = 0; j <= k_; ++j) {
+        if (coef_[j] != 0.f) active_[cand_slot_[j]] = 1;
+      }
+      float* gmw = gm_.data() + static_cast<int64_t>(sw) * d;
+      float* gvw = gv_.data() + static_cast<int64_t>(sw) * dv;
+      for (int64_t j = 0; j <= k_; ++j) {
+        if (coef_[j] == 0.f) continue;
+        AddPairGradients(energy_, sph_, d, coef_[j], mw, vw, ct.means + cid(j) * d,
+                         ct.variances + cid(j) * dv, tmp_.data() + j * 2 * d, gmw, gvw,
+                         gm_.data() + static_cast<int64_t>(cand_slot_[j]) * d,
+                         gv_.data() + static_cast<int64_t>(cand_slot_[j]) * dv);
+      }
+    }
+    ++pairs_;
+    if (++count_ == batch_) Flush();
+  }
+
+  // Prefetches the rows of a coming triple (its word's when it differs from
+  // the word of the triple before it).
+  void Prefetch(int32_t w, int32_t previous_w, int32_t c, const int32_t* negs) const {
+    if (w != previous_w) keras_gauss::PrefetchRows(tables_[0], w, d_, dv_);
+    keras_gauss::PrefetchRows(tables_[1], c, d_, dv_);
+    for (int64_t j = 0; j < k_; ++j) keras_gauss::PrefetchRows(tables_[1], negs[j], d_, dv_);
+  }
+
+  // Applies the pending minibatch (the gradient of the batch-mean loss).
+  void Flush() {
+    if (count_ == 0) return;
+    const float scale = 1.0f / static_cast<float>(count_);
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    for (int64_t s = 0; s < n; ++s) {
+      const int t = row_table_[s];
+      if (active_[s]) {
+        UpdateRow(tables_[t], rows_[s], d_, dv_, gm_.data() + s * d_,
+                  gv_.data() + s * dv_, scale, lr_, eps_);
+      } else {
+        keras_gauss::ProjectRow(tables_[t], rows_[s], d_, dv_);
+      }
+      slot_[shared_ ? 0 : t][rows_[s]] = -1;
+    }
+    rows_.clear();
+    row_table_.clear();
+    active_.clear();
+    count_ = 0;
+  }
+
+  double loss() const { return loss_; }
+  int64_t pairs() const { return pairs_; }
+
+ private:
+  int32_t Slot(int t, int32_t row) {
+    std::vector<int32_t>& slots = slot_[shared_ ? 0 : t];
+    int32_t s = slots[row];
+    if (s < 0) {
+      s = static_cast<int32_t>(rows_.size());
+      slots[row] = s;
+      rows_.push_back(row);
+      row_table_.push_back(static_cast<int8_t>(t));
+      active_.push_back(0);
+      std::fill(gm_.begin() + static_cast<int64_t>(s) * d_,
+                gm_.begin() + static_cast<int64_t>(s + 1) * d_, 0.f);
+      std::fill(gv_.begin() + static_cast<int64_t>(s) * dv_,
+                gv_.begin() + static_cast<int64_t>(s + 1) * dv_, 0.f);
+    }
+    return s;
+  }
+
+  Table tables_[2];
+  bool shared_;
+  int64_t d_, dv_;
+  Energy energy_;
+  bool sph_;
+  int64_t batch_, k_;
+  float lr_, margin_, eps_;
+  std::vector<int32_t> slot_[2];
+  std::vector<int32_t> rows_;
+  std::vector<int8_t> row_table_, active_;
+  std::vector<float> gm_, gv_, tmp_, energies_, coef_;
+  std::vector<int32_t> cand_slot_;
+  int64_t count_ = 0, pairs_ = 0;
+  double loss_ = 0.0;
+};
+
+class SkipgramTrainOp : public OpKernel {
+ public:
+  explicit SkipgramTrainOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    ReadWindowAttrs(ctx, &spec_);
+    std::string energy;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("energy", &energy));
+    energy_ = energy == "kl" ? Energy::kKL : Energy::kEL;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("spherical", &spherical_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("batch_size", &batch_size_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_threads", &num_threads_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    static const char* kOp = "KerasGaussSkipgramTrain";
+    for (int i = 14; i < 17; ++i) {
+      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
+                  errors::InvalidArgument("input ", i, " must be a scalar."));
+    }
+    const float lr = ctx->input(14).scalar<float>()();
+    const float margin = ctx->input(15).scalar<float>()();
+    const float eps = ctx->input(16).scalar<float>()();
+
+    StepVariables variables(ctx, spherical_, /*bounds=*/17);
+    if (!variables.ok()) return;
+    const Table tables[2] = {variables.table(0), variables.table(1)};
+    // A token is a centre (word table) and a context (context table).
+    const int64_t rows = std::min(tables[0].rows, tables[1].rows);
+    Skipgram sg = spec_;
+    int64_t sentences = 0;
+    OP_REQUIRES_OK(ctx, ReadSkipgram(ctx, 8, rows, tables[0].rows, tables[1].rows, kOp,
+                                     &sg, &sentences));
+
+    auto worker_threads = ctx->device()->tensorflow_cpu_worker_threads();
+    int64_t n_threads = num_threads_ > 0 ? num_threads_ : worker_threads->num_threads;
+    n_threads = std::max<int64_t>(1, std::min<int64_t>(n_threads, sentences));
+
+    // Shards of consecutive sentences with about equal numbers of tokens.
+    std::vector<int64_t> bounds(n_threads + 1, sentences);
+    bounds[0] = 0;
+    {
+      const int64_t total = sg.splits[sentences];
+      int64_t t = 1;
+      for (int64_t s = 0; s < sentences && t < n_threads; ++s) {
+        if (sg.splits[s] * n_threads >= total * t) bounds[t++] = s;
+      }
+      for (; t < n_threads; ++t) bounds[t] = sentences;
+    }
+
+    std::vector<double> losses(n_threads, 0.0);
+    std::vector<int64_t> pairs(n_threads, 0);
+    auto run = [&](int64_t t) {
+      Worker worker(tables, variables.shared(), variables.d(), variables.dv(), energy_,
+                    spherical_, batch_size_, sg.negatives, lr, margin, eps);
+      Triples triples;
+      for (int64_t i = bounds[t]; i < bounds[t + 1]; ++i) {
+        SentenceTriples(sg, i, &triples);
+        const int64_t n = triples.size();
+        const int32_t* negs = triples.negatives.data();
+        for (int64_t j = 0; j < n; ++j) {
+          if (j + kAhead < n) {
+            const int64_t a = j + kAhead;
+            worker.Prefetch(triples.word[a], triples.word[a - 1], triples.context[a],
+                            negs + a * sg.negatives);
+          }
+          worker.Add(triples.word[j], triples.context[j], negs + j * sg.negatives);
+        }
+      }
+      worker.Flush();
+      losses[t] = worker.loss();
+      pairs[t] = worker.pairs();
+    };
+    if (n_threads == 1) {
+      run(0);
+    } else {
+      BlockingCounter done(n_threads - 1);
+      for (int64_t t = 1; t < n_threads; ++t) {
+        worker_threads->workers->Schedule([&, t]() {
+          run(t);
+          done.DecrementCount();
+        });
+      }
+      run(0);
+      done.Wait();
+    }
+
+    double loss = 0.0;
+    int64_t count = 0;
+    for (int64_t t = 0; t < n_threads; ++t) {
+      loss += losses[t];
+      count += pairs[t];
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->scalar<float>()() = static_cast<float>(loss);
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &out));
+    out->scalar<int64_t>()() = count;
+  }
+
+ private:
+  Skipgram spec_;
+  Energy energy_;
+  bool spherical_;
+  int batch_size_;
+  int num_threads_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("KerasGaussSkipgramTrain").Device(DEVICE_CPU),
+                        SkipgramTrainOp);
+
+}  // namespace
+}  // namespace tensorflow

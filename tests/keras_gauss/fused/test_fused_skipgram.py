@@ -1,0 +1,239 @@
+"""Skip-gram training from token ids: C++ op == pure TensorFlow == ranking_step."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_gauss.fused import alias_table
+from keras_gauss.fused import fused_available
+from keras_gauss.fused import ranking_step
+from keras_gauss.fused import skipgram_train
+from keras_gauss.fused import skipgram_triples
+
+VOCAB = 30
+BOUNDS = dict(max_norm=0.3, min_variance=0.6, max_variance=1.4)
+
+needs_op = pytest.mark.skipif(not fused_available(), reason="the fused op did not build")
+
+
+def _chunk(seed=1):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, VOCAB, 200).astype("int32")
+    # Empty, one-token and long sentences.
+    splits = np.array([0, 3, 3, 50, 51, 120, 200], "int64")
+    probs, alias = alias_table(rng.random(VOCAB) ** 2)
+    keep = rng.random(VOCAB).astype("float32")
+    return tokens, splits, probs, alias, keep
+
+
+def _variables(dim=6, spherical=False, shared=False, seed=0):
+    # Initial values partly outside the bounds: the constraints must act on
+    # every row of a batch, also rows whose gradient is zero.
+    rng = np.random.default_rng(seed)
+    var_dim = 1 if spherical else dim
+    tables = []
+    for _ in range(1 if shared else 2):
+        tables += [tf.Variable(rng.uniform(-0.2, 0.2, (VOCAB, dim)).astype("float32")),
+                   tf.Variable(rng.uniform(0.5, 1.5, (VOCAB, var_dim)).astype("float32"))]
+    accumulators = [tf.Variable(tf.fill(t.shape, 1e-6)) for t in tables]
+    if shared:
+        return tables * 2, accumulators * 2
+    return tables, accumulators
+
+
+def _values(tables, accumulators):
+    seen = []
+    for v in tables + accumulators:
+        if not any(v is s for s in seen):
+            seen.append(v)
+    return [v.numpy() for v in seen]
+
+
+def _python_triples(tokens, splits, window, dynamic_window, negatives, keep, probs, alias,
+                    seed):
+    """An independent implementation of the documented random draws."""
+    mask = (1 << 64) - 1
+    golden = 0x9E3779B97F4A7C15
+
+    def mix(z):
+        z &= mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    out = []
+    for s in range(len(splits) - 1):
+        key = mix(seed + golden * (s + 1))
+        sentence = tokens[splits[s]:splits[s + 1]]
+        kept = [(p, int(t)) for p, t in enumerate(sentence)
+                if keep is None or np.float32((mix(key + golden * (4 * p + 1)) >> 40) / 2**24)
+                < keep[t]]
+        for q, (p, word) in enumerate(kept):
+            reach = window
+            if dynamic_window:
+                reach = 1 + (mix(key + golden * (4 * p + 2)) >> 33) % window
+            base = mix(key + golden * (4 * p + 3))
+            for j in range(max(0, q - reach), min(len(kept), q + reach + 1)):
+                if j == q:
+                    continue
+                negs = []
+                for m in range(negatives):
+                    u = mix(base + golden * (kept[j][0] * negatives + m + 1))
+                    i = ((u >> 32) * len(probs)) >> 32
+                    negs.append(i if ((u >> 8) & 0xFFFFFF) / 2**24 < probs[i] else alias[i])
+                out.append((word, kept[j][1], tuple(negs)))
+    return out
+
+
+def test_alias_table_reproduces_the_distribution():
+    weights = np.array([5.0, 0.0, 1.0, 2.5, 0.25])
+    probs, alias = alias_table(weights)
+    n = len(weights)
+    exact = np.zeros(n)
+    for i in range(n):
+        exact[i] += probs[i] / n
+        exact[alias[i]] += (1 - probs[i]) / n
+    np.testing.assert_allclose(exact, weights / weights.sum(), atol=1e-7)
+    with pytest.raises(ValueError, match="non-negative"):
+        alias_table([1.0, -1.0])
+    with pytest.raises(ValueError, match="not all zero"):
+        alias_table([0.0, 0.0])
+
+
+@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
+@pytest.mark.parametrize(
+    "settings",
+    [dict(window=5, dynamic_window=True, negatives=1, subsample=False),
+     dict(window=3, dynamic_window=True, negatives=2, subsample=True),
+     dict(window=2, dynamic_window=False, negatives=3, subsample=True)],
+)
+def test_triples_follow_the_documented_draws(use_fused, settings):
+    tokens, splits, probs, alias, keep = _chunk()
+    settings = dict(settings)  # parametrize shares the dict between runs
+    keep = keep if settings.pop("subsample") else None
+    word, context, negs = skipgram_triples(tokens, splits, 11, probs, alias, keep=keep,
+                                           use_fused=use_fused, **settings)
+    expected = _python_triples(tokens, splits, settings["window"],
+                               settings["dynamic_window"], settings["negatives"], keep,
+                               probs, alias, 11)
+    got = list(zip(word.numpy().tolist(), context.numpy().tolist(),
+                   map(tuple, negs.numpy().tolist())))
+    assert got == expected
+    assert len(got) > 100
+
+
+def test_triples_statistics():
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 8, 20_000).astype("int32")
+    splits = np.array([0, 20_000], "int64")
+    weights = np.arange(1.0, 9.0)
+    probs, alias = alias_table(weights)
+    word, context, negs = skipgram_triples(tokens, splits, 5, probs, alias, window=5,
+                                           negatives=2, use_fused=False)
+    # Reduced window: 2 * (1 + 2 + 3 + 4 + 5) / 5 = 6 pairs per token.
+    assert abs(len(word) / 20_000 - 6.0) < 0.1
+    freq = np.bincount(negs.numpy().ravel(), minlength=8) / negs.numpy().size
+    np.testing.assert_allclose(freq, weights / weights.sum(), atol=0.01)
+    # Subsampling keeps about keep * count occurrences.
+    keep = np.full(8, 0.25, "float32")
+    w, _, _ = skipgram_triples(tokens, splits, 5, probs, alias, keep=keep, window=1,
+                               dynamic_window=False, use_fused=False)
+    assert abs(len(w) / (2 * 20_000 * 0.25) - 1) < 0.05
+
+
+@needs_op
+@pytest.mark.parametrize("energy", ["el", "kl"])
+@pytest.mark.parametrize("batch_size", [1, 7])
+@pytest.mark.parametrize("layout", ["diagonal", "spherical", "shared"])
+def test_one_thread_equals_the_tensorflow_implementation(energy, batch_size, layout):
+    tokens, splits, probs, alias, keep = _chunk()
+    results = []
+    for use_fused in (True, False):
+        tables, accumulators = _variables(spherical=layout == "spherical",
+                                          shared=layout == "shared")
+        loss, pairs = skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs,
+                                     alias, keep=keep, negatives=2, batch_size=batch_size,
+                                     num_threads=1, margin=1.0, energy=energy,
+                                     use_fused=use_fused, **BOUNDS)
+        results.append((float(loss), int(pairs), _values(tables, accumulators)))
+    (loss_a, pairs_a, values_a), (loss_b, pairs_b, values_b) = results
+    assert pairs_a == pairs_b > 100
+    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-5)
+    for a, b in zip(values_a, values_b):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
+def test_equals_ranking_steps_on_its_triples(use_fused):
+    tokens, splits, probs, alias, keep = _chunk(2)
+    tables, accumulators = _variables()
+    loss, pairs = skipgram_train(tables, accumulators, tokens, splits, 5, 0.3, probs, alias,
+                                 keep=keep, window=2, batch_size=4, num_threads=1,
+                                 margin=0.5, use_fused=use_fused, **BOUNDS)
+    word, context, negs = skipgram_triples(tokens, splits, 5, probs, alias, keep=keep,
+                                           window=2, use_fused=use_fused)
+    ref_tables, ref_accumulators = _variables()
+    total = 0.0
+    for i in range(0, len(word), 4):
+        batch = (word[i:i + 4], context[i:i + 4], negs[i:i + 4])
+        total += float(ranking_step(ref_tables, ref_accumulators, *batch, 0.3, margin=0.5,
+                                    use_fused=False, **BOUNDS)) * len(batch[0])
+    assert int(pairs) == len(word)
+    np.testing.assert_allclose(float(loss), total, rtol=1e-5)
+    for a, b in zip(_values(tables, accumulators), _values(ref_tables, ref_accumulators)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    # The bounds hold on every row that was in a batch.
+    means, variances = tables[0].numpy(), tables[1].numpy()
+    seen = np.unique(word.numpy())
+    assert (np.linalg.norm(means[seen], axis=1) <= 0.3 + 1e-6).all()
+    assert ((variances[seen] >= 0.6) & (variances[seen] <= 1.4)).all()
+
+
+@needs_op
+def test_threads_train_and_learn():
+    rng = np.random.default_rng(0)
+    # Two "topics": words 0-9 and 10-19 never share a sentence.
+    sentences = [rng.integers(0, 10, 30) + 10 * (i % 2) for i in range(400)]
+    tokens = np.concatenate(sentences).astype("int32")
+    splits = np.arange(0, len(tokens) + 1, 30).astype("int64")
+    probs, alias = alias_table(np.ones(VOCAB))
+    tables, accumulators = _variables(dim=8)
+    losses = []
+    for epoch in range(5):
+        loss, pairs = skipgram_train(tables, accumulators, tokens, splits, epoch, 0.2, probs,
+                                     alias, window=3, num_threads=2, margin=1.0)
+        losses.append(float(loss) / int(pairs))
+    assert losses[-1] < losses[0]
+    means = tables[0].numpy()
+    assert np.isfinite(means).all()
+    unit = means / np.linalg.norm(means, axis=1, keepdims=True)
+    same = np.mean(unit[:10] @ unit[:10].T)
+    other = np.mean(unit[:10] @ unit[10:20].T)
+    assert same > other + 0.2
+
+
+@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
+def test_bad_chunks_raise_clear_errors(use_fused):
+    tokens, splits, probs, alias, _ = _chunk()
+    tables, accumulators = _variables()
+
+    def train(**overrides):
+        args = dict(tokens=tokens, row_splits=splits, negative_probs=probs,
+                    negative_alias=alias)
+        args.update(overrides)
+        return skipgram_train(tables, accumulators, seed=0, learning_rate=0.1,
+                              use_fused=use_fused, **args)
+
+    bad_tokens = tokens.copy()
+    bad_tokens[5] = VOCAB
+    with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match="tokens"):
+        train(tokens=bad_tokens)
+    with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match="row_splits|splits"):
+        train(row_splits=np.array([0, 10], "int64"))
+    with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match="keep"):
+        train(keep=np.ones(3, "float32"))
+    with pytest.raises(ValueError, match="batch_size"):
+        train(batch_size=0)
+    with pytest.raises(ValueError, match="energy"):
+        skipgram_train(tables, accumulators, tokens, splits, 0, 0.1, probs, alias,
+                       energy="cosine")

@@ -40,8 +40,17 @@ def add_parser(subparsers):
     train.add_argument("--fixed-window", dest="dynamic_window", action="store_false",
                        help="use every context up to --window (default: word2vec's "
                             "reduced window drawn from 1..window per word)")
-    train.add_argument("--fused", action="store_true",
-                       help="train with the fused C++ step (keras_gauss.fused)")
+    train.add_argument("--engine", choices=("keras", "fused-step", "fused"),
+                       default=defaults.engine,
+                       help="keras: tf.data pairs into model.fit; fused-step: the same "
+                            "pairs, one C++ op per step; fused: token ids into one "
+                            "multi-threaded C++ op that draws the pairs itself, about "
+                            "10x faster (default: %(default)s)")
+    train.add_argument("--fused", dest="engine", action="store_const", const="fused",
+                       help="same as --engine fused")
+    train.add_argument("--threads", type=int, default=defaults.threads,
+                       help="threads of --engine fused (default: 0, TensorFlow's "
+                            "intra-op pool size)")
     train.set_defaults(handler=run_train_corpus)
 
     evaluate = subparsers.add_parser(
@@ -101,7 +110,7 @@ def run_train_corpus(args):
     except ImportError as error:  # tensorflow_datasets for tfds: corpora
         raise CommandError(f"--corpus {args.corpus}: {error}") from None
     except NotImplementedError as error:
-        raise CommandError(f"--fused: {error}") from None
+        raise CommandError(f"--engine {args.engine}: {error}") from None
     print(f"{metrics['vocab_size']:,} words, {metrics['pairs']:,} pairs in "
           f"{metrics['train_seconds']:.1f} s ({metrics['pairs_per_second']:,.0f} pairs/s, "
           f"{metrics['tokens_per_second']:,.0f} tokens/s); final loss "

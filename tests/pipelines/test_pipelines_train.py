@@ -123,8 +123,44 @@ def test_config_validate():
 def test_fused_model_trains_the_same_run_format(tmp_path):
     pytest.importorskip("keras_gauss.fused")
     corpus = topic_corpus(tmp_path / "corpus.txt", n=100)
-    metrics = train_corpus(tiny_config(fused=True, epochs=3), corpus, tmp_path / "run",
+    metrics = train_corpus(tiny_config(engine="fused-step", epochs=3), corpus, tmp_path / "run",
                            verbose=0)
     run = load_run(tmp_path / "run")
     assert run.table.name == "words" and metrics["pairs"] > 0
     assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
+
+
+@pytest.mark.parametrize("use_op", [True, False])
+def test_fused_engine_learns_and_writes_the_same_run(tmp_path, monkeypatch, use_op):
+    from keras_gauss.fused import skipgram
+
+    if not use_op:  # the pure TensorFlow implementation of the same op
+        monkeypatch.setattr(skipgram, "fused_available", lambda: False)
+    elif not skipgram.fused_available():
+        pytest.skip("the fused op did not build")
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
+    config = tiny_config(engine="fused", batch_size=16, learning_rate=0.2, epochs=6,
+                         sample=1e-2, threads=1 if not use_op else 0)
+    metrics = train_corpus(config, corpus, tmp_path / "run", verbose=0)
+    run = load_run(tmp_path / "run")
+    assert run.table.name == "words" and metrics["config"]["engine"] == "fused"
+    assert 0 < metrics["pairs"] < 200 * 6 * 2 * 3 * 8
+    assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
+    means, variances = run.tables()
+    vec = {w: means[i] for w, i in run.index.items()}
+    within = np.mean([_cosine(vec[a], vec[b]) for t in TOPICS for a in t for b in t if a < b])
+    across = np.mean([_cosine(vec[a], vec[b]) for a in TOPICS[0] for b in TOPICS[1]])
+    assert within > across + 0.3, (within, across)
+    assert ((variances >= 0.05) & (variances <= 5.0)).all()
+    assert (np.linalg.norm(means, axis=1) <= 2.0 + 1e-5).all()
+
+
+def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=20)
+    with pytest.raises(ValueError, match="callbacks"):
+        train_corpus(tiny_config(engine="fused"), corpus, tmp_path / "a", verbose=0,
+                     callbacks=[object()])
+    for bad in (dict(engine="gpu"), dict(threads=-1)):
+        with pytest.raises(ValueError, match="--engine|--threads"):
+            train_corpus(tiny_config(**bad), corpus, tmp_path / "b", verbose=0)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -78,6 +78,18 @@ def test_neighbors(run_dir, capsys):
     assert code == 2 and "unicorn" in err
 
 
+def test_train_fused_engine(corpus, tmp_path, capsys):
+    out = tmp_path / "fused"
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN,
+                 "--fused", "--threads", "2"]) == 0
+    assert "pairs/s" in capsys.readouterr().out
+    config = json.loads((out / "metrics.json").read_text())["config"]
+    assert (config["engine"], config["threads"]) == ("fused", 2)
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "x"),
+                       *TRAIN, "--engine", "gpu"], capsys)
+    assert code == 2 and "--engine" in err
+
+
 def test_train_bad_inputs(corpus, run_dir, tmp_path, capsys):
     code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(run_dir), *TRAIN],
                       capsys)

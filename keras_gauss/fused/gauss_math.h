@@ -30,8 +30,8 @@ namespace keras_gauss {
 enum class Energy { kEL, kKL };
 
 inline void PrefetchRow(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 1);
-  __builtin_prefetch(p + n - 1, 1, 1);
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 3);
+  __builtin_prefetch(p + n - 1, 1, 3);
 }
 
 // Prefetches the four rows (mean, variance and their accumulators) of `row`.
@@ -254,29 +254,6 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
     float nv = v[i] - lr * g / std::sqrt(acc + eps);
     nv = nv < lo ? lo : nv;
     v[i] = nv > hi ? hi : nv;
-  }
-}
-
-// The row constraints alone (for a row in the batch whose gradient is zero:
-// AdaGrad leaves it as it is, the constraints still apply).
-inline void ProjectRow(const Table& tb, int64_t row, int64_t d, int64_t dv) {
-  float* w = tb.means + row * d;
-  if (tb.max_norm > 0.f) {
-    float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-    for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
-    const float norm = std::sqrt(sq);
-    const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));
-    if (f < 1.0f) {
-      for (int64_t i = 0; i < d; ++i) w[i] *= f;
-    }
-  }
-  float* v = tb.variances + row * dv;
-  const float lo = tb.min_variance, hi = tb.max_variance;
-  for (int64_t i = 0; i < dv; ++i) {
-    float nv = v[i] < lo ? lo : v[i];
-    nv = nv > hi ? hi : nv;
-    if (nv != v[i]) v[i] = nv;
   }
 }
 

@@ -14,8 +14,11 @@
 //      stay in cache where word2vec's 10^8-entry table would not);
 //   4. the max-margin ranking step on minibatches of `batch_size` triples:
 //      energies, hinge, closed-form gradients of the batch-mean loss summed
-//      per row, AdaGrad and the row constraints (gauss_math.h), exactly as
-//      KerasGaussRankingStep does for the same triples.
+//      per row, AdaGrad and the row constraints (gauss_math.h), as
+//      KerasGaussRankingStep does for the same triples, except that rows
+//      whose summed gradient is zero (every hinge they are in is inactive)
+//      are left alone instead of being projected again: rows start inside
+//      the bounds and every update is projected, so they stay inside.
 //
 // Random numbers are counter-based (splitmix64's mixer on the seed, the
 // sentence index and token positions), so the triples of a sentence do not
@@ -341,7 +344,6 @@ class Worker {
     gv_.resize(max_slots * dv);
     rows_.reserve(max_slots);
     row_table_.reserve(max_slots);
-    active_.reserve(max_slots);
     tmp_.resize((1 + negatives) * 2 * d);
     energies_.resize(1 + negatives);
     coef_.resize(1 + negatives);
@@ -373,14 +375,12 @@ class Worker {
       }
     }
     coef_[0] = pos_coef;
-    // Every row of the batch is in it (as in ranking_step), so the ones
-    // without gradient still get the constraints.
-    const int32_t sw = Slot(0, w);
-    for (int64_t j = 0; j <= k_; ++j) cand_slot_[j] = Slot(1, static_cast<int32_t>(cid(j)));
+    // Only rows with a gradient are updated (and projected): a pair whose
+    // hinge is inactive costs nothing more.
     if (active) {
-      active_[sw] = 1;
+      const int32_t sw = Slot(0, w);
       for (int64_t j = 0; j <= k_; ++j) {
-        if (coef_[j] != 0.f) active_[cand_slot_[j]] = 1;
+        cand_slot_[j] = coef_[j] != 0.f ? Slot(1, static_cast<int32_t>(cid(j))) : -1;
       }
       float* gmw = gm_.data() + static_cast<int64_t>(sw) * d;
       float* gvw = gv_.data() + static_cast<int64_t>(sw) * dv;
@@ -411,17 +411,20 @@ class Worker {
     const int64_t n = static_cast<int64_t>(rows_.size());
     for (int64_t s = 0; s < n; ++s) {
       const int t = row_table_[s];
-      if (active_[s]) {
-        UpdateRow(tables_[t], rows_[s], d_, dv_, gm_.data() + s * d_,
-                  gv_.data() + s * dv_, scale, lr_, eps_);
-      } else {
-        keras_gauss::ProjectRow(tables_[t], rows_[s], d_, dv_);
-      }
+      const float* gm = gm_.data() + s * d_;
+      const float* gv = gv_.data() + s * dv_;
+      // A summed gradient can be exactly zero (the positive context drawn
+      // as its own negative): such a row is left alone, as in the
+      // TensorFlow implementation.
+      int nonzero = 0;
+#pragma omp simd reduction(| : nonzero)
+      for (int64_t i = 0; i < d_; ++i) nonzero |= gm[i] != 0.f;
+      for (int64_t i = 0; i < dv_; ++i) nonzero |= gv[i] != 0.f;
+      if (nonzero) UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_);
       slot_[shared_ ? 0 : t][rows_[s]] = -1;
     }
     rows_.clear();
     row_table_.clear();
-    active_.clear();
     count_ = 0;
   }
 
@@ -437,7 +440,6 @@ class Worker {
       slots[row] = s;
       rows_.push_back(row);
       row_table_.push_back(static_cast<int8_t>(t));
-      active_.push_back(0);
       std::fill(gm_.begin() + static_cast<int64_t>(s) * d_,
                 gm_.begin() + static_cast<int64_t>(s + 1) * d_, 0.f);
       std::fill(gv_.begin() + static_cast<int64_t>(s) * dv_,
@@ -455,7 +457,7 @@ class Worker {
   float lr_, margin_, eps_;
   std::vector<int32_t> slot_[2];
   std::vector<int32_t> rows_;
-  std::vector<int8_t> row_table_, active_;
+  std::vector<int8_t> row_table_;
   std::vector<float> gm_, gv_, tmp_, energies_, coef_;
   std::vector<int32_t> cand_slot_;
   int64_t count_ = 0, pairs_ = 0;

@@ -195,10 +195,12 @@ def skipgram_train(
     """Trains on every skip-gram pair of a chunk of sentences, in place.
 
     The triples are those of `skipgram_triples`, in that order; every
-    `batch_size` of them make one max-margin ranking step exactly as
-    `ranking_step` does it (mean hinge loss, gradients summed per row,
-    AdaGrad, row constraints). `batch_size=1` is per-pair AdaGrad, as in
-    word2gauss.
+    `batch_size` of them make one max-margin ranking step as `ranking_step`
+    does it (mean hinge loss, gradients summed per row, AdaGrad, row
+    constraints), except that rows whose gradient is zero (all their hinges
+    inactive) are not projected again: rows that start inside the bounds
+    stay inside, and inactive pairs cost no update. `batch_size=1` is
+    per-pair AdaGrad, as in word2gauss.
 
     Args:
         tables: `(word_means, word_variances, context_means,
@@ -393,7 +395,7 @@ def _tf_train(tables, accumulators, word, context, negs, batch_size, learning_ra
         end = tf.minimum(begin + batch_size, count)
         loss = _tf_step(tables, accumulators, word[begin:end], context[begin:end],
                         negs[begin:end], learning_rate=learning_rate, margin=margin,
-                        epsilon=epsilon, energy=energy, **bounds)
+                        epsilon=epsilon, energy=energy, project_all=False, **bounds)
         return i + 1, total + loss * tf.cast(end - begin, tf.float32)
 
     _, total = tf.while_loop(lambda i, _: i < steps, body,

@@ -210,7 +210,11 @@ def _tf_step(
     min_variance,
     max_variance,
     energy,
+    project_all=True,
 ):
+    """The pure TensorFlow step; `project_all=False` leaves rows whose summed
+    gradient is zero untouched instead of projecting them (the semantics of
+    `skipgram_train`)."""
     word_means, word_vars, context_means, context_vars = tables
     _spherical(tables)  # validates the shapes
     shared = word_means is context_means
@@ -282,6 +286,10 @@ def _tf_step(
             new_vars = tf.maximum(new_vars, min_variance[side])
         if max_variance is not None:
             new_vars = tf.minimum(new_vars, max_variance[side])
+        if not project_all:
+            touched = tf.reduce_any(g_mean != 0, -1) | tf.reduce_any(g_var != 0, -1)
+            new_means = tf.where(touched[:, None], new_means, tf.gather(means, unique))
+            new_vars = tf.where(touched[:, None], new_vars, tf.gather(variances, unique))
         updates.append(means.scatter_update(tf.IndexedSlices(new_means, unique)))
         updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
     with tf.control_dependencies(updates):

@@ -34,7 +34,9 @@
 // float(u >> 40) * 2^-24 < keep[id]; the reach is 1 + (u >> 33) % window; a
 // negative is i = ((u >> 32) * V) >> 32 if float((u >> 8) & (2^24 - 1)) *
 // 2^-24 < negative_probs[i], else negative_alias[i]. The triples come in
-// sentence order, centres ascending, contexts ascending.
+// sentence order, centres ascending, contexts ascending; with `shuffle`, the
+// triples of each thread's shard are permuted first (see ShardTriples), as the
+// tf.data pipeline shuffles its pairs.
 //
 // With num_threads > 1 the sentences are split into contiguous shards of
 // about equal numbers of tokens; each thread runs its own minibatches and
@@ -68,6 +70,7 @@ using keras_gauss::Table;
 using keras_gauss::UpdateRow;
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+constexpr uint64_t kShuffleSalt = 0xD1B54A32D192ED03ULL;
 // How many triples ahead the rows are prefetched.
 constexpr int64_t kAhead = 4;
 
@@ -89,6 +92,7 @@ struct Skipgram {
   int64_t window = 5;
   bool dynamic = true;
   int64_t negatives = 1;
+  bool shuffle = false;
 };
 
 // The triples of one sentence, in order.
@@ -214,6 +218,37 @@ void ReadWindowAttrs(OpKernelConstruction* ctx, Skipgram* sg) {
   OP_REQUIRES_OK(ctx, ctx->GetAttr("num_negatives", &negatives));
   sg->window = window;
   sg->negatives = negatives;
+  OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &sg->shuffle));
+}
+
+// The triples of sentences [begin, end) in training order: sentence order,
+// or with `shuffle` a random permutation of them (sorted by
+// mix(mix(seed ^ kShuffleSalt) + G * (i + 1)) >> 1, ties by i, where i counts
+// the triples from `begin`). `order` receives the permutation.
+void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, Triples* out,
+                  std::vector<int64_t>* order) {
+  std::vector<int32_t> word, context, negatives;
+  for (int64_t i = begin; i < end; ++i) {
+    SentenceTriples(sg, i, out);
+    word.insert(word.end(), out->word.begin(), out->word.end());
+    context.insert(context.end(), out->context.begin(), out->context.end());
+    negatives.insert(negatives.end(), out->negatives.begin(), out->negatives.end());
+  }
+  out->word.swap(word);
+  out->context.swap(context);
+  out->negatives.swap(negatives);
+  const int64_t n = out->size();
+  order->resize(n);
+  for (int64_t i = 0; i < n; ++i) (*order)[i] = i;
+  if (sg.shuffle) {
+    const uint64_t base = Mix(sg.seed ^ kShuffleSalt);
+    std::vector<std::pair<uint64_t, int64_t>> keys(n);
+    for (int64_t i = 0; i < n; ++i) {
+      keys[i] = {Mix(base + kGolden * static_cast<uint64_t>(i + 1)) >> 1, i};
+    }
+    std::sort(keys.begin(), keys.end());
+    for (int64_t i = 0; i < n; ++i) (*order)[i] = keys[i].second;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -231,6 +266,7 @@ REGISTER_OP("KerasGaussSkipgramTriples")
     .Attr("window: int >= 1")
     .Attr("dynamic_window: bool = true")
     .Attr("num_negatives: int >= 1 = 1")
+    .Attr("shuffle: bool = false")
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       int negatives;
       TF_RETURN_IF_ERROR(c->GetAttr("num_negatives", &negatives));
@@ -256,22 +292,25 @@ class SkipgramTriplesOp : public OpKernel {
     const int64_t big = std::numeric_limits<int32_t>::max();
     OP_REQUIRES_OK(ctx, ReadSkipgram(ctx, 0, big, ctx->input(2).dim_size(0), big,
                                      "KerasGaussSkipgramTriples", &sg, &sentences));
-    std::vector<int32_t> words, contexts, negatives;
     Triples triples;
-    for (int64_t i = 0; i < sentences; ++i) {
-      SentenceTriples(sg, i, &triples);
-      words.insert(words.end(), triples.word.begin(), triples.word.end());
-      contexts.insert(contexts.end(), triples.context.begin(), triples.context.end());
-      negatives.insert(negatives.end(), triples.negatives.begin(), triples.negatives.end());
+    std::vector<int64_t> order;
+    ShardTriples(sg, 0, sentences, &triples, &order);
+    const int64_t count = triples.size();
+    const int64_t k = sg.negatives;
+    Tensor *words = nullptr, *contexts = nullptr, *negatives = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({count}), &words));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({count}), &contexts));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({count, k}), &negatives));
+    int32_t* w = words->flat<int32_t>().data();
+    int32_t* c = contexts->flat<int32_t>().data();
+    int32_t* n = negatives->flat<int32_t>().data();
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t o = order[i];
+      w[i] = triples.word[o];
+      c[i] = triples.context[o];
+      std::copy(triples.negatives.begin() + o * k, triples.negatives.begin() + (o + 1) * k,
+                n + i * k);
     }
-    const int64_t count = static_cast<int64_t>(words.size());
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({count}), &out));
-    std::copy(words.begin(), words.end(), out->flat<int32_t>().data());
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({count}), &out));
-    std::copy(contexts.begin(), contexts.end(), out->flat<int32_t>().data());
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({count, sg.negatives}), &out));
-    std::copy(negatives.begin(), negatives.end(), out->flat<int32_t>().data());
   }
 
  private:
@@ -309,6 +348,7 @@ REGISTER_OP("KerasGaussSkipgramTrain")
     .Attr("window: int >= 1")
     .Attr("dynamic_window: bool = true")
     .Attr("num_negatives: int >= 1 = 1")
+    .Attr("shuffle: bool = false")
     .Attr("batch_size: int >= 1 = 1")
     .Attr("num_threads: int >= 0 = 0")
     .Attr("energy: {'el', 'kl'} = 'el'")
@@ -518,18 +558,19 @@ class SkipgramTrainOp : public OpKernel {
       Worker worker(tables, variables.shared(), variables.d(), variables.dv(), energy_,
                     spherical_, batch_size_, sg.negatives, lr, margin, eps);
       Triples triples;
-      for (int64_t i = bounds[t]; i < bounds[t + 1]; ++i) {
-        SentenceTriples(sg, i, &triples);
-        const int64_t n = triples.size();
-        const int32_t* negs = triples.negatives.data();
-        for (int64_t j = 0; j < n; ++j) {
-          if (j + kAhead < n) {
-            const int64_t a = j + kAhead;
-            worker.Prefetch(triples.word[a], triples.word[a - 1], triples.context[a],
-                            negs + a * sg.negatives);
-          }
-          worker.Add(triples.word[j], triples.context[j], negs + j * sg.negatives);
+      std::vector<int64_t> order;
+      ShardTriples(sg, bounds[t], bounds[t + 1], &triples, &order);
+      const int64_t n = triples.size();
+      const int32_t* negs = triples.negatives.data();
+      for (int64_t j = 0; j < n; ++j) {
+        if (j + kAhead < n) {
+          const int64_t a = order[j + kAhead];
+          const int64_t before = order[j + kAhead - 1];
+          worker.Prefetch(triples.word[a], triples.word[before], triples.context[a],
+                          negs + a * sg.negatives);
         }
+        const int64_t o = order[j];
+        worker.Add(triples.word[o], triples.context[o], negs + o * sg.negatives);
       }
       worker.Flush();
       losses[t] = worker.loss();

@@ -34,6 +34,7 @@ from keras_gauss.layers.candidate_energies import ENERGIES
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
+_SHUFFLE_SALT = 0xD1B54A32D192ED03
 
 
 def alias_table(weights):
@@ -127,6 +128,7 @@ def skipgram_triples(
     window=5,
     dynamic_window=True,
     negatives=1,
+    shuffle=False,
     use_fused=None,
 ):
     """The (word, context, negatives) triples `skipgram_train` trains on.
@@ -144,6 +146,8 @@ def skipgram_triples(
         window: largest distance between a word and its context.
         dynamic_window: draw each centre's reach from `1..window`.
         negatives: negatives per pair.
+        shuffle: return them in `skipgram_train(shuffle=True)`'s order with
+            one thread (a random permutation).
         use_fused: True (the C++ op), False (TensorFlow), None (the C++ op
             when available).
 
@@ -163,10 +167,11 @@ def skipgram_triples(
     inputs = _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed)
     if _use_fused(use_fused):
         return _build.load().keras_gauss_skipgram_triples(
-            *_fused_inputs(inputs), window=window, dynamic_window=dynamic_window, num_negatives=negatives
+            *_fused_inputs(inputs), window=window, dynamic_window=dynamic_window,
+            num_negatives=negatives, shuffle=shuffle,
         )
     return _tf_triples(*inputs, window=window, dynamic_window=dynamic_window,
-                       negatives=negatives)
+                       negatives=negatives, shuffle=shuffle)
 
 
 def skipgram_train(
@@ -183,6 +188,7 @@ def skipgram_train(
     dynamic_window=True,
     negatives=1,
     batch_size=1,
+    shuffle=False,
     num_threads=0,
     margin=1.0,
     epsilon=1e-7,
@@ -217,6 +223,9 @@ def skipgram_train(
         dynamic_window: word2vec's reduced window.
         negatives: negatives per pair.
         batch_size: pairs per AdaGrad step.
+        shuffle: train on the pairs of each thread's share of the chunk in a
+            random order (as the `tf.data` pipeline does) instead of
+            sentence order; costs a sort and some cache locality.
         num_threads: C++ threads (0: TensorFlow's intra-op pool size); the
             TensorFlow path is always sequential (= 1 thread).
         margin: hinge margin.
@@ -267,6 +276,7 @@ def skipgram_train(
             window=window,
             dynamic_window=dynamic_window,
             num_negatives=negatives,
+            shuffle=shuffle,
             batch_size=batch_size,
             num_threads=num_threads,
             energy=energy,
@@ -277,7 +287,7 @@ def skipgram_train(
         tables, accumulators, inputs, tf.cast(learning_rate, tf.float32),
         tf.cast(margin, tf.float32), tf.cast(epsilon, tf.float32), window=window,
         dynamic_window=dynamic_window, negatives=negatives, batch_size=batch_size,
-        energy=energy, bounds=tuple(sorted(bounds.items())))
+        shuffle=shuffle, energy=energy, bounds=tuple(sorted(bounds.items())))
 
 
 # --------------------------------------------------------------------------- TensorFlow
@@ -301,7 +311,8 @@ def _uniform24(u, shift):
 
 @tf.function(reduce_retracing=True)
 def _tf_skipgram_train(tables, accumulators, inputs, learning_rate, margin, epsilon,
-                       window, dynamic_window, negatives, batch_size, energy, bounds):
+                       window, dynamic_window, negatives, batch_size, shuffle, energy,
+                       bounds):
     """The pure TensorFlow `skipgram_train`, in one graph (sequential)."""
     rows = min(int(tables[0].shape[0]), int(tables[2].shape[0]))
     tokens, splits, keep, _, alias, _ = inputs
@@ -309,7 +320,8 @@ def _tf_skipgram_train(tables, accumulators, inputs, learning_rate, margin, epsi
                           int(tables[2].shape[0]))
     with tf.control_dependencies(checks):
         word, context, negs = _tf_triples(*inputs, window=window,
-                                          dynamic_window=dynamic_window, negatives=negatives)
+                                          dynamic_window=dynamic_window, negatives=negatives,
+                                          shuffle=shuffle)
     return _tf_train(tables, accumulators, word, context, negs, batch_size,
                      learning_rate, margin, epsilon, energy, dict(bounds))
 
@@ -336,7 +348,7 @@ def _check_chunk(tokens, splits, keep, alias, rows, keep_rows, context_rows):
 
 
 def _tf_triples(tokens, row_splits, keep, probs, alias, seed, window, dynamic_window,
-                negatives):
+                negatives, shuffle=False):
     tokens, row_splits, probs, alias = (tf.reshape(x, [-1])
                                         for x in (tokens, row_splits, probs, alias))
     subsample = keep is not None
@@ -382,6 +394,12 @@ def _tf_triples(tokens, row_splits, keep, probs, alias, seed, window, dynamic_wi
     slot = tf.cast(slot, tf.int64)
     negs = tf.where(_uniform24(draws, 8) < tf.gather(probs, slot),
                     tf.cast(slot, tf.int32), tf.gather(alias, slot))
+    if shuffle:
+        base = _mix(tf.bitwise.bitwise_xor(tf.cast(seed, tf.uint64), _u64(_SHUFFLE_SALT)))
+        index = tf.cast(tf.range(1, tf.size(word, out_type=tf.int64) + 1), tf.uint64)
+        keys = tf.cast(tf.bitwise.right_shift(_mix(base + golden * index), _u64(1)), tf.int64)
+        order = tf.argsort(keys, stable=True)
+        word, context, negs = (tf.gather(x, order) for x in (word, context, negs))
     return word, context, negs
 
 

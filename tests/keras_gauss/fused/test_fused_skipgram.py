@@ -52,7 +52,7 @@ def _values(tables, accumulators):
 
 
 def _python_triples(tokens, splits, window, dynamic_window, negatives, keep, probs, alias,
-                    seed):
+                    seed, shuffle=False):
     """An independent implementation of the documented random draws."""
     mask = (1 << 64) - 1
     golden = 0x9E3779B97F4A7C15
@@ -84,6 +84,10 @@ def _python_triples(tokens, splits, window, dynamic_window, negatives, keep, pro
                     i = ((u >> 32) * len(probs)) >> 32
                     negs.append(i if ((u >> 8) & 0xFFFFFF) / 2**24 < probs[i] else alias[i])
                 out.append((word, kept[j][1], tuple(negs)))
+    if shuffle:
+        base = mix(seed ^ 0xD1B54A32D192ED03)
+        keys = [(mix(base + golden * (i + 1)) >> 1, i) for i in range(len(out))]
+        out = [out[i] for _, i in sorted(keys)]
     return out
 
 
@@ -107,7 +111,8 @@ def test_alias_table_reproduces_the_distribution():
     "settings",
     [dict(window=5, dynamic_window=True, negatives=1, subsample=False),
      dict(window=3, dynamic_window=True, negatives=2, subsample=True),
-     dict(window=2, dynamic_window=False, negatives=3, subsample=True)],
+     dict(window=2, dynamic_window=False, negatives=3, subsample=True),
+     dict(window=4, dynamic_window=True, negatives=1, subsample=True, shuffle=True)],
 )
 def test_triples_follow_the_documented_draws(use_fused, settings):
     tokens, splits, probs, alias, keep = _chunk()
@@ -117,7 +122,7 @@ def test_triples_follow_the_documented_draws(use_fused, settings):
                                            use_fused=use_fused, **settings)
     expected = _python_triples(tokens, splits, settings["window"],
                                settings["dynamic_window"], settings["negatives"], keep,
-                               probs, alias, 11)
+                               probs, alias, 11, settings.get("shuffle", False))
     got = list(zip(word.numpy().tolist(), context.numpy().tolist(),
                    map(tuple, negs.numpy().tolist())))
     assert got == expected
@@ -146,7 +151,7 @@ def test_triples_statistics():
 @needs_op
 @pytest.mark.parametrize("energy", ["el", "kl"])
 @pytest.mark.parametrize("batch_size", [1, 7])
-@pytest.mark.parametrize("layout", ["diagonal", "spherical", "shared"])
+@pytest.mark.parametrize("layout", ["diagonal", "spherical", "shared", "shuffled"])
 def test_one_thread_equals_the_tensorflow_implementation(energy, batch_size, layout):
     # Some hundred sequential AdaGrad steps: float rounding (the two order
     # their sums differently) grows along the trajectory, so it stays short.
@@ -158,6 +163,7 @@ def test_one_thread_equals_the_tensorflow_implementation(energy, batch_size, lay
                                           shared=layout == "shared")
         loss, pairs = skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs,
                                      alias, keep=keep, negatives=2, batch_size=batch_size,
+                                     shuffle=layout == "shuffled",
                                      num_threads=1, margin=1.0, energy=energy,
                                      use_fused=use_fused, **BOUNDS)
         results.append((float(loss), int(pairs), _values(tables, accumulators)))

@@ -20,14 +20,19 @@ class CorpusConfig:
     margin and the bounds `C`, `m`, `M`; the defaults below were picked on
     `news2017.txt.gz` (2M tokens; `benchmarks/corpus_quality.py`):
 
-    - `batch_size=2048`: 20 sentences of ~25 tokens kept after subsampling
-      (~15 of them) with ~8 pairs each in a window of 5 are 2,000-4,000 pairs;
-      2048 is a power of two in that range. Not tuned for quality; per pair,
-      smaller batches cost more with the Keras step (on this 2-core machine
-      ~150k pairs/s at 2048, ~185k at 8192).
-    - `sample=1e-3`: word2vec's rule with the threshold of the word2vec tool
-      and gensim. The word2vec paper uses 1e-5 on billions of tokens; on a
-      corpus of a few million tokens 1e-5 throws away most tokens.
+    - `engine="fused"` with `batch_size=1` (per-pair AdaGrad, as word2gauss
+      and word2vec update): the fast C++ path; one epoch of news2017 takes
+      seconds instead of the `"keras"` engine's minute. The `"keras"` and
+      `"fused-step"` engines default to minibatches of 2048 pairs, the
+      paper's "20 sentences worth": 20 sentences of ~25 tokens kept after
+      subsampling with ~8 pairs each are 2,000-4,000 pairs (one-pair steps
+      through Keras would be far too slow).
+    - `sample=1e-4`: word2vec's subsampling rule. 1e-3 (the word2vec tool's
+      and gensim's default) keeps more of the frequent words; on news2017
+      1e-4 scores better on WordSim353 (.533 against .484 for the fused
+      engine, 20 epochs) for the same SimLex (.203 / .202). The word2vec
+      paper uses 1e-5 on billions of tokens; on a few million tokens 1e-5
+      throws away most of them.
     - `learning_rate=0.2`, `margin=0.5`: the settings that scored best in a
       3-epoch sweep (table in `benchmarks/corpus_quality.py`): WordSim353
       .431 / SimLex .175 (cosine of means) against .362 / .115 with
@@ -40,10 +45,12 @@ class CorpusConfig:
       difference in the sweep (the bound is rarely reached in a few
       epochs).
     - `epochs=1`: the paper's single pass. A corpus of a few million tokens
-      needs ~20 passes: with `epochs=20` these defaults reach WordSim353
-      .492 and SimLex-999 .221 on news2017 (gensim SGNS with 5 negatives in
-      the same run: .494 / .220); `energy="kl"` gives .458 / .221 and the
-      better entailment AP (KL .678 against cosine .632).
+      needs ~20 passes; the README and `benchmarks/corpus_quality.py` give
+      the scores of these defaults with `epochs=20` on news2017 beside gensim
+      trained in the same run. (The `"keras"` engine with minibatches of
+      2048 and `sample=1e-3` reached WordSim353 .492 / SimLex .221; with
+      `energy="kl"` .458 / .221 and entailment AP by KL .678 against cosine
+      .632.)
     - `min_count=5`: the paper drops words seen fewer than 100 times in 3B
       tokens; 5 is word2vec's default for small corpora.
 
@@ -60,7 +67,9 @@ class CorpusConfig:
         sample: subsampling threshold of frequent words (0: off).
         min_count: drop words seen fewer times.
         max_size: keep at most this many words (`None`: all).
-        batch_size: (word, context) pairs per step.
+        batch_size: (word, context) pairs per AdaGrad step; `None`: 1 for
+            the `"fused"` engine, 2048 for the others
+            (`effective_batch_size`).
         learning_rate: `SparseAdagrad` learning rate.
         margin: margin of the max-margin ranking loss.
         max_norm: mean norm bound `C`.
@@ -93,10 +102,10 @@ class CorpusConfig:
     window: int = 5
     dynamic_window: bool = True
     negatives: int = 1
-    sample: float = 1e-3
+    sample: float = 1e-4
     min_count: int = 5
     max_size: int | None = None
-    batch_size: int = 2048
+    batch_size: int | None = None
     learning_rate: float = 0.2
     margin: float = 0.5
     max_norm: float = 2.0
@@ -104,8 +113,15 @@ class CorpusConfig:
     max_variance: float = 5.0
     init_variance: float = 1.0
     seed: int = 0
-    engine: str = "keras"
+    engine: str = "fused"
     threads: int = 0
+
+    @property
+    def effective_batch_size(self):
+        """`batch_size`, or the engine's default when it is None."""
+        if self.batch_size is not None:
+            return self.batch_size
+        return 1 if self.engine == "fused" else 2048
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -113,8 +129,11 @@ class CorpusConfig:
         from keras_gauss.runs import check_config
 
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
-                            "batch_size", "learning_rate", "margin", "max_norm",
+                            "learning_rate", "margin", "max_norm",
                             "min_variance", "init_variance"))
+        if self.batch_size is not None and (isinstance(self.batch_size, bool)
+                                            or not self.batch_size >= 1):
+            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}.")
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -179,7 +198,8 @@ def make_dataset(config, corpus, vocab, counter=None):
 
     dataset = make_skipgram_dataset(
         corpus, vocab, window=config.window, dynamic_window=config.dynamic_window,
-        negatives=config.negatives, sample=config.sample, batch_size=config.batch_size,
+        negatives=config.negatives, sample=config.sample,
+        batch_size=config.effective_batch_size,
         seed=config.seed,
     )
     if counter is None:
@@ -273,7 +293,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
         return skipgram_train(
             tables, accumulators, ids, splits, seed, config.learning_rate, probs, alias,
             keep=keep, window=config.window, dynamic_window=config.dynamic_window,
-            negatives=config.negatives, batch_size=config.batch_size,
+            negatives=config.negatives, batch_size=config.effective_batch_size,
             num_threads=config.threads, margin=config.margin, epsilon=optimizer.epsilon,
             max_norm=(words.max_norm or 0.0, contexts.max_norm or 0.0),
             min_variance=(words.min_variance, contexts.min_variance),
@@ -301,7 +321,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
         bar.update(vocab.total, [("loss", loss / max(pairs, 1)),
                                  ("pairs/s", round(pairs / max(time.perf_counter() - start,
                                                                1e-9)))], finalize=True)
-        optimizer.iterations.assign_add(-(-pairs // config.batch_size))
+        optimizer.iterations.assign_add(-(-pairs // config.effective_batch_size))
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
     return total_pairs, losses
@@ -401,7 +421,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     else:
         counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         dataset = make_dataset(config, corpus, vocab, counter)
-        throughput = _throughput_callback(counter, config.batch_size,
+        throughput = _throughput_callback(counter, config.effective_batch_size,
                                           per_batch=verbose == 1)
         with warnings.catch_warnings():
             # Keras's notes on a dataset of unknown length (the end of the
@@ -427,6 +447,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         "final_loss": losses[-1] if losses else None,
         "loss_per_epoch": losses,
         "vocab_size": len(vocab),
+        "batch_size": config.effective_batch_size,
         "config": dataclasses.asdict(config),
     }
     metrics = jsonable(metrics)

@@ -29,7 +29,7 @@ def topic_corpus(path, n=300, seed=0):
 
 def tiny_config(**kwargs):
     base = dict(dim=8, epochs=8, window=3, min_count=1, sample=0.0, batch_size=256,
-                learning_rate=0.1, seed=0)
+                learning_rate=0.1, seed=0, engine="keras")
     base.update(kwargs)
     return CorpusConfig(**base)
 
@@ -114,8 +114,11 @@ def test_bad_inputs(tmp_path):
 
 def test_config_validate():
     CorpusConfig().validate()
+    assert CorpusConfig().effective_batch_size == 1
+    assert CorpusConfig(engine="keras").effective_batch_size == 2048
     for bad in (dict(energy="dot"), dict(covariance="full"), dict(sample=1.5),
-                dict(min_variance=2.0, max_variance=1.0), dict(max_size=0)):
+                dict(min_variance=2.0, max_variance=1.0), dict(max_size=0),
+                dict(batch_size=0)):
         with pytest.raises(ValueError):
             CorpusConfig(**bad).validate()
 

@@ -7,6 +7,9 @@ import warnings
 
 
 ENGINES = ("keras", "fused-step", "fused")
+# The "fused" engine keeps a tokenized corpus of at most this size in memory
+# between epochs.
+CACHE_BYTES = 1 << 30
 
 
 @dataclasses.dataclass
@@ -89,8 +92,11 @@ class CorpusConfig:
               subsampling and negatives itself and runs the same minibatch
               ranking steps in C++ on `threads` threads (Hogwild across
               threads, as word2vec; no per-pair tensors at all). About 10x
-              faster than `"keras"`. Without a C++ compiler it runs its exact
-              pure TensorFlow equivalent.
+              faster than `"keras"`. With several epochs and a corpus of at
+              most 2^28 tokens, the token ids of the first epoch are kept in
+              memory for the next ones (larger corpora stream every epoch).
+              Without a C++ compiler it runs its exact pure TensorFlow
+              equivalent.
         threads: threads of the `"fused"` engine (0: TensorFlow's intra-op
             pool size, normally the number of cores).
     """
@@ -301,6 +307,11 @@ def _train_fused(model, config, corpus, vocab, verbose):
             energy=config.energy)
 
     chunks = line_chunks(corpus, vocab, seed=config.seed)
+    if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
+        # Tokenize once: later epochs replay the ids from memory (4 bytes a
+        # token; the chunks' order is reshuffled every epoch).
+        chunks = (line_chunks(corpus, vocab, shuffle_buffer=0).cache()
+                  .shuffle(4096, seed=config.seed, reshuffle_each_iteration=True))
     total_pairs, losses = 0, []
     for epoch in range(config.epochs):
         if verbose:

@@ -317,21 +317,22 @@ def _train_fused(model, config, corpus, vocab, verbose):
         if verbose:
             print(f"Epoch {epoch + 1}/{config.epochs}")
         bar = keras.utils.Progbar(vocab.total, verbose=verbose,
-                                  stateful_metrics=["loss", "pairs/s"],
+                                  stateful_metrics=["loss", "Mpairs/s"],
                                   unit_name="token")
         start, seen, pairs, loss = time.perf_counter(), 0, 0, 0.0
+
+        def logs():
+            seconds = max(time.perf_counter() - start, 1e-9)
+            return [("loss", loss / max(pairs, 1)), ("Mpairs/s", pairs / seconds / 1e6)]
+
         for index, (ids, splits) in enumerate(chunks):
             seed = (config.seed << 40) + (epoch << 24) + index
             chunk_loss, chunk_pairs = step(ids, splits, tf.constant(seed, tf.int64))
             pairs += int(chunk_pairs)
             loss += float(chunk_loss)
             seen += int(ids.shape[0])
-            seconds = max(time.perf_counter() - start, 1e-9)
-            bar.update(min(seen, vocab.total), [("loss", loss / max(pairs, 1)),
-                                                ("pairs/s", round(pairs / seconds))])
-        bar.update(vocab.total, [("loss", loss / max(pairs, 1)),
-                                 ("pairs/s", round(pairs / max(time.perf_counter() - start,
-                                                               1e-9)))], finalize=True)
+            bar.update(min(seen, vocab.total), logs(), finalize=False)
+        bar.update(vocab.total, logs(), finalize=True)
         optimizer.iterations.assign_add(-(-pairs // config.effective_batch_size))
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))

@@ -388,6 +388,8 @@ class Worker {
     energies_.resize(1 + negatives);
     coef_.resize(1 + negatives);
     cand_slot_.resize(1 + negatives);
+    owner_.resize(1 + negatives);
+    single_.resize((2 + negatives) * (d + dv));
   }
 
   void Add(int32_t w, int32_t c, const int32_t* negs) {
@@ -417,7 +419,9 @@ class Worker {
     coef_[0] = pos_coef;
     // Only rows with a gradient are updated (and projected): a pair whose
     // hinge is inactive costs nothing more.
-    if (active) {
+    if (active && batch_ == 1) {
+      UpdateSingle(w, mw, vw, cid);
+    } else if (active) {
       const int32_t sw = Slot(0, w);
       for (int64_t j = 0; j <= k_; ++j) {
         cand_slot_[j] = coef_[j] != 0.f ? Slot(1, static_cast<int32_t>(cid(j))) : -1;
@@ -434,6 +438,47 @@ class Worker {
     }
     ++pairs_;
     if (++count_ == batch_) Flush();
+  }
+
+  // batch_size 1: the triple's rows are updated at once, without slots.
+  // Repeated rows (a candidate drawn twice; with a shared table, the word
+  // as its own candidate) have their gradients summed first.
+  template <typename Cid>
+  void UpdateSingle(int32_t w, const float* mw, const float* vw, const Cid& cid) {
+    const Table& ct = tables_[1];
+    const int64_t d = d_, dv = dv_, stride = d + dv;
+    float* word_grad = single_.data();
+    std::fill(word_grad, word_grad + stride, 0.f);
+    for (int64_t j = 0; j <= k_; ++j) {
+      owner_[j] = -2;  // no gradient
+      if (coef_[j] == 0.f) continue;
+      owner_[j] = j;
+      if (shared_ && cid(j) == w) owner_[j] = -1;  // the word's own row
+      for (int64_t i = 0; i < j && owner_[j] == j; ++i) {
+        if (owner_[i] != -2 && cid(i) == cid(j)) owner_[j] = owner_[i];
+      }
+      if (owner_[j] == j) {
+        float* g = single_.data() + (1 + j) * stride;
+        std::fill(g, g + stride, 0.f);
+      }
+    }
+    for (int64_t j = 0; j <= k_; ++j) {
+      if (owner_[j] == -2) continue;
+      float* g = single_.data() + (1 + owner_[j]) * stride;
+      AddPairGradients(energy_, sph_, d, coef_[j], mw, vw, ct.means + cid(j) * d,
+                       ct.variances + cid(j) * dv, tmp_.data() + j * 2 * d, word_grad,
+                       word_grad + d, g, g + d);
+    }
+    auto update = [&](const Table& tb, int64_t row, const float* g) {
+      int nonzero = 0;
+#pragma omp simd reduction(| : nonzero)
+      for (int64_t i = 0; i < stride; ++i) nonzero |= g[i] != 0.f;
+      if (nonzero) UpdateRow(tb, row, d, dv, g, g + d, 1.0f, lr_, eps_);
+    };
+    update(tables_[0], w, word_grad);
+    for (int64_t j = 0; j <= k_; ++j) {
+      if (owner_[j] == j) update(ct, cid(j), single_.data() + (1 + j) * stride);
+    }
   }
 
   // Prefetches the rows of a coming triple (its word's when it differs from
@@ -500,6 +545,8 @@ class Worker {
   std::vector<int8_t> row_table_;
   std::vector<float> gm_, gv_, tmp_, energies_, coef_;
   std::vector<int32_t> cand_slot_;
+  std::vector<int64_t> owner_;
+  std::vector<float> single_;
   int64_t count_ = 0, pairs_ = 0;
   double loss_ = 0.0;
 };

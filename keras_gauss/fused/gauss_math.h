@@ -269,11 +269,21 @@ class StepVariables {
       "context_means",        "context_variances",
       "word_means_accumulator", "word_variances_accumulator",
       "context_means_accumulator", "context_variances_accumulator"};
+  static constexpr const char* kScalars[3] = {"learning_rate", "margin", "epsilon"};
 
-  // Reads inputs 0..7 (resources) and max_norm / min_variance / max_variance
-  // from inputs `bounds`, `bounds + 1`, `bounds + 2` ((2,) vectors each).
-  // On error `ctx` holds the status and `ok()` is false.
-  StepVariables(OpKernelContext* ctx, bool spherical, int bounds) {
+  // Reads inputs 0..7 (resources), the scalars learning_rate, margin and
+  // epsilon from inputs `scalars` .. `scalars + 2`, and max_norm /
+  // min_variance / max_variance ((2,) vectors each) from the three inputs
+  // after them. On error `ctx` holds the status and `ok()` is false.
+  StepVariables(OpKernelContext* ctx, bool spherical, int scalars) {
+    for (int i = scalars; i < scalars + 3; ++i) {
+      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
+                  errors::InvalidArgument(kScalars[i - scalars], " must be a scalar."));
+    }
+    lr_ = ctx->input(scalars).scalar<float>()();
+    margin_ = ctx->input(scalars + 1).scalar<float>()();
+    eps_ = ctx->input(scalars + 2).scalar<float>()();
+    const int bounds = scalars + 3;
     for (int i = 0; i < 8; ++i) {
       OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, i), &vars_[i]));
       OP_REQUIRES(ctx, vars_[i]->tensor()->dtype() == DT_FLOAT,
@@ -356,6 +366,9 @@ class StepVariables {
   }
 
   bool ok() const { return ok_; }
+  float learning_rate() const { return lr_; }
+  float margin() const { return margin_; }
+  float epsilon() const { return eps_; }
   bool shared() const { return shared_; }
   int64_t d() const { return d_; }
   int64_t dv() const { return dv_; }
@@ -368,6 +381,7 @@ class StepVariables {
   Table tables_[2];
   bool shared_ = false;
   bool ok_ = false;
+  float lr_ = 0.f, margin_ = 0.f, eps_ = 0.f;
   int64_t d_ = 0, dv_ = 0;
 };
 

@@ -99,17 +99,12 @@ class RankingStepOp : public OpKernel {
                 errors::InvalidArgument("`negatives` must have shape (", batch,
                                         ", k), got ", negatives_t.shape().DebugString()));
     const int64_t k = negatives_t.dim_size(1);
-    for (int i = 11; i < 14; ++i) {
-      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
-                  errors::InvalidArgument("input ", i, " must be a scalar."));
-    }
-    const float lr = ctx->input(11).scalar<float>()();
-    const float margin = ctx->input(12).scalar<float>()();
-    const float eps = ctx->input(13).scalar<float>()();
-
     // ---- Variables (checked and locked while `variables` lives) -----------
-    StepVariables variables(ctx, spherical_, /*bounds=*/14);
+    StepVariables variables(ctx, spherical_, /*scalars=*/11);
     if (!variables.ok()) return;
+    const float lr = variables.learning_rate();
+    const float margin = variables.margin();
+    const float eps = variables.epsilon();
     const bool shared = variables.shared();
     const int64_t d = variables.d();
     const int64_t dv = variables.dv();

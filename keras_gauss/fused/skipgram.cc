@@ -565,16 +565,11 @@ class SkipgramTrainOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     static const char* kOp = "KerasGaussSkipgramTrain";
-    for (int i = 14; i < 17; ++i) {
-      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
-                  errors::InvalidArgument("input ", i, " must be a scalar."));
-    }
-    const float lr = ctx->input(14).scalar<float>()();
-    const float margin = ctx->input(15).scalar<float>()();
-    const float eps = ctx->input(16).scalar<float>()();
-
-    StepVariables variables(ctx, spherical_, /*bounds=*/17);
+    StepVariables variables(ctx, spherical_, /*scalars=*/14);
     if (!variables.ok()) return;
+    const float lr = variables.learning_rate();
+    const float margin = variables.margin();
+    const float eps = variables.epsilon();
     const Table tables[2] = {variables.table(0), variables.table(1)};
     // A token is a centre (word table) and a context (context table).
     const int64_t rows = std::min(tables[0].rows, tables[1].rows);

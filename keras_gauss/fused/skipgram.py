@@ -26,9 +26,9 @@ import tensorflow as tf
 from keras_gauss.fused import build as _build
 from keras_gauss.fused.step import _inputs
 from keras_gauss.fused.step import _pair
+from keras_gauss.fused.step import _resolve_use_fused
 from keras_gauss.fused.step import _spherical
 from keras_gauss.fused.step import _tf_step
-from keras_gauss.fused.step import fused_available
 from keras_gauss.layers.candidate_energies import ENERGIES
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -78,17 +78,6 @@ def alias_table(weights):
         (small if scaled[g] < 1.0 else large).append(g)
     # What is left has probability 1 up to rounding.
     return probs.astype(np.float32), alias
-
-
-def _use_fused(use_fused):
-    if use_fused is None:
-        return fused_available()
-    if use_fused and not fused_available():
-        raise RuntimeError(
-            f"The fused op is unavailable: {_build.error()}. Pass use_fused=None "
-            "or False to use the pure TensorFlow implementation."
-        )
-    return bool(use_fused)
 
 
 def _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed):
@@ -165,7 +154,7 @@ def skipgram_triples(
     """
     _check_window(window, negatives)
     inputs = _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed)
-    if _use_fused(use_fused):
+    if _resolve_use_fused(use_fused):
         return _build.load().keras_gauss_skipgram_triples(
             *_fused_inputs(inputs), window=window, dynamic_window=dynamic_window,
             num_negatives=negatives, shuffle=shuffle,
@@ -261,7 +250,7 @@ def skipgram_train(
         min_variance=_pair(min_variance, "min_variance"),
         max_variance=_pair(max_variance, "max_variance"),
     )
-    if _use_fused(use_fused):
+    if _resolve_use_fused(use_fused):
         inf = float("inf")
         return _build.load().keras_gauss_skipgram_train(
             *[v.handle for v in tables],

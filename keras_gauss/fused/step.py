@@ -39,6 +39,19 @@ def fused_available():
     return _build.load() is not None
 
 
+def _resolve_use_fused(use_fused):
+    """`use_fused` as a bool: None -> whether the op is available; True -> an
+    error when it is not."""
+    if use_fused is None:
+        return fused_available()
+    if use_fused and not fused_available():
+        raise RuntimeError(
+            f"The fused op is unavailable: {_build.error()}. Pass use_fused=None "
+            "or False to use the pure TensorFlow implementation."
+        )
+    return bool(use_fused)
+
+
 def _tf_var(variable):
     """The `tf.Variable` behind a Keras variable (or the variable itself)."""
     if isinstance(variable, keras.Variable):
@@ -126,13 +139,7 @@ def ranking_step(
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
     tables, accumulators = _inputs(tables, accumulators)
-    if use_fused is None:
-        use_fused = fused_available()
-    elif use_fused and not fused_available():
-        raise RuntimeError(
-            f"The fused op is unavailable: {_build.error()}. Pass use_fused=None "
-            "or False to use the pure TensorFlow step."
-        )
+    use_fused = _resolve_use_fused(use_fused)
     word = tf.convert_to_tensor(word, tf.int32)
     context = tf.convert_to_tensor(context, tf.int32)
     negatives = tf.convert_to_tensor(negatives, tf.int32)

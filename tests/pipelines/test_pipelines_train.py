@@ -135,11 +135,11 @@ def test_fused_model_trains_the_same_run_format(tmp_path):
 
 @pytest.mark.parametrize("use_op", [True, False])
 def test_fused_engine_learns_and_writes_the_same_run(tmp_path, monkeypatch, use_op):
-    from keras_gauss.fused import skipgram
+    from keras_gauss.fused import step
 
     if not use_op:  # the pure TensorFlow implementation of the same op
-        monkeypatch.setattr(skipgram, "fused_available", lambda: False)
-    elif not skipgram.fused_available():
+        monkeypatch.setattr(step, "fused_available", lambda: False)
+    elif not step.fused_available():
         pytest.skip("the fused op did not build")
     corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
     config = tiny_config(engine="fused", batch_size=16, learning_rate=0.2, epochs=6,

@@ -95,8 +95,8 @@ class CorpusConfig:
               faster than `"keras"`. With several epochs and a corpus of at
               most 2^28 tokens, the token ids of the first epoch are kept in
               memory for the next ones (larger corpora stream every epoch).
-              Without a C++ compiler it runs its exact pure TensorFlow
-              equivalent.
+              Without a C++ compiler (the op cannot be built) `train_corpus`
+              warns and uses `"keras"`.
         threads: threads of the `"fused"` engine (0: TensorFlow's intra-op
             pool size, normally the number of cores).
     """
@@ -274,7 +274,6 @@ def _train_fused(model, config, corpus, vocab, verbose):
     import tensorflow as tf
 
     from keras_gauss.fused import alias_table
-    from keras_gauss.fused import fused_available
     from keras_gauss.fused import skipgram_train
     from pipelines.skipgram import keep_probabilities
 
@@ -290,9 +289,6 @@ def _train_fused(model, config, corpus, vocab, verbose):
     keep = None
     if config.sample > 0:
         keep = tf.constant(keep_probabilities(counts, config.sample), tf.float32)
-    if verbose and not fused_available():
-        print("the fused op is unavailable: running its (exact, slower) pure "
-              "TensorFlow implementation")
 
     @tf.function(reduce_retracing=True)
     def step(ids, splits, seed):
@@ -337,6 +333,25 @@ def _train_fused(model, config, corpus, vocab, verbose):
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
     return total_pairs, losses
+
+
+def _available_engine(config):
+    """`config`, or a copy with `engine="keras"` when the fused op cannot be
+    built (one warning). `skipgram_train`'s exact pure TensorFlow
+    implementation runs one step per minibatch, which at the fused engine's
+    one pair per step would take hours; the Keras engine streams minibatches
+    of 2048 instead."""
+    if config.engine != "fused":
+        return config
+    from keras_gauss.fused import build
+    from keras_gauss.fused import fused_available
+
+    if fused_available():
+        return config
+    warnings.warn(f"the fused op is unavailable ({build.error()}); training with "
+                  "engine='keras' instead.", RuntimeWarning, stacklevel=3)
+    batch_size = config.batch_size if config.batch_size not in (None, 1) else None
+    return dataclasses.replace(config, engine="keras", batch_size=batch_size)
 
 
 def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
@@ -402,6 +417,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     config.validate()
     check_output_dir(out_dir, overwrite)
+    config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
     if vocab is None:
         vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)

@@ -133,20 +133,18 @@ def test_fused_model_trains_the_same_run_format(tmp_path):
     assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
 
 
-@pytest.mark.parametrize("use_op", [True, False])
-def test_fused_engine_learns_and_writes_the_same_run(tmp_path, monkeypatch, use_op):
-    from keras_gauss.fused import step
+def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
+    from keras_gauss.fused import fused_available
 
-    if not use_op:  # the pure TensorFlow implementation of the same op
-        monkeypatch.setattr(step, "fused_available", lambda: False)
-    elif not step.fused_available():
+    if not fused_available():
         pytest.skip("the fused op did not build")
     corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
-    config = tiny_config(engine="fused", batch_size=16, learning_rate=0.2, epochs=6,
-                         sample=1e-2, threads=1 if not use_op else 0)
+    config = tiny_config(engine="fused", batch_size=None, learning_rate=0.2, epochs=6,
+                         sample=1e-2)
     metrics = train_corpus(config, corpus, tmp_path / "run", verbose=0)
     run = load_run(tmp_path / "run")
     assert run.table.name == "words" and metrics["config"]["engine"] == "fused"
+    assert metrics["batch_size"] == 1
     assert 0 < metrics["pairs"] < 200 * 6 * 2 * 3 * 8
     assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
     means, variances = run.tables()
@@ -156,6 +154,18 @@ def test_fused_engine_learns_and_writes_the_same_run(tmp_path, monkeypatch, use_
     assert within > across + 0.3, (within, across)
     assert ((variances >= 0.05) & (variances <= 5.0)).all()
     assert (np.linalg.norm(means, axis=1) <= 2.0 + 1e-5).all()
+
+
+def test_fused_engine_without_the_op_trains_with_keras(tmp_path, monkeypatch):
+    from keras_gauss.fused import step
+
+    monkeypatch.setattr(step, "fused_available", lambda: False)
+    monkeypatch.setattr("keras_gauss.fused.fused_available", lambda: False)
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
+    with pytest.warns(RuntimeWarning, match="engine='keras'"):
+        metrics = train_corpus(tiny_config(engine="fused", batch_size=None, epochs=1),
+                               corpus, tmp_path / "run", verbose=0)
+    assert metrics["config"]["engine"] == "keras" and metrics["batch_size"] == 2048
 
 
 def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):

@@ -31,11 +31,8 @@ def add_parser(subparsers):
                   "min_variance", "max_variance", "init_variance", "seed"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
-        shown = default
-        if field == "batch_size":
-            shown = "1 with --engine fused, 2048 otherwise"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
-                           help=f"(default: {shown})")
+                           help=f"(default: {default})")
     train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),

@@ -23,17 +23,20 @@ class CorpusConfig:
     margin and the bounds `C`, `m`, `M`; the defaults below were picked on
     `news2017.txt.gz` (2M tokens; `benchmarks/corpus_quality.py`):
 
-    - `engine="fused"` with `batch_size=1` (per-pair AdaGrad, as word2gauss
-      and word2vec update): the fast C++ path; one epoch of news2017 takes
-      seconds instead of the `"keras"` engine's minute. The `"keras"` and
-      `"fused-step"` engines default to minibatches of 2048 pairs, the
-      paper's "20 sentences worth": 20 sentences of ~25 tokens kept after
-      subsampling with ~8 pairs each are 2,000-4,000 pairs (one-pair steps
-      through Keras would be far too slow).
+    - `engine="fused"`: the fast C++ path (one epoch of news2017 in seconds
+      instead of the `"keras"` engine's minute), same model and run files.
+    - `batch_size=2048`: the paper's minibatches of "20 sentences worth":
+      20 sentences of ~25 tokens kept after subsampling with ~8 pairs each
+      are 2,000-4,000 pairs. Minibatches are also faster in the fused op
+      than per-pair updates (`batch_size=1`, as word2gauss and word2vec
+      update): a frequent row is updated once per batch, not once per pair.
+      Quality on news2017 is the same within the run-to-run spread.
     - `sample=1e-4`: word2vec's subsampling rule. 1e-3 (the word2vec tool's
       and gensim's default) keeps more of the frequent words; on news2017
-      1e-4 scores better on WordSim353 (.533 against .484 for the fused
-      engine, 20 epochs) for the same SimLex (.203 / .202). The word2vec
+      1e-4 scored better on WordSim353 (.512 against .491 for the fused
+      engine with minibatches of 2048, 20 epochs; .533 against .484 with
+      `batch_size=1`) for about the same SimLex (.190 / .192; .203 / .202).
+      The word2vec
       paper uses 1e-5 on billions of tokens; on a few million tokens 1e-5
       throws away most of them.
     - `learning_rate=0.2`, `margin=0.5`: the settings that scored best in a
@@ -70,9 +73,8 @@ class CorpusConfig:
         sample: subsampling threshold of frequent words (0: off).
         min_count: drop words seen fewer times.
         max_size: keep at most this many words (`None`: all).
-        batch_size: (word, context) pairs per AdaGrad step; `None`: 1 for
-            the `"fused"` engine, 2048 for the others
-            (`effective_batch_size`).
+        batch_size: (word, context) pairs per AdaGrad step (per thread for
+            the `"fused"` engine).
         learning_rate: `SparseAdagrad` learning rate.
         margin: margin of the max-margin ranking loss.
         max_norm: mean norm bound `C`.
@@ -111,7 +113,7 @@ class CorpusConfig:
     sample: float = 1e-4
     min_count: int = 5
     max_size: int | None = None
-    batch_size: int | None = None
+    batch_size: int = 2048
     learning_rate: float = 0.2
     margin: float = 0.5
     max_norm: float = 2.0
@@ -122,24 +124,14 @@ class CorpusConfig:
     engine: str = "fused"
     threads: int = 0
 
-    @property
-    def effective_batch_size(self):
-        """`batch_size`, or the engine's default when it is None."""
-        if self.batch_size is not None:
-            return self.batch_size
-        return 1 if self.engine == "fused" else 2048
-
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
         from keras_gauss.layers import ENERGIES
         from keras_gauss.runs import check_config
 
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
-                            "learning_rate", "margin", "max_norm",
+                            "batch_size", "learning_rate", "margin", "max_norm",
                             "min_variance", "init_variance"))
-        if self.batch_size is not None and (isinstance(self.batch_size, bool)
-                                            or not self.batch_size >= 1):
-            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}.")
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -205,7 +197,7 @@ def make_dataset(config, corpus, vocab, counter=None):
     dataset = make_skipgram_dataset(
         corpus, vocab, window=config.window, dynamic_window=config.dynamic_window,
         negatives=config.negatives, sample=config.sample,
-        batch_size=config.effective_batch_size,
+        batch_size=config.batch_size,
         seed=config.seed,
     )
     if counter is None:
@@ -295,7 +287,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
         return skipgram_train(
             tables, accumulators, ids, splits, seed, config.learning_rate, probs, alias,
             keep=keep, window=config.window, dynamic_window=config.dynamic_window,
-            negatives=config.negatives, batch_size=config.effective_batch_size,
+            negatives=config.negatives, batch_size=config.batch_size,
             num_threads=config.threads, margin=config.margin, epsilon=optimizer.epsilon,
             max_norm=(words.max_norm or 0.0, contexts.max_norm or 0.0),
             min_variance=(words.min_variance, contexts.min_variance),
@@ -329,7 +321,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
             seen += int(ids.shape[0])
             bar.update(min(seen, vocab.total), logs(), finalize=False)
         bar.update(vocab.total, logs(), finalize=True)
-        optimizer.iterations.assign_add(-(-pairs // config.effective_batch_size))
+        optimizer.iterations.assign_add(-(-pairs // config.batch_size))
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
     return total_pairs, losses
@@ -338,9 +330,8 @@ def _train_fused(model, config, corpus, vocab, verbose):
 def _available_engine(config):
     """`config`, or a copy with `engine="keras"` when the fused op cannot be
     built (one warning). `skipgram_train`'s exact pure TensorFlow
-    implementation runs one step per minibatch, which at the fused engine's
-    one pair per step would take hours; the Keras engine streams minibatches
-    of 2048 instead."""
+    implementation is exact but slower than the Keras engine (it runs the
+    minibatch steps one after the other in a `tf.while_loop`)."""
     if config.engine != "fused":
         return config
     from keras_gauss.fused import build
@@ -350,8 +341,7 @@ def _available_engine(config):
         return config
     warnings.warn(f"the fused op is unavailable ({build.error()}); training with "
                   "engine='keras' instead.", RuntimeWarning, stacklevel=3)
-    batch_size = config.batch_size if config.batch_size not in (None, 1) else None
-    return dataclasses.replace(config, engine="keras", batch_size=batch_size)
+    return dataclasses.replace(config, engine="keras")
 
 
 def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
@@ -449,7 +439,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     else:
         counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         dataset = make_dataset(config, corpus, vocab, counter)
-        throughput = _throughput_callback(counter, config.effective_batch_size,
+        throughput = _throughput_callback(counter, config.batch_size,
                                           per_batch=verbose == 1)
         with warnings.catch_warnings():
             # Keras's notes on a dataset of unknown length (the end of the
@@ -475,7 +465,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         "final_loss": losses[-1] if losses else None,
         "loss_per_epoch": losses,
         "vocab_size": len(vocab),
-        "batch_size": config.effective_batch_size,
+        "batch_size": config.batch_size,
         "config": dataclasses.asdict(config),
     }
     metrics = jsonable(metrics)

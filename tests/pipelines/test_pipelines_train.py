@@ -114,8 +114,6 @@ def test_bad_inputs(tmp_path):
 
 def test_config_validate():
     CorpusConfig().validate()
-    assert CorpusConfig().effective_batch_size == 1
-    assert CorpusConfig(engine="keras").effective_batch_size == 2048
     for bad in (dict(energy="dot"), dict(covariance="full"), dict(sample=1.5),
                 dict(min_variance=2.0, max_variance=1.0), dict(max_size=0),
                 dict(batch_size=0)):
@@ -139,7 +137,7 @@ def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
     if not fused_available():
         pytest.skip("the fused op did not build")
     corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
-    config = tiny_config(engine="fused", batch_size=None, learning_rate=0.2, epochs=6,
+    config = tiny_config(engine="fused", batch_size=1, learning_rate=0.2, epochs=6,
                          sample=1e-2)
     metrics = train_corpus(config, corpus, tmp_path / "run", verbose=0)
     run = load_run(tmp_path / "run")
@@ -163,9 +161,9 @@ def test_fused_engine_without_the_op_trains_with_keras(tmp_path, monkeypatch):
     monkeypatch.setattr("keras_gauss.fused.fused_available", lambda: False)
     corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
     with pytest.warns(RuntimeWarning, match="engine='keras'"):
-        metrics = train_corpus(tiny_config(engine="fused", batch_size=None, epochs=1),
+        metrics = train_corpus(tiny_config(engine="fused", epochs=1),
                                corpus, tmp_path / "run", verbose=0)
-    assert metrics["config"]["engine"] == "keras" and metrics["batch_size"] == 2048
+    assert metrics["config"]["engine"] == "keras" and metrics["batch_size"] == 256
 
 
 def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):

@@ -151,7 +151,7 @@ def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
     across = np.mean([_cosine(vec[a], vec[b]) for a in TOPICS[0] for b in TOPICS[1]])
     assert within > across + 0.3, (within, across)
     assert ((variances >= 0.05) & (variances <= 5.0)).all()
-    assert (np.linalg.norm(means, axis=1) <= 2.0 + 1e-5).all()
+    assert (np.linalg.norm(means, axis=1) <= config.max_norm + 1e-5).all()
 
 
 def test_fused_engine_without_the_op_trains_with_keras(tmp_path, monkeypatch):

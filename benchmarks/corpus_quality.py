@@ -65,6 +65,28 @@ cos .631/.680; KL run KL **.678**/.675, cos .632/.676; gensim cos
 .649/.680; empirical diagonal covariances on the gensim vectors (ridge
 0.01) KL .639/.661, cos .649/.680. Training: ~710 s for 20 epochs
 (~260k pairs/s, shared 2-core machine); gensim 100 s.
+
+Fused engine (`--engine fused`), 20 epochs, EL, window 5, one negative, lr
+0.2, margin 0.5 unless said; WordSim353 / SimLex-999 rho by cosine of means,
+(d) by cosine of distributions. Runs are Hogwild on 2 threads and the spread
+between runs is large: the same settings and seed gave .533 and .475 on
+WordSim353, and seed 1 scores below seed 0 in every setting tried:
+
+| batch | sample | other | WS353 | SimLex |
+|---|---|---|---|---|
+| 2048 | 1e-3 | C=2 | .491 | .192 |
+| 2048 | 1e-4 | C=2, seeds 0, 0, 1 | .512, .514, .467 | .190, .184, .148 |
+| 2048 | 1e-4 | C=4, seeds 0, 1 | .484, .479 (d .388, .400) | .226, .170 |
+| 2048 | 1e-4 | C=8, seeds 0, 1 | .493, .473 | .214, .168 |
+| 2048 | 1e-3 | window 10 / lr 0.3 | .509 / .494 | .178 / .196 |
+| 1 | 1e-3 | lr 0.05 / 0.2 / 0.4 | .444 / .484 / .424 | .196 / .202 / .169 |
+| 1 | 1e-4 | C=2, seed 0 twice | .533, .475 | .203, .183 |
+| 1 | 1e-4 | margin 1, seeds 0, 1, 2 | .489, .430, .427 | .227, .155, .191 |
+| 1 | 1e-4 | initial accumulator 0.1, seeds 0, 1 | .539, .499 | .201, .162 |
+| 1 | 1e-4 | pairs shuffled / 3 negatives / KL | .537 / .453 / .495 | .178 / .163 / .165 |
+| 64 | 1e-3 | | .466 | .176 |
+
+Averaging the means of the last 5 epochs did not help (.501 / .465).
 """
 
 import argparse

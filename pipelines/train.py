@@ -54,9 +54,11 @@ class CorpusConfig:
     - `min_variance=0.05` (`m`), `max_variance=5` (`M`), initial variance
       1: the library's defaults.
     - `epochs=1`: the paper's single pass. A corpus of a few million tokens
-      needs ~20 passes; the README and `benchmarks/corpus_quality.py` give
-      the scores of these defaults with `epochs=20` on news2017 beside gensim
-      trained in the same run. (The `"keras"` engine with minibatches of
+      needs ~20 passes: with `epochs=20` these defaults scored WordSim353
+      .483 and SimLex-999 .208 on news2017 (gensim SGNS with 5 negatives in
+      the same run: .506 / .223; runs vary by several hundredths, see
+      `benchmarks/corpus_quality.py`); `energy="kl"` gave .487 / .190 and
+      entailment AP by KL .685 against cosine .618. (The `"keras"` engine with minibatches of
       2048 and `sample=1e-3` reached WordSim353 .492 / SimLex .221; with
       `energy="kl"` .458 / .221 and entailment AP by KL .678 against cosine
       .632.)

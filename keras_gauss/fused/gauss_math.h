@@ -34,10 +34,6 @@ inline void PrefetchRow(const float* p, int64_t n) {
   __builtin_prefetch(p + n - 1, 1, 3);
 }
 
-// Prefetches the four rows (mean, variance and their accumulators) of `row`.
-struct Table;
-inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv);
-
 // One table's buffers and row constraints.
 struct Table {
   float* means = nullptr;
@@ -50,6 +46,7 @@ struct Table {
   float max_variance = 0.f;
 };
 
+// Prefetches the four rows (mean, variance and their accumulators) of `row`.
 inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv) {
   PrefetchRow(tb.means + row * d, d);
   PrefetchRow(tb.variances + row * dv, dv);

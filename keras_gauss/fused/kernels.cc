@@ -13,7 +13,11 @@
 //      then the row constraints: ||mu|| <= C (scale the row) and
 //      m <= var <= M (clip).
 //
-// The energies, gradients and row update are in gauss_math.h.
+// The energies, gradients and row update are in gauss_math.h. Work is split
+// over TensorFlow's intra-op thread pool: examples in phase 1, unique rows in
+// phase 3 (each row is owned by one shard, so no atomics). Deduplication
+// (phase 2) is a serial pass with a per-table slot array (O(batch), no
+// sorting).
 
 #include <algorithm>
 #include <cstdint>

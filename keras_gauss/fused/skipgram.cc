@@ -45,9 +45,10 @@
 // result is deterministic and equals the pure TensorFlow implementation.
 
 #include <algorithm>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gauss_math.h"
@@ -64,7 +65,6 @@ using keras_gauss::AddPairGradients;
 using keras_gauss::CheckIds;
 using keras_gauss::Energy;
 using keras_gauss::PairEnergy;
-using keras_gauss::PrefetchRow;
 using keras_gauss::StepVariables;
 using keras_gauss::Table;
 using keras_gauss::UpdateRow;

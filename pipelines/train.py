@@ -353,11 +353,13 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
                  vocab=None):
     """Trains Gaussian word embeddings on a corpus and writes the run to `out_dir`.
 
-    Builds the vocabulary (`min_count`, `max_size`), streams skip-gram pairs
-    with negatives (`pipelines.make_skipgram_dataset`), trains
-    `pipelines.model.build_corpus_model` with `SparseAdagrad` and
-    `MaxMarginRanking`, and writes, atomically (the directory appears only
-    when everything is written):
+    Builds the vocabulary (`min_count`, `max_size`) and
+    `pipelines.model.build_corpus_model`, trains it with the config's engine
+    (`"fused"`: tokenized line chunks, `line_chunks`, into
+    `keras_gauss.fused.skipgram_train`; `"keras"`/`"fused-step"`: the
+    skip-gram pairs of `pipelines.make_skipgram_dataset` into `fit` with
+    `MaxMarginRanking` and `SparseAdagrad`), and writes, atomically (the
+    directory appears only when everything is written):
 
     - `model.keras`: the model (tables `"words"` and `"contexts"`);
     - `vocab.tsv`: `word<TAB>count`, one line per table row;
@@ -366,8 +368,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
       after the first one's number of steps, so with subsampling a batch or
       two more or less may be trained), `pairs_per_second`,
       `tokens` (in-vocabulary corpus tokens read, all epochs, before
-      subsampling), `tokens_per_second`, `final_loss`, `vocab_size`, the
-      per-epoch loss and the config.
+      subsampling), `tokens_per_second`, `final_loss`, `vocab_size`,
+      `batch_size`, the per-epoch loss and the config.
 
     The progress bar (`verbose=1`) shows the running pairs/s.
 
@@ -379,7 +381,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         overwrite: replace an existing run in `out_dir`.
         verbose: Keras verbosity (1: progress bar, 2: a line per epoch, 0:
             silent).
-        callbacks: extra Keras callbacks for `fit`.
+        callbacks: extra Keras callbacks for `fit` (not with the `"fused"`
+            engine, which does not call `fit`).
         vocab: a prebuilt `pipelines.Vocabulary` (skips the counting pass;
             `min_count` and `max_size` are then not applied).
 

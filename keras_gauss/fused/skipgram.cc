@@ -95,7 +95,7 @@ struct Skipgram {
   bool shuffle = false;
 };
 
-// The triples of one sentence, in order.
+// Triples (word, context, negatives), in order: those of a shard of sentences.
 struct Triples {
   std::vector<int32_t> word, context, negatives;
   std::vector<int32_t> ids;  // scratch: kept tokens and their positions
@@ -109,7 +109,7 @@ inline int32_t DrawNegative(const Skipgram& sg, uint64_t u) {
   return frac < sg.probs[i] ? static_cast<int32_t>(i) : sg.alias[i];
 }
 
-// Fills `out` with the triples of sentence `s` (replacing its contents).
+// Appends the triples of sentence `s` to `out` (its ids/pos are scratch).
 void SentenceTriples(const Skipgram& sg, int64_t s, Triples* out) {
   const uint64_t window = static_cast<uint64_t>(sg.window);
   const uint64_t key = Mix(sg.seed + kGolden * static_cast<uint64_t>(s + 1));
@@ -119,9 +119,6 @@ void SentenceTriples(const Skipgram& sg, int64_t s, Triples* out) {
   std::vector<int64_t>& pos = out->pos;
   ids.clear();
   pos.clear();
-  out->word.clear();
-  out->context.clear();
-  out->negatives.clear();
   for (int64_t p = 0; p < length; ++p) {
     const int32_t id = sg.tokens[start + p];
     if (sg.keep != nullptr) {
@@ -227,16 +224,10 @@ void ReadWindowAttrs(OpKernelConstruction* ctx, Skipgram* sg) {
 // the triples from `begin`). `order` receives the permutation.
 void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, Triples* out,
                   std::vector<int64_t>* order) {
-  std::vector<int32_t> word, context, negatives;
-  for (int64_t i = begin; i < end; ++i) {
-    SentenceTriples(sg, i, out);
-    word.insert(word.end(), out->word.begin(), out->word.end());
-    context.insert(context.end(), out->context.begin(), out->context.end());
-    negatives.insert(negatives.end(), out->negatives.begin(), out->negatives.end());
-  }
-  out->word.swap(word);
-  out->context.swap(context);
-  out->negatives.swap(negatives);
+  out->word.clear();
+  out->context.clear();
+  out->negatives.clear();
+  for (int64_t i = begin; i < end; ++i) SentenceTriples(sg, i, out);
   const int64_t n = out->size();
   order->resize(n);
   for (int64_t i = 0; i < n; ++i) (*order)[i] = i;

@@ -235,6 +235,13 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
 
     Returns:
         A `tf.data.Dataset` of `(ids, row_splits)`.
+
+    Example:
+
+    >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
+    >>> ids, splits = next(iter(line_chunks("news.txt.gz", vocab)))  # doctest: +SKIP
+    >>> splits.shape, ids.dtype  # doctest: +SKIP
+    (TensorShape([257]), tf.int32)
     """
     import tensorflow as tf
 

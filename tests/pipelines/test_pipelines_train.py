@@ -175,3 +175,16 @@ def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):
         with pytest.raises(ValueError, match="--engine|--threads"):
             train_corpus(tiny_config(**bad), corpus, tmp_path / "b", verbose=0)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_line_chunks_are_ids_and_line_splits(tmp_path):
+    from pipelines import Vocabulary
+    from pipelines.train import line_chunks
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("cat dog zebra\n\ndog\ncat cat\n", encoding="utf-8")
+    vocab = Vocabulary(["cat", "dog"], [3, 2])
+    chunks = list(line_chunks(corpus, vocab, chunk_lines=3, shuffle_buffer=0))
+    assert [c[1].numpy().tolist() for c in chunks] == [[0, 2, 2, 3], [0, 2]]
+    assert [c[0].numpy().tolist() for c in chunks] == [[0, 1, 1], [0, 0]]  # zebra dropped
+    assert chunks[0][0].dtype.name == "int32" and chunks[0][1].dtype.name == "int64"

@@ -46,12 +46,51 @@ struct Table {
   float max_variance = 0.f;
 };
 
-// Prefetches the four rows (mean, variance and their accumulators) of `row`.
-inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv) {
+// Prefetches the mean and variance rows of `row`, and with `accumulators`
+// their AdaGrad accumulators' rows too.
+inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv,
+                         bool accumulators = true) {
   PrefetchRow(tb.means + row * d, d);
   PrefetchRow(tb.variances + row * dv, dv);
+  if (!accumulators) return;
   PrefetchRow(tb.mean_acc + row * d, d);
   PrefetchRow(tb.var_acc + row * dv, dv);
+}
+
+// Sums over the d dimensions run in kLanes independent lanes (lane j takes
+// i = j mod kLanes) that are added pairwise at the end (LaneSum). An `omp
+// simd reduction` would do the same per vector but GCC then adds the lanes
+// one after another through memory, a chain of 16 dependent adds per sum
+// that cost as much as the sum itself at d = 50.
+constexpr int64_t kLanes = 16;
+
+// Calls f(i, j) for i in [0, d), j = i mod kLanes, vectorised over j.
+template <typename F>
+inline void ForLanes(int64_t d, const F& f) {
+  int64_t i = 0;
+  for (; i + kLanes <= d; i += kLanes) {
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) f(i + j, j);
+  }
+  for (int64_t j = 0; i + j < d; ++j) f(i + j, j);
+}
+
+// The sum of the kLanes values of `lanes` (which it overwrites).
+inline float LaneSum(float* lanes) {
+  for (int64_t w = kLanes / 2; w > 0; w /= 2) {
+#pragma omp simd
+    for (int64_t j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  return lanes[0];
+}
+
+// Whether any of x[0..n) is not zero (a summed gradient that is exactly
+// zero leaves its row alone). Usually true at x[0].
+inline bool AnyNonzero(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] != 0.f) return true;
+  }
+  return false;
 }
 
 // log(x) for positive normal floats in a form `omp simd` loops vectorise
@@ -96,51 +135,47 @@ inline float PairEnergy(Energy energy, bool sph, int64_t d, const float* mw,
   if (energy == Energy::kEL) {
     if (sph) {
       const float t = vw[0] + vc[0];
-      float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-      for (int64_t i = 0; i < d; ++i) {
+      alignas(64) float sq[kLanes] = {};
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float diff = mw[i] - mc[i];
-        sq += diff * diff;
-      }
-      e = -0.5 * (d * std::log(static_cast<double>(t)) + sq / t);
+        sq[j] += diff * diff;
+      });
+      e = -0.5 * (d * std::log(static_cast<double>(t)) + LaneSum(sq) / t);
     } else {
-      float quad = 0.f, logs = 0.f;
+      alignas(64) float quad[kLanes] = {}, logs[kLanes] = {};
       float* delta = tmp;
       float* inverse = tmp + d;
-#pragma omp simd reduction(+ : quad, logs)
-      for (int64_t i = 0; i < d; ++i) {
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float t = vw[i] + vc[i];
         const float inv = 1.0f / t;
         const float dl = (mw[i] - mc[i]) * inv;
         delta[i] = dl;
         inverse[i] = inv;
-        quad += dl * dl * t;
-        logs += VecLog(t);
-      }
-      e = -0.5 * (static_cast<double>(logs) + quad);
+        quad[j] += dl * dl * t;
+        logs[j] += VecLog(t);
+      });
+      e = -0.5 * (static_cast<double>(LaneSum(logs)) + LaneSum(quad));
     }
   } else {  // KL(N_c || N_w), E = -KL
     if (sph) {
       const float inv = 1.0f / vw[0];
-      float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-      for (int64_t i = 0; i < d; ++i) {
+      alignas(64) float sq[kLanes] = {};
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float diff = mw[i] - mc[i];
-        sq += diff * diff;
-      }
+        sq[j] += diff * diff;
+      });
       const double ratio = static_cast<double>(vc[0]) / vw[0];
-      e = -0.5 * (d * ratio + sq * inv - d - d * std::log(ratio));
+      e = -0.5 * (d * ratio + LaneSum(sq) * inv - d - d * std::log(ratio));
     } else {
-      float lin = 0.f, logs = 0.f;
-#pragma omp simd reduction(+ : lin, logs)
-      for (int64_t i = 0; i < d; ++i) {
+      alignas(64) float lin[kLanes] = {}, logs[kLanes] = {};
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float inv = 1.0f / vw[i];
         const float diff = mw[i] - mc[i];
         const float ratio = vc[i] * inv;
-        lin += ratio + diff * diff * inv;
-        logs += VecLog(ratio);
-      }
-      e = -0.5 * (static_cast<double>(lin) - d - logs);
+        lin[j] += ratio + diff * diff * inv;
+        logs[j] += VecLog(ratio);
+      });
+      e = -0.5 * (static_cast<double>(LaneSum(lin)) - d - LaneSum(logs));
     }
   }
   return static_cast<float>(e);
@@ -161,15 +196,14 @@ inline void AddPairGradients(Energy energy, bool sph, int64_t d, float s,
   if (energy == Energy::kEL) {
     if (sph) {
       const float inv = 1.0f / (vw[0] + vc[0]);
-      float acc = 0.f;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t i = 0; i < d; ++i) {
+      alignas(64) float acc[kLanes] = {};
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float delta = (mw[i] - mc[i]) * inv;
         gmw[i] -= s * delta;
         gmc[i] += s * delta;
-        acc += delta * delta - inv;
-      }
-      const float g = 0.5f * s * acc;
+        acc[j] += delta * delta - inv;
+      });
+      const float g = 0.5f * s * LaneSum(acc);
       gvw[0] += g;
       gvc[0] += g;
     } else {
@@ -190,16 +224,15 @@ inline void AddPairGradients(Energy energy, bool sph, int64_t d, float s,
     if (sph) {
       const float inv_w = 1.0f / vw[0];
       const float inv_c = 1.0f / vc[0];
-      float acc_w = 0.f;
-#pragma omp simd reduction(+ : acc_w)
-      for (int64_t i = 0; i < d; ++i) {
+      alignas(64) float acc_w[kLanes] = {};
+      ForLanes(d, [&](int64_t i, int64_t j) {
         const float diff = mw[i] - mc[i];
         const float gmu = diff * inv_w;
         gmw[i] -= s * gmu;
         gmc[i] += s * gmu;
-        acc_w += 0.5f * ((vc[0] + diff * diff) * inv_w * inv_w - inv_w);
-      }
-      gvw[0] += s * acc_w;
+        acc_w[j] += 0.5f * ((vc[0] + diff * diff) * inv_w * inv_w - inv_w);
+      });
+      gvw[0] += s * LaneSum(acc_w);
       gvc[0] += s * (0.5f * d * (inv_c - inv_w));
     } else {
 #pragma omp simd
@@ -231,10 +264,9 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
     w[i] -= lr * g / std::sqrt(acc + eps);
   }
   if (tb.max_norm > 0.f) {
-    float sq = 0.f;
-#pragma omp simd reduction(+ : sq)
-    for (int64_t i = 0; i < d; ++i) sq += w[i] * w[i];
-    const float norm = std::sqrt(sq);
+    alignas(64) float sq[kLanes] = {};
+    ForLanes(d, [&](int64_t i, int64_t j) { sq[j] += w[i] * w[i]; });
+    const float norm = std::sqrt(LaneSum(sq));
     const float f = std::min(1.0f, tb.max_norm / std::max(norm, 1e-30f));
     if (f < 1.0f) {
       for (int64_t i = 0; i < d; ++i) w[i] *= f;

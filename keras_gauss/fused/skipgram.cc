@@ -461,10 +461,7 @@ class Worker {
                        word_grad + d, g, g + d);
     }
     auto update = [&](const Table& tb, int64_t row, const float* g) {
-      int nonzero = 0;
-#pragma omp simd reduction(| : nonzero)
-      for (int64_t i = 0; i < stride; ++i) nonzero |= g[i] != 0.f;
-      if (nonzero) UpdateRow(tb, row, d, dv, g, g + d, 1.0f, lr_, eps_);
+      if (keras_gauss::AnyNonzero(g, stride)) UpdateRow(tb, row, d, dv, g, g + d, 1.0f, lr_, eps_);
     };
     update(tables_[0], w, word_grad);
     for (int64_t j = 0; j <= k_; ++j) {
@@ -473,11 +470,14 @@ class Worker {
   }
 
   // Prefetches the rows of a coming triple (its word's when it differs from
-  // the word of the triple before it).
+  // the word of the triple before it). With minibatches the accumulators
+  // are only read when the batch is applied (Flush prefetches them then).
   void Prefetch(int32_t w, int32_t previous_w, int32_t c, const int32_t* negs) const {
-    if (w != previous_w) keras_gauss::PrefetchRows(tables_[0], w, d_, dv_);
-    keras_gauss::PrefetchRows(tables_[1], c, d_, dv_);
-    for (int64_t j = 0; j < k_; ++j) keras_gauss::PrefetchRows(tables_[1], negs[j], d_, dv_);
+    const bool acc = batch_ == 1;
+    if (w != previous_w) keras_gauss::PrefetchRows(tables_[0], w, d_, dv_, acc);
+    keras_gauss::PrefetchRows(tables_[1], c, d_, dv_, acc);
+    for (int64_t j = 0; j < k_; ++j)
+      keras_gauss::PrefetchRows(tables_[1], negs[j], d_, dv_, acc);
   }
 
   // Applies the pending minibatch (the gradient of the batch-mean loss).
@@ -486,17 +486,18 @@ class Worker {
     const float scale = 1.0f / static_cast<float>(count_);
     const int64_t n = static_cast<int64_t>(rows_.size());
     for (int64_t s = 0; s < n; ++s) {
+      if (s + kAhead < n) {
+        keras_gauss::PrefetchRows(tables_[row_table_[s + kAhead]], rows_[s + kAhead],
+                                  d_, dv_);
+      }
       const int t = row_table_[s];
       const float* gm = gm_.data() + s * d_;
       const float* gv = gv_.data() + s * dv_;
       // A summed gradient can be exactly zero (the positive context drawn
       // as its own negative): such a row is left alone, as in the
       // TensorFlow implementation.
-      int nonzero = 0;
-#pragma omp simd reduction(| : nonzero)
-      for (int64_t i = 0; i < d_; ++i) nonzero |= gm[i] != 0.f;
-      for (int64_t i = 0; i < dv_; ++i) nonzero |= gv[i] != 0.f;
-      if (nonzero) UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_);
+      if (keras_gauss::AnyNonzero(gm, d_) || keras_gauss::AnyNonzero(gv, dv_))
+        UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_);
       slot_[shared_ ? 0 : t][rows_[s]] = -1;
     }
     rows_.clear();

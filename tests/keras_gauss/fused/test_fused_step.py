@@ -246,3 +246,38 @@ def test_step_equals_keras_fit_step(energy, covariance, use_fused):
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), **TOL)
     assert int(fused.optimizer.iterations) == 1
+
+
+@pytest.mark.parametrize("energy", ["el", "kl"])
+@pytest.mark.parametrize("dim", [5, 50, 300])
+def test_fused_loss_matches_float64_energies_over_wide_variances(energy, dim):
+    # The op sums logs through mantissa products (one log per 16 values):
+    # variances over 10 (EL) or 4 (KL: the ratio terms grow as fast) orders
+    # of magnitude and 300 dimensions (several product groups) must still
+    # give float64's loss.
+    rng = np.random.default_rng(11)
+    vocab, batch = 9, 12
+    spread = 5.0 if energy == "el" else 2.0
+    means = [rng.normal(0.0, 1e-2, (vocab, dim)) for _ in range(2)]
+    variances = [10.0 ** rng.uniform(-spread, spread, (vocab, dim)) for _ in range(2)]
+    word, context, negative = _batch(rng, vocab, batch, 1)
+
+    def energies(c):
+        mw, vw = means[0][word], variances[0][word]
+        mc, vc = means[1][c], variances[1][c]
+        if energy == "el":
+            t = vw + vc
+            return -0.5 * (np.log(t) + (mw - mc) ** 2 / t).sum(-1)
+        return -0.5 * (vc / vw + (mw - mc) ** 2 / vw - 1.0 - np.log(vc / vw)).sum(-1)
+
+    hinge = -energies(context) + energies(negative[:, 0])
+    same = context == negative[:, 0]  # hinge exactly 0
+    assert ((np.abs(hinge) > 1.0) | same).all() and (hinge > 1.0).any()
+    expected = np.mean(np.maximum(hinge, 0.0))
+    tables = [means[0], variances[0], means[1], variances[1]]
+    tables = [t.astype("float32") for t in tables]
+    accumulators = [np.zeros_like(t) for t in tables]
+    loss, _ = _run(tables, accumulators, (word, context, negative), True,
+                   learning_rate=0.0, margin=0.0, epsilon=1e-7, max_norm=0.0,
+                   min_variance=1e-6, max_variance=1e6, energy=energy)
+    assert loss == pytest.approx(expected, rel=1e-5)

@@ -5,7 +5,8 @@
 //
 // It reproduces pipelines.tokenize (whose rules are RE2 regular expressions
 // over Unicode text) for lines made only of ASCII bytes other than NUL
-// (tf.strings.lower ends a string at a NUL); every other line is
+// (tf.strings.lower ends a string at a NUL) and of U+FFFD (see Handled);
+// every other line is
 // reported in `fallback` and gets an empty row, for the caller to tokenize
 // with tf.strings (pipelines.tokenize.token_ids does, and merges the rows).
 // On ASCII text the rules are:
@@ -121,6 +122,28 @@ inline CharClass Classify(char c) {
 
 inline bool IsMark(char c) { return c == '\'' || c == '-'; }
 
+// Whether the line is ASCII without NUL (tf.strings.lower ends a string at
+// a NUL), except for U+FFFD (EF BF BD), the replacement character, which
+// is neither a letter, a digit, whitespace nor a mark: its three bytes are
+// "other" characters to the rules below, as the code point is to RE2, and
+// lowercasing leaves it alone. (It is the commonest non-ASCII character of
+// text that went through a lossy decoding.)
+inline bool Handled(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(p[i]);
+    if (c == 0) return false;
+    if (c >= 0x80) {
+      if (c == 0xEF && i + 2 < n && static_cast<unsigned char>(p[i + 1]) == 0xBF &&
+          static_cast<unsigned char>(p[i + 2]) == 0xBD) {
+        i += 2;
+        continue;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
 // pipelines.tokenize's punctuation rules on ASCII text (see the header).
 void StripPunctuation(std::string* text, std::string* scratch) {
   std::string& a = *text;
@@ -201,8 +224,8 @@ REGISTER_OP("KerasGaussAsciiTokenIds")
     })
     .Doc(R"doc(
 Token ids of ASCII lines under pipelines.tokenize's rules (OOV dropped), as
-flat ids and row splits; lines with other bytes (or NUL) are flagged in
-`fallback` and left empty.
+flat ids and row splits; lines with other bytes (but U+FFFD) or NUL are
+flagged in `fallback` and left empty.
 )doc");
 
 class AsciiTokenIdsOp : public OpKernel {
@@ -238,16 +261,9 @@ class AsciiTokenIdsOp : public OpKernel {
     splits(0) = 0;
     for (int64_t r = 0; r < n; ++r) {
       const tstring& line = text(r);
-      bool ascii = true;  // and no NUL (tf.strings.lower stops at one)
-      for (size_t i = 0; i < line.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(line[i]);
-        if (c >= 0x80 || c == 0) {
-          ascii = false;
-          break;
-        }
-      }
-      fallback(r) = !ascii;
-      if (ascii) {
+      const bool handled = Handled(line.data(), line.size());
+      fallback(r) = !handled;
+      if (handled) {
         buffer.assign(line.data(), line.size());
         if (lowercase_) {
           for (char& c : buffer) {

@@ -43,10 +43,10 @@ from pipelines import Vocabulary  # noqa: E402
 from pipelines import token_ids  # noqa: E402
 
 # Letters, digits, the marks, every kind of whitespace (RE2's \s lacks \v,
-# tf.strings.split has it), punctuation, control characters, and lines that
-# must go through tf.strings (accents, the curly apostrophe, no-break space,
-# invalid UTF-8).
-_ALPHABET = list("aZq09'-'- \t\v\f\r\n.,!\"(/") + ["\x00", "\x1f", "\x7f"]
+# tf.strings.split has it), punctuation, control characters, U+FFFD (the op
+# handles it), and lines that must go through tf.strings (accents, the curly
+# apostrophe, no-break space, invalid UTF-8).
+_ALPHABET = list("aZq09'-'- \t\v\f\r\n.,!\"(/") + ["\x00", "\x1f", "\x7f", "\ufffd"]
 _NON_ASCII = ["é", "’", "\u00a0", "Ö"]
 
 
@@ -64,7 +64,8 @@ def _random_lines(rng, count):
 
 def _vocab_of(lines, drop_every=4, **kwargs):
     words = sorted(set(itertools.chain.from_iterable(tokenize(tf.constant(lines), **kwargs).to_list())))
-    kept = [w.decode("utf-8") for i, w in enumerate(words) if i % drop_every]  # some unknown
+    words = [w.decode("utf-8", "replace") for w in words]
+    kept = sorted({w for i, w in enumerate(words) if i % drop_every})  # some unknown
     return Vocabulary(kept, [1] * len(kept))
 
 
@@ -111,3 +112,14 @@ def test_token_ids_in_tf_data_and_rank_check():
     assert next(iter(ds)).to_list() == [[0, 1], [], [1]]
     with pytest.raises(ValueError, match="vector of lines"):
         token_ids(tf.constant("a b"), vocab)
+
+
+@needs_op
+def test_op_leaves_only_other_non_ascii_lines_to_tf_strings():
+    from keras_gauss.fused import build
+
+    lines = tf.constant(["plain text", "a\ufffdb", "caf\u00e9", "nul\x00x", "bad \xff".encode("latin-1")])
+    words = tf.constant(["plain", "text", "a", "b"])
+    ids, splits, fallback = build.load().keras_gauss_ascii_token_ids(lines, words)
+    assert fallback.numpy().tolist() == [False, False, True, True, True]
+    assert tf.RaggedTensor.from_row_splits(ids, splits).to_list() == [[0, 1], [2, 3], [], [], []]

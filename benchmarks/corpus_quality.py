@@ -1,8 +1,8 @@
 """Quality of corpus-trained Gaussian embeddings beside gensim skip-gram.
 
 Trains our model (`pipelines.train.train_corpus`) and gensim's Word2Vec
-(skip-gram, negative=5) on the same corpus with the same tokenizer and
-vocabulary (`min_count`), then reports:
+(skip-gram, negative=5, the same window) on the same corpus with the same
+tokenizer and vocabulary (`min_count`), then reports:
 
 - Spearman rho on every file of `../shared/data/similarity`: ours by cosine
   between means (m) and between distributions (d), gensim by cosine;
@@ -120,11 +120,11 @@ def tokenized_sentences(corpus, vocab):
     return sentences
 
 
-def train_gensim(sentences, min_count, epochs, seed, workers=2):
+def train_gensim(sentences, min_count, epochs, seed, window=5, workers=2):
     from gensim.models import Word2Vec
 
     start = time.perf_counter()
-    model = Word2Vec(sentences, vector_size=50, window=5, sg=1, negative=5, sample=1e-3,
+    model = Word2Vec(sentences, vector_size=50, window=window, sg=1, negative=5, sample=1e-3,
                      min_count=min_count, epochs=epochs, workers=workers, seed=seed)
     return model, time.perf_counter() - start
 
@@ -168,10 +168,12 @@ def main(argv=None):
     gensim = None
     if not args.no_gensim:
         sentences = tokenized_sentences(args.corpus, vocab)
-        model, seconds = train_gensim(sentences, config.min_count, config.epochs, config.seed)
+        model, seconds = train_gensim(sentences, config.min_count, config.epochs, config.seed,
+                                      window=config.window)
         words = model.wv.index_to_key
         gensim = Embeddings(words, model.wv.vectors, 1.0)
-        print(f"gensim SGNS (negative=5, {config.epochs} epochs): {seconds:.0f} s", flush=True)
+        print(f"gensim SGNS (negative=5, window {config.window}, {config.epochs} epochs): "
+              f"{seconds:.0f} s", flush=True)
 
     sim_files = sorted((DATA / "similarity").glob("*.tsv"))
     print(f"\n{'similarity':<18} {'ours m':>7} {'ours d':>7} {'gensim':>7} {'coverage':>9}"

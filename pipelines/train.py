@@ -282,6 +282,16 @@ def _train_fused(model, config, corpus, vocab, verbose):
     from keras_gauss.fused import skipgram_train
     from pipelines.skipgram import keep_probabilities
 
+    chunks = line_chunks(corpus, vocab, seed=config.seed)
+    if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
+        # Tokenize once: later epochs replay the ids from memory (4 bytes a
+        # token; the chunks' order is reshuffled every epoch).
+        chunks = (line_chunks(corpus, vocab, shuffle_buffer=0).cache()
+                  .shuffle(4096, seed=config.seed, reshuffle_each_iteration=True))
+    # The first epoch's iterator starts reading and tokenizing now, while the
+    # step is set up and traced.
+    first_epoch = iter(chunks)
+
     words, contexts = model.get_layer("words"), model.get_layer("contexts")
     tables = [words.means, words.variances, contexts.means, contexts.variances]
     optimizer = model.optimizer
@@ -307,12 +317,8 @@ def _train_fused(model, config, corpus, vocab, verbose):
             max_variance=(words.max_variance, contexts.max_variance),
             energy=config.energy)
 
-    chunks = line_chunks(corpus, vocab, seed=config.seed)
-    if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
-        # Tokenize once: later epochs replay the ids from memory (4 bytes a
-        # token; the chunks' order is reshuffled every epoch).
-        chunks = (line_chunks(corpus, vocab, shuffle_buffer=0).cache()
-                  .shuffle(4096, seed=config.seed, reshuffle_each_iteration=True))
+    step.get_concrete_function(tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64),
+                               tf.TensorSpec([], tf.int64))  # traced while chunks are read
     total_pairs, losses = 0, []
     for epoch in range(config.epochs):
         if verbose:
@@ -326,7 +332,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
             seconds = max(time.perf_counter() - start, 1e-9)
             return [("loss", loss / max(pairs, 1)), ("Mpairs/s", pairs / seconds / 1e6)]
 
-        for index, (ids, splits) in enumerate(chunks):
+        for index, (ids, splits) in enumerate(first_epoch if epoch == 0 else chunks):
             seed = (config.seed << 40) + (epoch << 24) + index
             chunk_loss, chunk_pairs = step(ids, splits, tf.constant(seed, tf.int64))
             pairs += int(chunk_pairs)

@@ -35,16 +35,19 @@
 // negative is i = ((u >> 32) * V) >> 32 if float((u >> 8) & (2^24 - 1)) *
 // 2^-24 < negative_probs[i], else negative_alias[i]. The triples come in
 // sentence order, centres ascending, contexts ascending; with `shuffle`, the
-// triples of each thread's shard are permuted first (see ShardTriples), as the
-// tf.data pipeline shuffles its pairs.
+// triples of each block of sentences (the whole chunk on one thread) are
+// permuted first (see ShardTriples), as the tf.data pipeline shuffles its
+// pairs.
 //
-// With num_threads > 1 the sentences are split into contiguous shards of
-// about equal numbers of tokens; each thread runs its own minibatches and
-// updates the shared tables without locks (Hogwild, as word2vec and gensim
-// do), so results then vary slightly from run to run. With one thread the
-// result is deterministic and equals the pure TensorFlow implementation.
+// With num_threads > 1 the sentences are split into contiguous blocks of
+// about equal numbers of tokens, 8 per thread, that the threads take in
+// turn; each thread runs its own minibatches and updates the shared tables
+// without locks (Hogwild, as word2vec and gensim do), so results then vary
+// slightly from run to run. With one thread the result is deterministic and
+// equals the pure TensorFlow implementation.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -73,6 +76,8 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 constexpr uint64_t kShuffleSalt = 0xD1B54A32D192ED03ULL;
 // How many triples ahead the rows are prefetched.
 constexpr int64_t kAhead = 4;
+// Blocks of sentences per thread when several threads share a chunk.
+constexpr int64_t kBlocksPerThread = 8;
 
 inline uint64_t Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -95,7 +100,7 @@ struct Skipgram {
   bool shuffle = false;
 };
 
-// Triples (word, context, negatives), in order: those of a shard of sentences.
+// Triples (word, context, negatives), in order: those of a block of sentences.
 struct Triples {
   std::vector<int32_t> word, context, negatives;
   std::vector<int32_t> ids;  // scratch: kept tokens and their positions
@@ -218,12 +223,13 @@ void ReadWindowAttrs(OpKernelConstruction* ctx, Skipgram* sg) {
   OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &sg->shuffle));
 }
 
-// The triples of sentences [begin, end) in training order: sentence order,
-// or with `shuffle` a random permutation of them (sorted by
-// mix(mix(seed ^ kShuffleSalt) + G * (i + 1)) >> 1, ties by i, where i counts
-// the triples from `begin`). `order` receives the permutation.
-void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, Triples* out,
-                  std::vector<int64_t>* order) {
+// The triples of sentences [begin, end), block `block` of the chunk, in
+// training order: sentence order, or with `shuffle` a random permutation of
+// them (sorted by mix(mix(seed ^ kShuffleSalt + G * block) + G * (i + 1)) >>
+// 1, ties by i, where i counts the triples from `begin`). `order` receives
+// the permutation.
+void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, int64_t block,
+                  Triples* out, std::vector<int64_t>* order) {
   out->word.clear();
   out->context.clear();
   out->negatives.clear();
@@ -232,7 +238,7 @@ void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, Triples* out,
   order->resize(n);
   for (int64_t i = 0; i < n; ++i) (*order)[i] = i;
   if (sg.shuffle) {
-    const uint64_t base = Mix(sg.seed ^ kShuffleSalt);
+    const uint64_t base = Mix((sg.seed ^ kShuffleSalt) + kGolden * static_cast<uint64_t>(block));
     std::vector<std::pair<uint64_t, int64_t>> keys(n);
     for (int64_t i = 0; i < n; ++i) {
       keys[i] = {Mix(base + kGolden * static_cast<uint64_t>(i + 1)) >> 1, i};
@@ -285,7 +291,7 @@ class SkipgramTriplesOp : public OpKernel {
                                      "KerasGaussSkipgramTriples", &sg, &sentences));
     Triples triples;
     std::vector<int64_t> order;
-    ShardTriples(sg, 0, sentences, &triples, &order);
+    ShardTriples(sg, 0, sentences, 0, &triples, &order);
     const int64_t count = triples.size();
     const int64_t k = sg.negatives;
     Tensor *words = nullptr, *contexts = nullptr, *negatives = nullptr;
@@ -574,37 +580,43 @@ class SkipgramTrainOp : public OpKernel {
     int64_t n_threads = num_threads_ > 0 ? num_threads_ : worker_threads->num_threads;
     n_threads = std::max<int64_t>(1, std::min<int64_t>(n_threads, sentences));
 
-    // Shards of consecutive sentences with about equal numbers of tokens.
-    std::vector<int64_t> bounds(n_threads + 1, sentences);
+    // Blocks of consecutive sentences with about equal numbers of tokens:
+    // one with one thread; with more, kBlocksPerThread per thread, taken by
+    // the threads in turn as they finish the previous one (so a thread that
+    // drew slower blocks does not keep the others waiting at the end).
+    const int64_t n_blocks = n_threads == 1 ? 1 : n_threads * kBlocksPerThread;
+    std::vector<int64_t> bounds(n_blocks + 1, sentences);
     bounds[0] = 0;
     {
       const int64_t total = sg.splits[sentences];
-      int64_t t = 1;
-      for (int64_t s = 0; s < sentences && t < n_threads; ++s) {
-        if (sg.splits[s] * n_threads >= total * t) bounds[t++] = s;
+      int64_t b = 1;
+      for (int64_t s = 0; s < sentences && b < n_blocks; ++s) {
+        while (b < n_blocks && sg.splits[s] * n_blocks >= total * b) bounds[b++] = s;
       }
-      for (; t < n_threads; ++t) bounds[t] = sentences;
     }
 
     std::vector<double> losses(n_threads, 0.0);
     std::vector<int64_t> pairs(n_threads, 0);
+    std::atomic<int64_t> next_block{0};
     auto run = [&](int64_t t) {
       Worker worker(tables, variables.shared(), variables.d(), variables.dv(), energy_,
                     spherical_, batch_size_, sg.negatives, lr, margin, eps);
       Triples triples;
       std::vector<int64_t> order;
-      ShardTriples(sg, bounds[t], bounds[t + 1], &triples, &order);
-      const int64_t n = triples.size();
-      const int32_t* negs = triples.negatives.data();
-      for (int64_t j = 0; j < n; ++j) {
-        if (j + kAhead < n) {
-          const int64_t a = order[j + kAhead];
-          const int64_t before = order[j + kAhead - 1];
-          worker.Prefetch(triples.word[a], triples.word[before], triples.context[a],
-                          negs + a * sg.negatives);
+      for (int64_t b = next_block++; b < n_blocks; b = next_block++) {
+        ShardTriples(sg, bounds[b], bounds[b + 1], b, &triples, &order);
+        const int64_t n = triples.size();
+        const int32_t* negs = triples.negatives.data();
+        for (int64_t j = 0; j < n; ++j) {
+          if (j + kAhead < n) {
+            const int64_t a = order[j + kAhead];
+            const int64_t before = order[j + kAhead - 1];
+            worker.Prefetch(triples.word[a], triples.word[before], triples.context[a],
+                            negs + a * sg.negatives);
+          }
+          const int64_t o = order[j];
+          worker.Add(triples.word[o], triples.context[o], negs + o * sg.negatives);
         }
-        const int64_t o = order[j];
-        worker.Add(triples.word[o], triples.context[o], negs + o * sg.negatives);
       }
       worker.Flush();
       losses[t] = worker.loss();

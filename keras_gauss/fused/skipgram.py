@@ -11,8 +11,8 @@ Random numbers are counter-based (splitmix64's mixer on the seed, the
 sentence index and token positions; the formulas are in `skipgram.cc`), so
 the pure TensorFlow implementation draws exactly the triples the C++ kernel
 draws. With `num_threads=1` the two give the same tables up to float
-rounding; with more threads the C++ kernel splits the sentences into shards
-trained concurrently without locks (Hogwild, as word2vec and gensim do), so
+rounding; with more threads the C++ kernel splits the sentences into blocks
+(8 per thread, taken in turn) trained concurrently without locks (Hogwild, as word2vec and gensim do), so
 results then vary slightly from run to run. `skipgram_triples` returns the
 triples themselves, in training order.
 

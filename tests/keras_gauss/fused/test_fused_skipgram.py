@@ -211,18 +211,27 @@ def test_threads_train_and_learn():
     splits = np.arange(0, len(tokens) + 1, 30).astype("int64")
     probs, alias = alias_table(np.ones(VOCAB))
     tables, accumulators = _variables(dim=8)
-    losses = []
-    for epoch in range(5):
-        loss, pairs = skipgram_train(tables, accumulators, tokens, splits, epoch, 0.2, probs,
-                                     alias, window=3, num_threads=2, margin=1.0)
-        losses.append(float(loss) / int(pairs))
-    assert losses[-1] < losses[0]
+
+    def epoch(seed, learning_rate):
+        # Two Hogwild threads on 20 rows collide all the time: lost
+        # accumulator updates keep the steps large, and without the norm
+        # bound the means can drift away (the loss then jumps now and then).
+        loss, pairs = skipgram_train(tables, accumulators, tokens, splits, seed, learning_rate,
+                                     probs, alias, window=3, num_threads=2, margin=1.0,
+                                     max_norm=2.0)
+        return float(loss) / int(pairs)
+
+    before = epoch(99, 0.0)  # learning rate 0: the loss of the starting tables
+    for seed in range(5):
+        epoch(seed, 0.2)
+    after = epoch(99, 0.0)
+    assert after < 0.5 * before  # (60 runs: at most 0.33)
     means = tables[0].numpy()
     assert np.isfinite(means).all()
     unit = means / np.linalg.norm(means, axis=1, keepdims=True)
     same = np.mean(unit[:10] @ unit[:10].T)
     other = np.mean(unit[:10] @ unit[10:20].T)
-    assert same > other + 0.2
+    assert same > other + 0.5  # (60 runs: at least 1.5)
 
 
 @pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])

@@ -5,8 +5,8 @@ word2vec's reduced window (gensim's default `shrink_windows=True`, our
 `dynamic_window=True`), one negative, 50-d diagonal, no subsampling; gensim
 with 2 worker threads. Both are timed on training only (vocabulary building
 excluded); our time includes reading and tokenizing the corpus on the fly in
-`tf.data` (`pipelines.token_ids`) and setting up the step, gensim's sentences
-are pre-tokenized lists in memory. The number
+`tf.data` and setting up the step, gensim's sentences are pre-tokenized
+lists in memory. The number
 of (word, context) pairs is the same for both: `pipelines.epoch_size`
 (exact in expectation).
 

@@ -16,7 +16,7 @@ from .skipgram import (
     skipgram_pairs,
 )
 from .sources import Corpus, cache_dir, describe_corpus, load_corpus, text_source, tfds_source, wordnet_source
-from .tokenize import token_ids, tokenize
+from .tokenize import tokenize
 from .empirical import empirical_gaussians
 from .evaluate import Embeddings, entailment, neighbors, similarity, specificity
 from .model import build_corpus_model
@@ -47,7 +47,6 @@ __all__ = [
     "specificity",
     "text_source",
     "tfds_source",
-    "token_ids",
     "tokenize",
     "train_corpus",
     "wordnet_source",

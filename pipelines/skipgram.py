@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from .sources import Corpus, load_corpus
-from .tokenize import token_ids, tokenize
+from .tokenize import tokenize
 from .vocabulary import Tokenizer, Vocabulary
 
 __all__ = [
@@ -140,8 +140,6 @@ def _pairs_per_line(lengths: np.ndarray, window: int, dynamic_window: bool) -> n
 
 
 def _token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
-    if tokenizer is tokenize and lines.shape.rank == 1:
-        return token_ids(lines, vocab)  # the same ids, mostly from C++
     ids = vocab.lookup(tokenizer(lines))
     return tf.ragged.boolean_mask(ids, ids >= 0)
 

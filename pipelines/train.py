@@ -94,9 +94,8 @@ class CorpusConfig:
               `SparseAdagrad`;
             - `"fused-step"`: the same stream into
               `keras_gauss.fused.FusedRankingModel` (one C++ op per step);
-            - `"fused"`: chunks of tokenized lines from `tf.data` (token
-              ids from `pipelines.token_ids`: a C++ op for ASCII lines)
-              into `keras_gauss.fused.skipgram_train`, which draws the windows,
+            - `"fused"`: chunks of tokenized lines from `tf.data` into
+              `keras_gauss.fused.skipgram_train`, which draws the windows,
               subsampling and negatives itself and runs the same minibatch
               ranking steps in C++ on `threads` threads (Hogwild across
               threads, as word2vec; no per-pair tensors at all). About 10x

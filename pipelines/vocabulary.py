@@ -65,12 +65,6 @@ class Vocabulary:
             )
             return tf.lookup.StaticHashTable(init, default_value=-1)
 
-    @functools.cached_property
-    def words_tensor(self) -> tf.Tensor:
-        """The words as a ``tf.string`` vector in id order (created once)."""
-        with tf.init_scope():
-            return tf.constant(self.words, tf.string)
-
     def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
         """Map string tokens (dense or ragged, in or out of a graph) to int32 ids, ``-1`` if unknown."""
         return self.table.lookup(tokens)

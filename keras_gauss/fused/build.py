@@ -1,8 +1,8 @@
 """Compiles and loads the fused C++ op on first use.
 
-The shared library is built from `kernels.cc`, `skipgram.cc` and
-`tokenize.cc` (with `gauss_math.h`) with the C++ compiler (`$CXX`, else
-`g++`) and TensorFlow's own compile and link flags, and cached under
+The shared library is built from `kernels.cc` and `skipgram.cc` (with
+`gauss_math.h`) with the C++ compiler (`$CXX`,
+else `g++`) and TensorFlow's own compile and link flags, and cached under
 `$KERAS_GAUSS_CACHE/ops/<key>/` (default `~/.cache/keras_gauss/ops/<key>/`),
 where the key hashes the source, the TensorFlow version and ABI flags, the
 compiler and its flags, and the CPU. The file is written to a temporary name
@@ -30,9 +30,7 @@ import threading
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = tuple(
-    os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc", "tokenize.cc")
-)
+SOURCES = tuple(os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc"))
 HEADERS = (os.path.join(_HERE, "gauss_math.h"),)
 
 _lock = threading.Lock()

@@ -251,10 +251,10 @@ def test_step_equals_keras_fit_step(energy, covariance, use_fused):
 @pytest.mark.parametrize("energy", ["el", "kl"])
 @pytest.mark.parametrize("dim", [5, 50, 300])
 def test_fused_loss_matches_float64_energies_over_wide_variances(energy, dim):
-    # The op sums logs through mantissa products (one log per 16 values):
-    # variances over 10 (EL) or 4 (KL: the ratio terms grow as fast) orders
-    # of magnitude and 300 dimensions (several product groups) must still
-    # give float64's loss.
+    # The op's energies use its own vectorised log (VecLog) and sums in 16
+    # lanes: variances over 10 (EL) or 4 (KL: the ratio terms grow as fast)
+    # orders of magnitude and 300 dimensions (several lane blocks and a
+    # tail) must still give float64's loss.
     rng = np.random.default_rng(11)
     vocab, batch = 9, 12
     spread = 5.0 if energy == "el" else 2.0

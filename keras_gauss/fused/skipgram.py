@@ -12,9 +12,9 @@ sentence index and token positions; the formulas are in `skipgram.cc`), so
 the pure TensorFlow implementation draws exactly the triples the C++ kernel
 draws. With `num_threads=1` the two give the same tables up to float
 rounding; with more threads the C++ kernel splits the sentences into blocks
-(8 per thread, taken in turn) trained concurrently without locks (Hogwild, as word2vec and gensim do), so
-results then vary slightly from run to run. `skipgram_triples` returns the
-triples themselves, in training order.
+(8 per thread, taken in turn) trained concurrently without locks (Hogwild,
+as word2vec and gensim do), so results then vary slightly from run to run.
+`skipgram_triples` returns the triples themselves, in training order.
 
 The pure TensorFlow path is exact but slow (one `ranking_step` per
 minibatch); it is the fallback when the C++ op cannot be built.

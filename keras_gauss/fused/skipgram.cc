@@ -376,7 +376,10 @@ class Worker {
     tables_[0] = tables[0];
     tables_[1] = tables[shared ? 0 : 1];
     for (int t = 0; t < (shared ? 1 : 2); ++t) slot_[t].assign(tables_[t].rows, -1);
-    const int64_t max_slots = batch * (2 + negatives);
+    // A minibatch touches at most batch * (2 + negatives) rows, and at most
+    // every row of the tables once.
+    const int64_t max_slots = std::min<int64_t>(
+        batch * (2 + negatives), tables_[0].rows + (shared ? 0 : tables_[1].rows));
     gm_.resize(max_slots * d);
     gv_.resize(max_slots * dv);
     rows_.reserve(max_slots);

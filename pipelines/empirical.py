@@ -59,7 +59,9 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
         ids = tf.ragged.boolean_mask(ids, ids >= 0)
         return skipgram_pairs(ids, window)
 
-    @tf.function
+    ids = tf.TensorSpec([None], tf.int32)
+
+    @tf.function(input_signature=[ids, ids])  # one trace for chunks of any size
     def accumulate(word, context):
         unique, index = tf.unique(word)
         vectors = tf.gather(table, context)

@@ -188,3 +188,29 @@ def test_line_chunks_are_ids_and_line_splits(tmp_path):
     assert [c[1].numpy().tolist() for c in chunks] == [[0, 2, 2, 3], [0, 2]]
     assert [c[0].numpy().tolist() for c in chunks] == [[0, 1, 1], [0, 0]]  # zebra dropped
     assert chunks[0][0].dtype.name == "int32" and chunks[0][1].dtype.name == "int64"
+
+
+def test_line_chunks_drop_unknown_words_anywhere(tmp_path):
+    """Unknown words first, inside, last and alone on a line: the same ids
+    and line splits as dropping them from the ragged ids."""
+    import numpy as np
+    import tensorflow as tf
+
+    from pipelines import Vocabulary
+    from pipelines import tokenize
+    from pipelines.skipgram import _token_ids
+    from pipelines.train import line_chunks
+
+    rng = np.random.default_rng(0)
+    words = ["cat", "dog", "yak", "zebra", "emu"]
+    lines = [" ".join(rng.choice(words, rng.integers(0, 7))) for _ in range(40)]
+    lines += ["zebra cat dog", "cat zebra dog", "cat dog zebra", "zebra", "zebra emu", ""]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    vocab = Vocabulary(["cat", "dog", "yak"], [5, 4, 3])
+    chunks = list(line_chunks(corpus, vocab, chunk_lines=7, shuffle_buffer=0))
+    assert len(chunks) == 7
+    for index, (ids, splits) in enumerate(chunks):
+        expected = _token_ids(tf.constant(lines[7 * index:7 * index + 7]), vocab, tokenize)
+        assert ids.numpy().tolist() == expected.flat_values.numpy().tolist()
+        assert splits.numpy().tolist() == expected.row_splits.numpy().tolist()

@@ -36,7 +36,7 @@
 // 2^-24 < negative_probs[i], else negative_alias[i]. The triples come in
 // sentence order, centres ascending, contexts ascending; with `shuffle`, the
 // triples of each block of sentences (the whole chunk on one thread) are
-// permuted first (see ShardTriples), as the tf.data pipeline shuffles its
+// permuted first (see BlockTriples), as the tf.data pipeline shuffles its
 // pairs.
 //
 // With num_threads > 1 the sentences are split into contiguous blocks of
@@ -228,7 +228,7 @@ void ReadWindowAttrs(OpKernelConstruction* ctx, Skipgram* sg) {
 // them (sorted by mix(mix(seed ^ kShuffleSalt + G * block) + G * (i + 1)) >>
 // 1, ties by i, where i counts the triples from `begin`). `order` receives
 // the permutation.
-void ShardTriples(const Skipgram& sg, int64_t begin, int64_t end, int64_t block,
+void BlockTriples(const Skipgram& sg, int64_t begin, int64_t end, int64_t block,
                   Triples* out, std::vector<int64_t>* order) {
   out->word.clear();
   out->context.clear();
@@ -291,7 +291,7 @@ class SkipgramTriplesOp : public OpKernel {
                                      "KerasGaussSkipgramTriples", &sg, &sentences));
     Triples triples;
     std::vector<int64_t> order;
-    ShardTriples(sg, 0, sentences, 0, &triples, &order);
+    BlockTriples(sg, 0, sentences, 0, &triples, &order);
     const int64_t count = triples.size();
     const int64_t k = sg.negatives;
     Tensor *words = nullptr, *contexts = nullptr, *negatives = nullptr;
@@ -607,7 +607,7 @@ class SkipgramTrainOp : public OpKernel {
       Triples triples;
       std::vector<int64_t> order;
       for (int64_t b = next_block++; b < n_blocks; b = next_block++) {
-        ShardTriples(sg, bounds[b], bounds[b + 1], b, &triples, &order);
+        BlockTriples(sg, bounds[b], bounds[b + 1], b, &triples, &order);
         const int64_t n = triples.size();
         const int32_t* negs = triples.negatives.data();
         for (int64_t j = 0; j < n; ++j) {

@@ -41,6 +41,7 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
     """
     import tensorflow as tf
 
+    from pipelines.skipgram import _token_ids
     from pipelines.skipgram import skipgram_pairs
     from pipelines.sources import load_corpus
     from pipelines.tokenize import tokenize
@@ -55,9 +56,7 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
     sum_c2 = tf.Variable(tf.zeros([n, d], tf.float64))
 
     def pairs(lines):
-        ids = vocab.lookup(tokenizer(lines))
-        ids = tf.ragged.boolean_mask(ids, ids >= 0)
-        return skipgram_pairs(ids, window)
+        return skipgram_pairs(_token_ids(lines, vocab, tokenizer), window)
 
     ids = tf.TensorSpec([None], tf.int32)
 

@@ -258,20 +258,15 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
     """
     import tensorflow as tf
 
+    from pipelines.skipgram import _token_ids
     from pipelines.sources import load_corpus
     from pipelines.tokenize import tokenize
 
     tokenizer = tokenizer or tokenize
 
     def ids(lines):
-        # Unknown tokens (id -1) dropped from the flat ids, and the row
-        # splits moved back by the number dropped before them (a third of
-        # the CPU time of `tf.ragged.boolean_mask` here).
-        ragged = vocab.lookup(tokenizer(lines))
-        known = ragged.flat_values >= 0
-        kept_before = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(known, tf.int64))], 0)
-        return (tf.cast(tf.boolean_mask(ragged.flat_values, known), tf.int32),
-                tf.gather(kept_before, ragged.row_splits))
+        ragged = _token_ids(lines, vocab, tokenizer)
+        return tf.cast(ragged.flat_values, tf.int32), ragged.row_splits
 
     lines = load_corpus(corpus)
     if shuffle_buffer:

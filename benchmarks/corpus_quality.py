@@ -299,10 +299,11 @@ def main(argv=None):
             sims[path.stem].append(similarity(ours, path))
         if baroni.exists():
             entails.append(entailment(ours, baroni))
+        latest = {name: sims[name][-1]["spearman_m"] if sims.get(name) else math.nan
+                  for name in ("wordsim353", "simlex999")}
         print(f"ours, seed {seed}: {metrics['train_seconds']:.0f} s, "
               f"{metrics['pairs_per_second']:,.0f} pairs/s; WordSim353 "
-              f"{sims.get('wordsim353', [{}])[-1].get('spearman_m', math.nan):.3f}, SimLex-999 "
-              f"{sims.get('simlex999', [{}])[-1].get('spearman_m', math.nan):.3f}", flush=True)
+              f"{latest['wordsim353']:.3f}, SimLex-999 {latest['simlex999']:.3f}", flush=True)
 
     gensim = None
     if not args.no_gensim:

@@ -274,9 +274,10 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
     # With tf.data's autotuner on, deleting a finished iterator waits for the
     # autotuner's thread: 1.0-1.6 s at the end of every epoch here (half an
     # epoch of training on news2017). So the parallelism is set by hand:
-    # tokenizing takes ~1/5 of the fused op's CPU time per token (0.7 against
-    # ~3 CPU-seconds an epoch of news2017 on 2 cores), so a quarter of the
-    # cores, and at least two calls, keep the op fed.
+    # tokenizing takes ~1/5 of the fused op's CPU time per token (0.5 CPU-s
+    # for its ops, 0.7 for the whole input pipeline, against ~3 for the op,
+    # an epoch of news2017 on 2 cores), so a quarter of the cores, and at
+    # least two calls, keep the op fed.
     options = tf.data.Options()
     options.autotune.enabled = False
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

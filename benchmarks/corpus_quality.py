@@ -1,6 +1,6 @@
 """Quality of corpus-trained Gaussian embeddings beside gensim skip-gram.
 
-Trains our model (`pipelines.train.train_corpus`) and gensim's Word2Vec
+Trains our model (`keras_gauss.pipelines.train.train_corpus`) and gensim's Word2Vec
 (skip-gram, negative=5, the same window) on the same corpus with the same
 tokenizer and vocabulary (`min_count`), then reports:
 
@@ -9,7 +9,7 @@ tokenizer and vocabulary (`min_count`), then reports:
 - Baroni et al. (2012) entailment AP / best F1: ours by KL
   (`-KL(N_word1 || N_word2)`) and by cosine; gensim by cosine; and the
   paper's Section 3 baseline: gensim vectors with empirical diagonal
-  covariances (`pipelines.empirical`, ridge tuned on the test set as in the
+  covariances (`keras_gauss.pipelines.empirical`, ridge tuned on the test set as in the
   paper), by KL and cosine.
 
 Anchors from the literature on this kind of data: gensim SGNS .504
@@ -215,8 +215,8 @@ ANCHORS = {"wordsim353": (".504", ".441"), "simlex999": (".199", ".128")}
 
 def tokenized_sentences(corpus, vocab):
     """The corpus as lists of in-vocabulary tokens (our tokenizer), for gensim."""
-    from pipelines import load_corpus
-    from pipelines import tokenize
+    from keras_gauss.pipelines import load_corpus
+    from keras_gauss.pipelines import tokenize
 
     known = set(vocab.words)
     sentences = []
@@ -251,7 +251,7 @@ def spread(values):
 
 
 def main(argv=None):
-    from pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import CorpusConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=str(CORPUS))
@@ -273,13 +273,13 @@ def main(argv=None):
     if not Path(args.corpus).exists():
         sys.exit(f"corpus not found: {args.corpus}")
 
-    from pipelines import build_vocabulary
-    from pipelines.empirical import context_moments
-    from pipelines.empirical import empirical_variances
-    from pipelines.evaluate import Embeddings
-    from pipelines.evaluate import entailment
-    from pipelines.evaluate import similarity
-    from pipelines.train import train_corpus
+    from keras_gauss.pipelines import build_vocabulary
+    from keras_gauss.pipelines.empirical import context_moments
+    from keras_gauss.pipelines.empirical import empirical_variances
+    from keras_gauss.pipelines.evaluate import Embeddings
+    from keras_gauss.pipelines.evaluate import entailment
+    from keras_gauss.pipelines.evaluate import similarity
+    from keras_gauss.pipelines.train import train_corpus
 
     config = CorpusConfig(**{f.name: getattr(args, f.name)
                              for f in dataclasses.fields(CorpusConfig) if f.name != "seed"})
@@ -336,7 +336,7 @@ def main(argv=None):
             g = entailment(gensim, baroni)
             print(f"{'gensim, cos':<22} {g['cos_ap']:24.3f} {g['cos_f1']:24.3f} "
                   f"{g['n_covered']}/{g['n_pairs']}")
-            from pipelines import Vocabulary
+            from keras_gauss.pipelines import Vocabulary
 
             gvocab = Vocabulary(words, [model.wv.get_vecattr(w, "count") for w in words])
             moments = context_moments(args.corpus, gvocab, model.syn1neg, window=5)

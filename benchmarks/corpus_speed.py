@@ -7,7 +7,7 @@ with 2 worker threads. Both are timed on training only (vocabulary building
 excluded); our time includes reading and tokenizing the corpus on the fly in
 `tf.data` and setting up the step, gensim's sentences are pre-tokenized
 lists in memory. The number
-of (word, context) pairs is the same for both: `pipelines.epoch_size`
+of (word, context) pairs is the same for both: `keras_gauss.pipelines.epoch_size`
 (exact in expectation).
 
 Engines (`CorpusConfig.engine`): `keras` (tf.data pairs into `model.fit`),
@@ -46,7 +46,7 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "corpu
 def pretokenized_chunks(corpus, vocab, chunk_lines=256):
     """The corpus as in-memory `(ids, row_splits)` chunks (gensim's sentences
     are in memory too)."""
-    from pipelines.train import line_chunks
+    from keras_gauss.pipelines.train import line_chunks
 
     return list(line_chunks(corpus, vocab, chunk_lines=chunk_lines, shuffle_buffer=0))
 
@@ -97,10 +97,10 @@ def main(argv=None):
     from corpus_quality import tokenized_sentences
     from gensim.models import Word2Vec
 
-    from pipelines import build_vocabulary
-    from pipelines import epoch_size
-    from pipelines.train import CorpusConfig
-    from pipelines.train import train_corpus
+    from keras_gauss.pipelines import build_vocabulary
+    from keras_gauss.pipelines import epoch_size
+    from keras_gauss.pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import train_corpus
 
     vocab = build_vocabulary(args.corpus, min_count=5)
     size = epoch_size(args.corpus, vocab, window=5, dynamic_window=True, sample=0.0)

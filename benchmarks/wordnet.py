@@ -17,7 +17,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from hierarchy.train import WordNetConfig, train_wordnet  # noqa: E402
+from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

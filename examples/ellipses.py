@@ -55,8 +55,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from keras_gauss.plot import plot_gaussians
-    from pipelines.evaluate import Embeddings
-    from pipelines.evaluate import nearest
+    from keras_gauss.pipelines.evaluate import Embeddings
+    from keras_gauss.pipelines.evaluate import nearest
 
     emb = Embeddings.from_run(args.run)
     try:

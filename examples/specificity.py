@@ -26,8 +26,8 @@ def main(argv=None):
     parser.add_argument("--show", type=int, default=12, help="neighbours shown (default: 12)")
     args = parser.parse_args(argv)
 
-    from pipelines.evaluate import Embeddings
-    from pipelines.evaluate import specificity
+    from keras_gauss.pipelines.evaluate import Embeddings
+    from keras_gauss.pipelines.evaluate import specificity
 
     emb = Embeddings.from_run(args.run)
     present = [w for w in args.words if w.lower() in emb.index]

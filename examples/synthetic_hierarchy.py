@@ -12,7 +12,7 @@ separates them). Same as `keras-gauss demo`.
 
 import argparse
 
-from hierarchy.synthetic import train_synthetic
+from keras_gauss.hierarchy.synthetic import train_synthetic
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hierarchy import build_hierarchy
-from hierarchy.train import WordNetConfig, train_wordnet
+from keras_gauss.hierarchy import build_hierarchy
+from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 from keras_gauss.plot import plot_gaussians
 from keras_gauss.runs import load_run
 

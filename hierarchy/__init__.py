@@ -1,9 +1,9 @@
 """WordNet noun hierarchy data: closure edges, Vendrov et al. split, negatives, ``tf.data``.
 
-``import hierarchy`` does not import TensorFlow; :func:`make_dataset` is loaded on first use.
+``import keras_gauss.hierarchy`` does not import TensorFlow; :func:`make_dataset` is loaded on first use.
 
 Example:
-    >>> from hierarchy import build_hierarchy, split_edges, make_dataset
+    >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset
     >>> h = build_hierarchy()                      # 82,115 synsets, 743,241 edges
     >>> split = split_edges(h, seed=0)             # 4,000 val + 4,000 test held out
     >>> ds = make_dataset(split.train, known=h, batch_size=512, negatives=1)  # doctest: +SKIP

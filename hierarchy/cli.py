@@ -22,7 +22,7 @@ def add_parser(subparsers):
                       help="replace an existing run in --out")
     demo.set_defaults(handler=run_demo)
 
-    from hierarchy.train import WordNetConfig
+    from keras_gauss.hierarchy.train import WordNetConfig
 
     defaults = WordNetConfig()
     train = subparsers.add_parser(
@@ -69,7 +69,7 @@ def run_demo(args):
 
     if args.epochs < 1:
         raise CommandError(f"--epochs must be >= 1, got {args.epochs}.")
-    from hierarchy.synthetic import train_synthetic
+    from keras_gauss.hierarchy.synthetic import train_synthetic
     from keras_gauss.io import OutputExistsError, check_output_dir
 
     try:
@@ -88,8 +88,8 @@ def run_demo(args):
 def run_train_wordnet(args):
     import dataclasses
 
-    from hierarchy.train import WordNetConfig, train_wordnet
-    from hierarchy.wordnet import WordNetUnavailableError
+    from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
+    from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
     from keras_gauss.cli import CommandError
     from keras_gauss.io import OutputExistsError
 

@@ -300,14 +300,14 @@ def build_hierarchy(
             synset the word belongs to and ``(word, a)`` to every ancestor ``a`` of
             those synsets. With ``root``, only words of synsets inside the subtree
             are kept, and only their edges into the subtree.
-        data_dir: Optional NLTK-style data directory (see :func:`~hierarchy.wordnet.load_wordnet`).
+        data_dir: Optional NLTK-style data directory (see :func:`~keras_gauss.hierarchy.wordnet.load_wordnet`).
 
     Returns:
         A :class:`Hierarchy`. Without ``root``/lemmas: 82,115 nodes, 743,241 edges.
 
     Raises:
         ValueError: Unknown ``root`` or a root without descendants ("empty subtree").
-        hierarchy.wordnet.WordNetUnavailableError: WordNet cannot be found.
+        keras_gauss.hierarchy.wordnet.WordNetUnavailableError: WordNet cannot be found.
 
     Example:
         >>> h = build_hierarchy("mammal.n.01")

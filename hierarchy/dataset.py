@@ -28,14 +28,14 @@ def make_dataset(
     """Batches of positive ``(specific, general)`` edges, each with ``k`` negatives.
 
     Every pass over the dataset (one epoch) shuffles the edges and draws fresh
-    negatives with :func:`~hierarchy.negatives.sample_negatives` in one vectorised
+    negatives with :func:`~keras_gauss.hierarchy.negatives.sample_negatives` in one vectorised
     call: one side of the edge is replaced by a random node that is neither an
     ancestor nor a descendant of the kept node (nor the node itself), as in
     Vilnis & McCallum (2015). Pass ``i`` (counting from 0) of the dataset uses the
     random stream ``np.random.default_rng([seed, i])``, so runs are reproducible.
 
     Args:
-        data: A :class:`~hierarchy.closure.Hierarchy` (all its closure edges) or an
+        data: A :class:`~keras_gauss.hierarchy.closure.Hierarchy` (all its closure edges) or an
             ``(n, 2)`` int array of ``(specific, general)`` edges, e.g. ``split.train``.
         known: The true hierarchy used to reject negatives. Defaults to ``data``
             itself; pass the full :class:`Hierarchy` when ``data`` is a training
@@ -56,7 +56,7 @@ def make_dataset(
         ``y`` float32 ``(b, 1 + K)`` equal to ``[1, 0, ..., 0]`` (positive first).
 
     Example:
-        >>> from hierarchy.closure import build_hierarchy
+        >>> from keras_gauss.hierarchy.closure import build_hierarchy
         >>> ds = make_dataset(build_hierarchy("mammal.n.01"), batch_size=32, negatives=2)
         >>> x, y = next(iter(ds))
         >>> x["neg_general"].shape, y[0].numpy().tolist()

@@ -2,7 +2,7 @@
 
 Every function takes the trained node table as two NumPy arrays, ``means`` and
 ``variances``, both ``(num_nodes, d)`` (row ``i`` is node ``i`` of the
-:class:`~hierarchy.closure.Hierarchy`; diagonal covariances, variances > 0),
+:class:`~keras_gauss.hierarchy.closure.Hierarchy`; diagonal covariances, variances > 0),
 and works in float64.
 
 Energy convention (Vilnis & McCallum, 2015)::
@@ -24,7 +24,7 @@ Protocols:
 
 Example:
     >>> import numpy as np
-    >>> from hierarchy import hierarchy_from_parents
+    >>> from keras_gauss.hierarchy import hierarchy_from_parents
     >>> h = hierarchy_from_parents({"dog": ["animal"], "cat": ["animal"]})
     >>> means, variances = np.zeros((3, 2)), np.ones((3, 2))
     >>> variances[h.node_ids["animal"]] = 4.0
@@ -241,7 +241,7 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances) -> di
         ``{"threshold", "val_accuracy", "test_accuracy"}``.
 
     Example:
-        >>> from hierarchy import build_hierarchy, split_edges  # doctest: +SKIP
+        >>> from keras_gauss.hierarchy import build_hierarchy, split_edges  # doctest: +SKIP
         >>> h = build_hierarchy("mammal.n.01"); s = split_edges(h, val_size=0.05, test_size=0.05)  # doctest: +SKIP
         >>> classification(s.val, s.val_neg, s.test, s.test_neg, means, variances)  # doctest: +SKIP
         {'threshold': -3.1, 'val_accuracy': 0.91, 'test_accuracy': 0.9}
@@ -362,7 +362,7 @@ def reconstruction(
     ``max_nodes``.
 
     Args:
-        hierarchy: The :class:`~hierarchy.closure.Hierarchy` (its closure is the truth).
+        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` (its closure is the truth).
         means: ``(num_nodes, d)`` means, row ``i`` = ``hierarchy.nodes[i]``.
         variances: ``(num_nodes, d)`` variances.
         nodes: Optional query nodes (ids or names); default all nodes. Nodes
@@ -377,7 +377,7 @@ def reconstruction(
         (bool) and ``nodes``: the sorted int64 ids of the queries evaluated.
 
     Example:
-        >>> from hierarchy import build_hierarchy  # doctest: +SKIP
+        >>> from keras_gauss.hierarchy import build_hierarchy  # doctest: +SKIP
         >>> h = build_hierarchy("mammal.n.01")  # doctest: +SKIP
         >>> reconstruction(h, means, variances)["map"]  # doctest: +SKIP
         0.87
@@ -581,14 +581,14 @@ def word_pair_scores(
 
     Args:
         pairs: ``(word1, word2)`` pairs (extra items, e.g. a score, are ignored).
-        hierarchy: The :class:`~hierarchy.closure.Hierarchy` the table belongs to.
+        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` the table belongs to.
         means: ``(num_nodes, d)`` means.
         variances: ``(num_nodes, d)`` variances.
         reduce: ``"max"`` or ``"mean"`` over synset pairs.
         mode: ``"auto"``, ``"word"`` or ``"synset"`` (see above).
         lemmas: Optional mapping ``word -> synset names`` replacing WordNet's
             (lowercased, ``_``-joined words); by default it is read once from
-            :func:`~hierarchy.wordnet.read_noun_synsets`.
+            :func:`~keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
 
     Returns:
@@ -596,7 +596,7 @@ def word_pair_scores(
         likely "word1 is-a word2", NaN if not covered) and the boolean coverage mask.
 
     Example:
-        >>> from hierarchy import build_hierarchy  # doctest: +SKIP
+        >>> from keras_gauss.hierarchy import build_hierarchy  # doctest: +SKIP
         >>> h = build_hierarchy()  # doctest: +SKIP
         >>> word_pair_scores([("dog", "animal"), ("dog", "qwzx")], h, means, variances)  # doctest: +SKIP
         PairScores(scores=array([-12.3, nan]), covered=array([ True, False]))
@@ -676,7 +676,7 @@ def hyperlex_spearman(
     a word missing from the hierarchy are left out and reported via ``coverage``.
 
     Args:
-        path: The HyperLex noun file (see :func:`~hierarchy.benchmark_data.read_hyperlex`).
+        path: The HyperLex noun file (see :func:`~keras_gauss.hierarchy.benchmark_data.read_hyperlex`).
         hierarchy: The hierarchy of the table.
         means: ``(num_nodes, d)`` means.
         variances: ``(num_nodes, d)`` variances.
@@ -730,7 +730,7 @@ def baroni2012(
     entailing pairs among them) is the AP of a random ranking.
 
     Args:
-        path: The entailment file (see :func:`~hierarchy.benchmark_data.read_entailment`).
+        path: The entailment file (see :func:`~keras_gauss.hierarchy.benchmark_data.read_entailment`).
         hierarchy: The hierarchy of the table.
         means: ``(num_nodes, d)`` means.
         variances: ``(num_nodes, d)`` variances.

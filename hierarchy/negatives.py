@@ -53,7 +53,7 @@ def sample_negatives(
         ValueError: If an edge has no valid negative on the allowed side(s).
 
     Example:
-        >>> from hierarchy.closure import hierarchy_from_parents
+        >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
         >>> h = hierarchy_from_parents({"b": ["a"], "c": ["a"], "d": ["b"], "e": ["c"]})
         >>> edges = h.ids(["d", "b"]).reshape(1, 2)  # d is-a b
         >>> neg_s, neg_g = sample_negatives(edges, h, 4, rng=0)

@@ -58,7 +58,7 @@ def split_edges(
     self pair; negatives are unique across validation and test.
 
     Args:
-        hierarchy: The :class:`~hierarchy.closure.Hierarchy` to split.
+        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` to split.
         val_size: Number of validation edges, or a fraction (float in (0, 1)) of the
             candidate (non-basic) edges, e.g. ``0.05`` for a small subtree.
         test_size: Same for the test edges.
@@ -71,7 +71,7 @@ def split_edges(
         ValueError: If there are fewer candidate edges than ``val_size + test_size``.
 
     Example:
-        >>> from hierarchy.closure import build_hierarchy
+        >>> from keras_gauss.hierarchy.closure import build_hierarchy
         >>> split = split_edges(build_hierarchy(), seed=0)
         >>> len(split.train), len(split.val), len(split.test)
         (735241, 4000, 4000)

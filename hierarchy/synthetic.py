@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierarchy.closure import hierarchy_from_parents
+from keras_gauss.hierarchy.closure import hierarchy_from_parents
 
 # Two small trees, each node mapped to its parent. Leaves share a parent in
 # groups, as in the paper's figure, so the picture shows nesting and siblings.
@@ -25,7 +25,7 @@ def synthetic_hierarchy():
     """The two trees (`animal` and `artifact`) as a `Hierarchy`.
 
     Returns:
-        A `hierarchy.closure.Hierarchy` with 20 nodes and the transitive
+        A `keras_gauss.hierarchy.closure.Hierarchy` with 20 nodes and the transitive
         closure of the parent links.
 
     Example:
@@ -74,8 +74,8 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
     """
     import keras
 
-    from hierarchy.dataset import make_dataset
-    from hierarchy.model import build_kl_model
+    from keras_gauss.hierarchy.dataset import make_dataset
+    from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss import ops as gauss_ops
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.optimizers import SparseAdagrad

@@ -111,13 +111,13 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     """
     import keras
 
-    from hierarchy import build_hierarchy
-    from hierarchy import evaluate
-    from hierarchy import make_dataset
-    from hierarchy import split_edges
-    from hierarchy.benchmark_data import read_entailment
-    from hierarchy.benchmark_data import read_hyperlex
-    from hierarchy.model import build_kl_model
+    from keras_gauss.hierarchy import build_hierarchy
+    from keras_gauss.hierarchy import evaluate
+    from keras_gauss.hierarchy import make_dataset
+    from keras_gauss.hierarchy import split_edges
+    from keras_gauss.hierarchy.benchmark_data import read_entailment
+    from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+    from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
     from keras_gauss.losses import MaxMarginRanking

@@ -18,39 +18,64 @@ if os.path.basename(sys.argv[0]) == "keras-gauss":
     # and element-wise ops. Library users keep TensorFlow's default.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-try:
-    import tensorflow  # noqa: F401
-except ImportError as error:  # pragma: no cover - depends on the install
-    raise ImportError(
-        "keras-gauss needs TensorFlow. Install it with the extra that fits "
-        "your machine: `pip install keras-gauss[cpu]` (CPU-only wheel) or "
-        "`pip install keras-gauss[gpu]`."
-    ) from error
-
-from keras_gauss import ops
-from keras_gauss.callbacks import ProjectConstraints
-from keras_gauss.constraints import NormClip
-from keras_gauss.constraints import RowConstraint
-from keras_gauss.constraints import VarianceClip
-from keras_gauss.layers import ELEnergy
-from keras_gauss.layers import GaussianEmbedding
-from keras_gauss.layers import KLEnergy
-from keras_gauss.losses import MaxMarginRanking
-from keras_gauss.losses import ThresholdedDivergence
-from keras_gauss.optimizers import SparseAdagrad
+# The public names load on first use (PEP 562), so `import keras_gauss`, its
+# subpackages `keras_gauss.hierarchy` and `keras_gauss.pipelines`, and the
+# `keras-gauss` command start without importing TensorFlow or Keras.
+_EXPORTS = {
+    "ELEnergy": "keras_gauss.layers",
+    "GaussianEmbedding": "keras_gauss.layers",
+    "KLEnergy": "keras_gauss.layers",
+    "MaxMarginRanking": "keras_gauss.losses",
+    "NormClip": "keras_gauss.constraints",
+    "ProjectConstraints": "keras_gauss.callbacks",
+    "RowConstraint": "keras_gauss.constraints",
+    "SparseAdagrad": "keras_gauss.optimizers",
+    "ThresholdedDivergence": "keras_gauss.losses",
+    "VarianceClip": "keras_gauss.constraints",
+}
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ELEnergy",
-    "GaussianEmbedding",
-    "KLEnergy",
-    "MaxMarginRanking",
-    "NormClip",
-    "ProjectConstraints",
-    "RowConstraint",
-    "SparseAdagrad",
-    "ThresholdedDivergence",
-    "VarianceClip",
-    "ops",
-]
+__all__ = sorted([*_EXPORTS, "ops"])
+
+
+def require_backend():
+    """Imports Keras's backend, or raises one clear `ImportError` naming the extra to install."""
+    try:
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "keras-gauss needs TensorFlow. Install it with the extra that fits "
+            "your machine: `pip install keras-gauss[cpu]` (CPU-only wheel) or "
+            "`pip install keras-gauss[gpu]`."
+        ) from error
+
+
+def register_serializables():
+    """Imports every serializable class so `keras.saving.load_model` finds it by name."""
+    require_backend()
+    import keras_gauss.callbacks  # noqa: F401
+    import keras_gauss.constraints  # noqa: F401
+    import keras_gauss.layers  # noqa: F401
+    import keras_gauss.losses  # noqa: F401
+    import keras_gauss.optimizers  # noqa: F401
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _EXPORTS:
+        require_backend()
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name == "ops":
+        require_backend()
+        value = importlib.import_module("keras_gauss.ops")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

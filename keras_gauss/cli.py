@@ -12,8 +12,8 @@ import sys
 
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
-    "hierarchy.cli",
-    "pipelines.cli",
+    "keras_gauss.hierarchy.cli",
+    "keras_gauss.pipelines.cli",
     "keras_gauss.export.cli",
 ]
 

@@ -116,7 +116,9 @@ def load_run(run_dir):
     """
     import keras
 
-    import keras_gauss  # noqa: F401  (registers the serializable classes)
+    from keras_gauss import register_serializables
+
+    register_serializables()
 
     run_dir = Path(run_dir)
     if not (run_dir / RUN_FILE).is_file() or not (run_dir / "model.keras").is_file():

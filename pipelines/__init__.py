@@ -1,27 +1,38 @@
 """Corpus data pipeline: text -> tokens -> vocabulary -> skip-gram examples for ``model.fit``.
 
 Example:
-    >>> from pipelines import build_vocabulary, make_skipgram_dataset
+    >>> from keras_gauss.pipelines import build_vocabulary, make_skipgram_dataset
     >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
     >>> ds = make_skipgram_dataset("news.txt.gz", vocab, window=5, negatives=1, seed=0)  # doctest: +SKIP
     >>> model.fit(ds, epochs=5)  # doctest: +SKIP
 """
 
-from .skipgram import (
-    EpochSize,
-    epoch_size,
-    keep_probabilities,
-    make_skipgram_dataset,
-    negative_table,
-    skipgram_pairs,
-)
-from .sources import Corpus, cache_dir, describe_corpus, load_corpus, text_source, tfds_source, wordnet_source
-from .tokenize import tokenize
-from .empirical import empirical_gaussians
-from .evaluate import Embeddings, entailment, neighbors, similarity, specificity
-from .model import build_corpus_model
-from .train import CorpusConfig, train_corpus
-from .vocabulary import Tokenizer, Vocabulary, build_vocabulary
+import importlib
+
+# Each public name loads its module on first use (PEP 562): importing the
+# package, or one light module of it, does not import TensorFlow.
+_EXPORTS = {
+    "EpochSize": "skipgram", "epoch_size": "skipgram", "keep_probabilities": "skipgram",
+    "make_skipgram_dataset": "skipgram", "negative_table": "skipgram", "skipgram_pairs": "skipgram",
+    "Corpus": "sources", "cache_dir": "sources", "describe_corpus": "sources", "load_corpus": "sources",
+    "text_source": "sources", "tfds_source": "sources", "wordnet_source": "sources",
+    "tokenize": "tokens",
+    "empirical_gaussians": "empirical",
+    "Embeddings": "evaluate", "entailment": "evaluate", "neighbors": "evaluate",
+    "similarity": "evaluate", "specificity": "evaluate",
+    "build_corpus_model": "model",
+    "CorpusConfig": "train", "train_corpus": "train",
+    "Tokenizer": "vocabulary", "Vocabulary": "vocabulary", "build_vocabulary": "vocabulary",
+}
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Corpus",

@@ -4,7 +4,7 @@ import os
 
 
 def add_parser(subparsers):
-    from pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
     train = subparsers.add_parser(
@@ -98,8 +98,8 @@ def run_train_corpus(args):
 
     from keras_gauss.cli import CommandError
     from keras_gauss.io import OutputExistsError
-    from pipelines.train import CorpusConfig
-    from pipelines.train import train_corpus
+    from keras_gauss.pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import train_corpus
 
     fields = {f.name for f in dataclasses.fields(CorpusConfig)}
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
@@ -125,7 +125,7 @@ def run_train_corpus(args):
 def _load(run_dir):
     from keras_gauss.cli import CommandError
     from keras_gauss.runs import load_run
-    from pipelines.evaluate import Embeddings
+    from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
         return Embeddings.from_run(load_run(run_dir))
@@ -135,8 +135,8 @@ def _load(run_dir):
 
 def run_evaluate(args):
     from keras_gauss.cli import CommandError
-    from pipelines.evaluate import evaluate
-    from pipelines.evaluate import format_table
+    from keras_gauss.pipelines.evaluate import evaluate
+    from keras_gauss.pipelines.evaluate import format_table
 
     if not args.similarity and not args.entailment:
         raise CommandError("give at least one --similarity or --entailment file.")
@@ -178,7 +178,7 @@ def _write_eval(run_dir, results):
 
 def run_neighbors(args):
     from keras_gauss.cli import CommandError
-    from pipelines.evaluate import neighbors
+    from keras_gauss.pipelines.evaluate import neighbors
 
     if args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")

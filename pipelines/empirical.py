@@ -15,7 +15,7 @@ each chunk's distinct words, so
 
     Sigma_w,kk = (S2_k - 2 w_k S1_k) / n + w_k^2 + delta.
 
-The result is an `pipelines.evaluate.Embeddings` (the pretrained means with
+The result is an `keras_gauss.pipelines.evaluate.Embeddings` (the pretrained means with
 these variances) that every evaluation function accepts.
 """
 
@@ -27,24 +27,24 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
     """Per-word sums of context vectors and of their squares over a corpus.
 
     Args:
-        corpus: corpus specification (`pipelines.load_corpus`).
+        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
         vocab: the `pipelines.Vocabulary` of the tables' rows.
         context_vectors: `(len(vocab), d)` context table.
         window: largest distance between a word and a context (fixed window,
             no subsampling).
         chunk_lines: lines processed together.
         tokenizer: the tokenizer of the vocabulary (default
-            `pipelines.tokenize`).
+            `keras_gauss.pipelines.tokenize`).
 
     Returns:
         `(counts (n,), sum_c (n, d), sum_c2 (n, d))` float64 numpy arrays.
     """
     import tensorflow as tf
 
-    from pipelines.skipgram import _token_ids
-    from pipelines.skipgram import skipgram_pairs
-    from pipelines.sources import load_corpus
-    from pipelines.tokenize import tokenize
+    from keras_gauss.pipelines.skipgram import _token_ids
+    from keras_gauss.pipelines.skipgram import skipgram_pairs
+    from keras_gauss.pipelines.sources import load_corpus
+    from keras_gauss.pipelines.tokens import tokenize
 
     tokenizer = tokenizer or tokenize
     table = tf.constant(np.asarray(context_vectors, dtype=np.float64))
@@ -116,7 +116,7 @@ def empirical_gaussians(corpus, vocab, word_vectors, context_vectors=None, windo
     """Gaussian embeddings from pretrained vectors and empirical covariances.
 
     Args:
-        corpus: corpus specification (`pipelines.load_corpus`).
+        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
         vocab: `pipelines.Vocabulary` of the tables' rows.
         word_vectors: `(len(vocab), d)` word table: the means.
         context_vectors: `(len(vocab), d)` context table (default: the word
@@ -126,7 +126,7 @@ def empirical_gaussians(corpus, vocab, word_vectors, context_vectors=None, windo
         covariance: `"diagonal"` or `"spherical"`.
 
     Returns:
-        A `pipelines.evaluate.Embeddings` with the word vectors as means.
+        A `keras_gauss.pipelines.evaluate.Embeddings` with the word vectors as means.
 
     Example:
 
@@ -136,7 +136,7 @@ def empirical_gaussians(corpus, vocab, word_vectors, context_vectors=None, windo
     >>> emb = empirical_gaussians("news.txt.gz", vocab, w2v.wv.vectors, w2v.syn1neg)
     >>> entailment(emb, "baroni2012.tsv")["kl_ap"]
     """
-    from pipelines.evaluate import Embeddings
+    from keras_gauss.pipelines.evaluate import Embeddings
 
     contexts = word_vectors if context_vectors is None else context_vectors
     counts, sum_c, sum_c2 = context_moments(corpus, vocab, contexts, window=window)

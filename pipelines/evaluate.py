@@ -4,7 +4,7 @@ Every function takes an `Embeddings` (words with means and variances): build
 one from a run directory (`Embeddings.from_run`, or pass the directory / a
 loaded `keras_gauss.runs.Run` straight to any function), from raw arrays
 (`Embeddings(words, means, variances)`), or from
-`pipelines.empirical.empirical_gaussians`.
+`keras_gauss.pipelines.empirical.empirical_gaussians`.
 
 Measures, as in the paper (Section 6):
 
@@ -234,12 +234,12 @@ def entailment(source, path):
     A pair `word1 TAB word2 TAB True` means word1 entails word2 (word1 is a
     kind of word2). The KL score is `-KL(N_word1 || N_word2)`, high when the
     specific word1 lies inside the general word2; the cosine score is the
-    cosine between means. AP and best F1 (`hierarchy.evaluate`) are taken
+    cosine between means. AP and best F1 (`keras_gauss.hierarchy.evaluate`) are taken
     over the covered pairs.
 
     Args:
         source: an `Embeddings`, a `Run` or a run directory.
-        path: the entailment file (see `hierarchy.benchmark_data.read_entailment`).
+        path: the entailment file (see `keras_gauss.hierarchy.benchmark_data.read_entailment`).
 
     Returns:
         `{"kl_ap", "kl_f1", "cos_ap", "cos_f1", "positive_rate", "coverage",
@@ -250,9 +250,9 @@ def entailment(source, path):
     >>> entailment("runs/news", "../shared/data/entailment/baroni2012.tsv")
     {'kl_ap': 0.7, 'kl_f1': 0.7, 'cos_ap': 0.65, ...}
     """
-    from hierarchy.benchmark_data import read_entailment
-    from hierarchy.evaluate import average_precision
-    from hierarchy.evaluate import best_f1
+    from keras_gauss.hierarchy.benchmark_data import read_entailment
+    from keras_gauss.hierarchy.evaluate import average_precision
+    from keras_gauss.hierarchy.evaluate import best_f1
 
     emb = as_embeddings(source)
     rows = read_entailment(path)

@@ -81,7 +81,7 @@ def build_corpus_model(
         (B, k)}` int32 ids and returning float32 energies `(B, 1 + k)`,
         the positive context first: what `MaxMarginRanking` with labels
         `[1, 0, ..., 0]` expects (the labels of
-        `pipelines.make_skipgram_dataset`).
+        `keras_gauss.pipelines.make_skipgram_dataset`).
 
     Raises:
         ValueError: bad `energy`, `negatives` or table arguments.

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from .sources import Corpus, load_corpus
-from .tokenize import tokenize
+from .tokens import tokenize
 from .vocabulary import Tokenizer, Vocabulary
 
 __all__ = [
@@ -238,7 +238,7 @@ def make_skipgram_dataset(
     lines are randomly permuted before batching.
 
     Args:
-        corpus: Corpus specification (see :func:`pipelines.load_corpus`) or dataset of lines.
+        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`) or dataset of lines.
         vocab: Vocabulary; out-of-vocabulary tokens are dropped before windowing.
         window: Maximal distance between a word and its context.
         dynamic_window: Per centre token, use a window drawn from ``1..window``.

@@ -196,7 +196,7 @@ def wordnet_source() -> tf.data.Dataset:
     """Stream the built-in corpus: glosses and example sentences of WordNet, all POS.
 
     The lines are extracted once from the reader of
-    :func:`hierarchy.wordnet.load_wordnet` and cached, written atomically, as
+    :func:`keras_gauss.hierarchy.wordnet.load_wordnet` and cached, written atomically, as
     ``<cache_dir()>/wordnet-<version>-glosses.txt`` (one definition or example per line).
 
     Returns:
@@ -206,7 +206,7 @@ def wordnet_source() -> tf.data.Dataset:
         >>> next(iter(wordnet_source())).numpy()  # doctest: +SKIP
         b'able to exercise or perform (a skill or ability)'
     """
-    from hierarchy.wordnet import load_wordnet
+    from keras_gauss.hierarchy.wordnet import load_wordnet
 
     reader = load_wordnet()
     path = cache_dir() / f"wordnet-{reader.get_version()}-glosses.txt"

@@ -100,7 +100,7 @@ class CorpusConfig:
         seed: random seed of the data stream and the initialisation.
         engine: how the steps run (the model and its run files are the same):
             - `"keras"`: the `tf.data` skip-gram stream
-              (`pipelines.make_skipgram_dataset`) into `model.fit` of the
+              (`keras_gauss.pipelines.make_skipgram_dataset`) into `model.fit` of the
               functional Keras model with `MaxMarginRanking` and
               `SparseAdagrad`;
             - `"fused-step"`: the same stream into
@@ -194,11 +194,11 @@ def _throughput_callback(counter, batch_size, per_batch=True):
 
 
 def make_dataset(config, corpus, vocab, counter=None):
-    """The skip-gram stream of `config` (see `pipelines.make_skipgram_dataset`).
+    """The skip-gram stream of `config` (see `keras_gauss.pipelines.make_skipgram_dataset`).
 
     Args:
         config: a `CorpusConfig`.
-        corpus: corpus specification (`pipelines.load_corpus`).
+        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
         vocab: the `pipelines.Vocabulary`.
         counter: optional int64 `tf.Variable`; every batch adds its number of
             pairs to it (as the batch is produced).
@@ -208,7 +208,7 @@ def make_dataset(config, corpus, vocab, counter=None):
     """
     import tensorflow as tf
 
-    from pipelines.skipgram import make_skipgram_dataset
+    from keras_gauss.pipelines.skipgram import make_skipgram_dataset
 
     dataset = make_skipgram_dataset(
         corpus, vocab, window=config.window, dynamic_window=config.dynamic_window,
@@ -239,12 +239,12 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
     off, see the code).
 
     Args:
-        corpus: corpus specification (`pipelines.load_corpus`).
+        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
         vocab: the `pipelines.Vocabulary`.
         chunk_lines: lines per chunk.
         shuffle_buffer: lines in the shuffle buffer (0: corpus order).
         seed: seed of the shuffle.
-        tokenizer: the vocabulary's tokenizer (default `pipelines.tokenize`).
+        tokenizer: the vocabulary's tokenizer (default `keras_gauss.pipelines.tokenize`).
 
     Returns:
         A `tf.data.Dataset` of `(ids, row_splits)`.
@@ -258,9 +258,9 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
     """
     import tensorflow as tf
 
-    from pipelines.skipgram import _token_ids
-    from pipelines.sources import load_corpus
-    from pipelines.tokenize import tokenize
+    from keras_gauss.pipelines.skipgram import _token_ids
+    from keras_gauss.pipelines.sources import load_corpus
+    from keras_gauss.pipelines.tokens import tokenize
 
     tokenizer = tokenizer or tokenize
 
@@ -304,7 +304,7 @@ def _train_fused(model, config, corpus, vocab, verbose):
 
     from keras_gauss.fused import alias_table
     from keras_gauss.fused import skipgram_train
-    from pipelines.skipgram import keep_probabilities
+    from keras_gauss.pipelines.skipgram import keep_probabilities
 
     chunks = line_chunks(corpus, vocab, seed=config.seed)
     if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
@@ -392,10 +392,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     """Trains Gaussian word embeddings on a corpus and writes the run to `out_dir`.
 
     Builds the vocabulary (`min_count`, `max_size`) and
-    `pipelines.model.build_corpus_model`, trains it with the config's engine
+    `keras_gauss.pipelines.model.build_corpus_model`, trains it with the config's engine
     (`"fused"`: tokenized line chunks, `line_chunks`, into
     `keras_gauss.fused.skipgram_train`; `"keras"`/`"fused-step"`: the
-    skip-gram pairs of `pipelines.make_skipgram_dataset` into `fit` with
+    skip-gram pairs of `keras_gauss.pipelines.make_skipgram_dataset` into `fit` with
     `MaxMarginRanking` and `SparseAdagrad`), and writes, atomically (the
     directory appears only when everything is written):
 
@@ -448,8 +448,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.optimizers import SparseAdagrad
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
-    from pipelines.model import build_corpus_model
-    from pipelines.vocabulary import build_vocabulary
+    from keras_gauss.pipelines.model import build_corpus_model
+    from keras_gauss.pipelines.vocabulary import build_vocabulary
 
     config.validate()
     check_output_dir(out_dir, overwrite)

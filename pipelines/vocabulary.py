@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from .sources import Corpus, describe_corpus, load_corpus
-from .tokenize import tokenize
+from .tokens import tokenize
 
 __all__ = ["Tokenizer", "Vocabulary", "build_vocabulary"]
 
@@ -110,7 +110,7 @@ def build_vocabulary(
     and merged in Python, so memory grows with the number of distinct words only.
 
     Args:
-        corpus: Corpus specification (see :func:`pipelines.load_corpus`); default WordNet glosses.
+        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`); default WordNet glosses.
         min_count: Drop words seen fewer times.
         max_size: Keep at most this many words (the most frequent); ``None`` for no limit.
         tokenizer: Tokenizer, the same one the training pipeline will use.

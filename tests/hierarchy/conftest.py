@@ -2,7 +2,7 @@
 
 import pytest
 
-from hierarchy import build_hierarchy
+from keras_gauss.hierarchy import build_hierarchy
 
 
 @pytest.fixture(scope="session")

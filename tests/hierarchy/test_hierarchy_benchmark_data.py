@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from hierarchy.benchmark_data import read_entailment, read_hyperlex
+from keras_gauss.hierarchy.benchmark_data import read_entailment, read_hyperlex
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 HYPERLEX = DATA / "hyperlex" / "hyperlex-nouns.txt"

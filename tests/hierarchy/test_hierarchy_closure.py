@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hierarchy import EdgeIndex, build_hierarchy, hierarchy_from_parents
+from keras_gauss.hierarchy import EdgeIndex, build_hierarchy, hierarchy_from_parents
 
 
 def named(h, edges):

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from hierarchy import hierarchy_from_parents, sample_negatives
-from hierarchy.dataset import make_dataset
+from keras_gauss.hierarchy import hierarchy_from_parents, sample_negatives
+from keras_gauss.hierarchy.dataset import make_dataset
 
 
 def replaced(edges, neg_s, neg_g):
@@ -72,7 +72,7 @@ def epoch(ds):
 
 
 def test_dataset_epoch_covers_edges_once_with_valid_negatives(full):
-    from hierarchy import split_edges
+    from keras_gauss.hierarchy import split_edges
 
     train = split_edges(full, seed=0).train
     ds = make_dataset(train, known=full, batch_size=4096, negatives=2, seed=0)

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hierarchy import evaluate, hierarchy_from_parents
-from hierarchy.evaluate import (
+from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
+from keras_gauss.hierarchy.evaluate import (
     average_precision,
     baroni2012,
     best_f1,

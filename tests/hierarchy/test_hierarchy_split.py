@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hierarchy import split_edges
+from keras_gauss.hierarchy import split_edges
 
 
 def keys(h, edges):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from hierarchy.train import WordNetConfig, train_wordnet
+from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 

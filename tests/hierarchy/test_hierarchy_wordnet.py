@@ -4,7 +4,7 @@ import stat
 import nltk
 import pytest
 
-from hierarchy import wordnet as W
+from keras_gauss.hierarchy import wordnet as W
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from pipelines import Vocabulary
-from pipelines.empirical import context_moments
-from pipelines.empirical import empirical_gaussians
-from pipelines.empirical import empirical_variances
+from keras_gauss.pipelines import Vocabulary
+from keras_gauss.pipelines.empirical import context_moments
+from keras_gauss.pipelines.empirical import empirical_gaussians
+from keras_gauss.pipelines.empirical import empirical_variances
 
 
 LINES = ["a b c d a", "b b c", "d a c b a e", "e"]

@@ -5,14 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from pipelines.evaluate import Embeddings
-from pipelines.evaluate import entailment
-from pipelines.evaluate import evaluate
-from pipelines.evaluate import format_table
-from pipelines.evaluate import neighbors
-from pipelines.evaluate import read_similarity
-from pipelines.evaluate import similarity
-from pipelines.evaluate import specificity
+from keras_gauss.pipelines.evaluate import Embeddings
+from keras_gauss.pipelines.evaluate import entailment
+from keras_gauss.pipelines.evaluate import evaluate
+from keras_gauss.pipelines.evaluate import format_table
+from keras_gauss.pipelines.evaluate import neighbors
+from keras_gauss.pipelines.evaluate import read_similarity
+from keras_gauss.pipelines.evaluate import similarity
+from keras_gauss.pipelines.evaluate import specificity
 
 
 def _angles(words, angles, variances=None):
@@ -109,7 +109,7 @@ def test_embeddings_from_run_directory(tmp_path):
     import json
 
     from keras_gauss.runs import write_run_info
-    from pipelines.model import build_corpus_model
+    from keras_gauss.pipelines.model import build_corpus_model
 
     model = build_corpus_model(3, dim=4)
     model.save(tmp_path / "model.keras")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_gauss import ops as gauss_ops
-from pipelines.model import build_corpus_model
+from keras_gauss.pipelines.model import build_corpus_model
 
 
 def _inputs(batch=4, k=3, vocab=20, seed=0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines import (
+from keras_gauss.pipelines import (
     Vocabulary,
     build_vocabulary,
     epoch_size,

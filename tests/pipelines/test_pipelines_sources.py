@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-import pipelines.sources
-from pipelines import load_corpus, text_source, tfds_source
+import keras_gauss.pipelines.sources
+from keras_gauss.pipelines import load_corpus, text_source, tfds_source
 
 
 def read(ds):
@@ -86,9 +86,9 @@ def test_tfds_errors(tmp_path):
 
 
 def test_wordnet_default_corpus(tmp_path, monkeypatch):
-    from hierarchy.wordnet import load_wordnet
+    from keras_gauss.hierarchy.wordnet import load_wordnet
 
-    monkeypatch.setattr(pipelines.sources, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(keras_gauss.pipelines.sources, "cache_dir", lambda: tmp_path)
     lines = read(load_corpus())
     (cached,) = tmp_path.glob("wordnet-*-glosses.txt")
     assert len(lines) == 165_998  # 117,659 definitions + 48,339 examples of WordNet 3.0

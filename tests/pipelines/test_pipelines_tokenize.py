@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from pipelines import tokenize
+from keras_gauss.pipelines import tokenize
 
 
 def tokens(text, **kwargs):

@@ -7,8 +7,8 @@ import pytest
 
 from keras_gauss.io import OutputExistsError
 from keras_gauss.runs import load_run
-from pipelines.train import CorpusConfig
-from pipelines.train import train_corpus
+from keras_gauss.pipelines.train import CorpusConfig
+from keras_gauss.pipelines.train import train_corpus
 
 TOPICS = (["cat", "dog", "horse", "cow", "sheep", "goat"],
           ["hammer", "saw", "drill", "wrench", "nail", "screw"])
@@ -178,8 +178,8 @@ def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):
 
 
 def test_line_chunks_are_ids_and_line_splits(tmp_path):
-    from pipelines import Vocabulary
-    from pipelines.train import line_chunks
+    from keras_gauss.pipelines import Vocabulary
+    from keras_gauss.pipelines.train import line_chunks
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("cat dog zebra\n\ndog\ncat cat\n", encoding="utf-8")
@@ -196,9 +196,9 @@ def test_line_chunks_drop_unknown_words_anywhere(tmp_path):
     import numpy as np
     import tensorflow as tf
 
-    from pipelines import Vocabulary
-    from pipelines import tokenize
-    from pipelines.train import line_chunks
+    from keras_gauss.pipelines import Vocabulary
+    from keras_gauss.pipelines import tokenize
+    from keras_gauss.pipelines.train import line_chunks
 
     rng = np.random.default_rng(0)
     words = ["cat", "dog", "yak", "zebra", "emu"]

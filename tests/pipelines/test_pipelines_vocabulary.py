@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines import Vocabulary, build_vocabulary, tokenize
+from keras_gauss.pipelines import Vocabulary, build_vocabulary, tokenize
 
 LINES = ["the cat sat on the mat", "The dog sat", "a cat, the dog!"]  # the:4 cat:2 sat:2 dog:2 on/mat/a:1
 

@@ -17,7 +17,7 @@ COUNTS = [40, 3, 2, 9, 5]
 @pytest.fixture(scope="module")
 def wordnet_run(tmp_path_factory):
     """A real (one epoch) WordNet run of the mammal subtree."""
-    from hierarchy.train import WordNetConfig, train_wordnet
+    from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 
     path = tmp_path_factory.mktemp("wordnet") / "run"
     train_wordnet(WordNetConfig(root="mammal.n.01", dim=10, epochs=1, val_size=0,

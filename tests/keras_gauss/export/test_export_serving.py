@@ -80,7 +80,7 @@ print("RESULTS" + json.dumps(results, default=lambda b: b.decode("utf-8")))
 
 
 def _save_wordnet_run(path):
-    from hierarchy.model import build_kl_model
+    from keras_gauss.hierarchy.model import build_kl_model
 
     path.mkdir()
     model = build_kl_model(len(NODES), dim=3)

@@ -1,6 +1,6 @@
 """WordNet noun hierarchy data: closure edges, Vendrov et al. split, negatives, ``tf.data``.
 
-``import keras_gauss.hierarchy`` does not import TensorFlow; :func:`make_dataset` is loaded on first use.
+``import keras_gauss.hierarchy`` imports neither TensorFlow nor NLTK; each name loads on first use.
 
 Example:
     >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset
@@ -9,10 +9,20 @@ Example:
     >>> ds = make_dataset(split.train, known=h, batch_size=512, negatives=1)  # doctest: +SKIP
 """
 
-from .closure import EdgeIndex, Hierarchy, build_hierarchy, hierarchy_from_parents
-from .negatives import sample_negatives
-from .split import EdgeSplit, split_edges
-from .wordnet import WordNetUnavailableError, load_wordnet, read_noun_synsets
+import importlib
+
+# Each public name loads its module on first use (PEP 562): importing the
+# package (e.g. for the `keras-gauss` command's parser) imports neither NLTK
+# nor TensorFlow.
+_EXPORTS = {
+    "EdgeIndex": "closure", "Hierarchy": "closure", "build_hierarchy": "closure",
+    "hierarchy_from_parents": "closure",
+    "make_dataset": "dataset",
+    "sample_negatives": "negatives",
+    "EdgeSplit": "split", "split_edges": "split",
+    "WordNetUnavailableError": "wordnet", "load_wordnet": "wordnet",
+    "read_noun_synsets": "wordnet",
+}
 
 __all__ = [
     "EdgeIndex",
@@ -30,8 +40,8 @@ __all__ = [
 
 
 def __getattr__(name):
-    if name == "make_dataset":
-        from .dataset import make_dataset
-
-        return make_dataset
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

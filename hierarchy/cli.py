@@ -12,7 +12,7 @@ def add_parser(subparsers):
             "Embed two small synthetic trees (animal, artifact) as 2-d "
             "diagonal Gaussians with KL divergence and a shared table, as in "
             "the paper's Figure 3. Writes model.keras, nodes.tsv, "
-            "metrics.json and synthetic_hierarchy.png to --out."
+            "metrics.json, run.json and synthetic_hierarchy.png to --out."
         ),
     )
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
@@ -77,7 +77,8 @@ def run_demo(args):
     except OutputExistsError as error:
         raise CommandError(f"--out {error}") from None
 
-    metrics = train_synthetic(out, epochs=args.epochs, seed=args.seed)
+    metrics = train_synthetic(out, epochs=args.epochs, seed=args.seed,
+                              verbose=0 if args.quiet else 1)
     print(
         f"edge accuracy {metrics['edge_accuracy']:.3f} "
         f"(true edges scored above their reversal), "
@@ -101,7 +102,8 @@ def run_train_wordnet(args):
             raise CommandError(f"--{name} {path}: no such file.")
     try:
         metrics = train_wordnet(config, args.out, hyperlex=args.hyperlex,
-                                entailment=args.entailment, overwrite=args.overwrite)
+                                entailment=args.entailment, overwrite=args.overwrite,
+                                verbose=0 if args.quiet else 1)
     except OutputExistsError as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, WordNetUnavailableError) as error:

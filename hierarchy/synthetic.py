@@ -57,7 +57,7 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
     A shared table, KL energy, the max-margin ranking loss and negatives
     that are neither ancestors nor descendants (the paper's Section 5.3),
     trained with `SparseAdagrad`. Writes `model.keras`, `nodes.tsv`,
-    `metrics.json` and the figure `synthetic_hierarchy.png` to `out_dir`.
+    `metrics.json`, `run.json` (a run `keras_gauss.runs.load_run` reads) and the figure `synthetic_hierarchy.png` to `out_dir`.
 
     Args:
         out_dir: output directory (created).
@@ -65,7 +65,8 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
         steps_per_epoch: minibatch steps per epoch (8 edges a step; fresh
             negatives every pass over the edges).
         seed: random seed.
-        verbose: Keras verbosity (0 silent, 1 progress bar).
+        verbose: 0 silent; 1 a progress bar on a terminal, else one line
+            per epoch (`keras_gauss.callbacks.ProgressLogger`); 2 lines.
 
     Returns:
         The metrics dict: `final_loss`, `edge_accuracy` (the fraction of
@@ -95,8 +96,11 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
     )
     model.compile(optimizer=SparseAdagrad(0.5), loss=ThresholdedDivergence(threshold=0.0, margin=5.0))
     start = time.perf_counter()
-    history = model.fit(dataset.repeat(), epochs=epochs,
-                        steps_per_epoch=steps_per_epoch, verbose=verbose, shuffle=False)
+    from keras_gauss.callbacks import ProgressLogger
+
+    progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=8)
+    history = model.fit(dataset.repeat(), epochs=epochs, steps_per_epoch=steps_per_epoch,
+                        verbose=0, shuffle=False, callbacks=[progress])
     seconds = time.perf_counter() - start
 
     table = model.get_layer("nodes")
@@ -119,4 +123,9 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
         "seed": seed,
     }
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    # run.json makes the demo a run that `export` and `neighbors` accept.
+    from keras_gauss.runs import write_run_info
+
+    write_run_info(out_dir, kind="wordnet", energy="kl", table="nodes",
+                   vocabulary="nodes.tsv", source="synthetic")
     return metrics

@@ -65,7 +65,9 @@ def add_parser(subparsers):
             "(word1 TAB word2 TAB score) by cosine between means (m) and "
             "between distributions (d), and average precision / best F1 on "
             "entailment files (word1 TAB word2 TAB True|False) by KL and "
-            "cosine. Pairs with unknown words are skipped (see coverage). "
+            "cosine. Pairs with unknown words are skipped (see coverage); a "
+            "file with no known pair is an error. On a WordNet run a word "
+            "stands for its synsets and a pair scores its best synset pair. "
             "Prints a table and writes DIR/eval.json."
         ),
     )
@@ -105,7 +107,8 @@ def run_train_corpus(args):
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
     try:
         config.validate()
-        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite)
+        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
+                               verbose=0 if args.quiet else 1)
     except OutputExistsError as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
@@ -122,15 +125,20 @@ def run_train_corpus(args):
     print(f"run written to {args.out}")
 
 
-def _load(run_dir):
+def _load(run_dir, verbose=False):
+    from keras_gauss.callbacks import Phase
     from keras_gauss.cli import CommandError
+
+    loading = Phase(f"loading {run_dir}", verbose)
     from keras_gauss.runs import load_run
     from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
-        return Embeddings.from_run(load_run(run_dir))
+        emb = Embeddings.from_run(load_run(run_dir))
     except FileNotFoundError as error:
         raise CommandError(str(error)) from None
+    loading.done()
+    return emb
 
 
 def run_evaluate(args):
@@ -144,20 +152,27 @@ def run_evaluate(args):
         for path in getattr(args, flag):
             if not os.path.isfile(path):
                 raise CommandError(f"--{flag} {path}: no such file.")
-    emb = _load(args.run)
+    emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)
     except (ValueError, UnicodeDecodeError) as error:
         raise CommandError(str(error)) from None
+    for kind in ("similarity", "entailment"):
+        for name, result in results[kind].items():
+            if not result["n_covered"]:
+                raise CommandError(
+                    f"--{kind} {name}: none of its {result['n_pairs']} pairs has both "
+                    f"words in the vocabulary of {args.run}; nothing to score.")
     print(format_table(results))
     _write_eval(args.run, results)
 
 
 def _write_eval(run_dir, results):
-    """Writes `eval.json` atomically (a temporary file renamed into place)."""
+    """Writes `eval.json` atomically, with the mode of the other run files."""
     import json
     import math
-    import tempfile
+
+    from keras_gauss.io import atomic_file
 
     def clean(value):
         if isinstance(value, dict):
@@ -166,14 +181,8 @@ def _write_eval(run_dir, results):
             return None
         return value
 
-    fd, tmp = tempfile.mkstemp(prefix=".eval.json.", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(clean(results), indent=2) + "\n")
-        os.replace(tmp, os.path.join(run_dir, "eval.json"))
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_file(os.path.join(run_dir, "eval.json"), overwrite=True) as f:
+        f.write(json.dumps(clean(results), indent=2) + "\n")
 
 
 def run_neighbors(args):

@@ -59,7 +59,7 @@ def add_parser(subparsers):
 
     evaluate = subparsers.add_parser(
         "evaluate",
-        help="score a corpus run on word similarity and entailment files",
+        help="score a run on word similarity and entailment files",
         description=(
             "Score a run directory: Spearman rho on word similarity files "
             "(word1 TAB word2 TAB score) by cosine between means (m) and "

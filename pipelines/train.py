@@ -490,6 +490,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         if callbacks:
             raise ValueError("engine='fused' does not run Keras callbacks; use "
                              "engine='keras' or 'fused-step'.")
+        Phase("setting up the fused step", verbose)  # ends when training starts
         pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress)
     else:
         counter = tf.Variable(0, dtype=tf.int64, trainable=False)

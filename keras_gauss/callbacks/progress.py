@@ -4,6 +4,8 @@ import time
 
 import keras
 
+from keras_gauss.callbacks.progress_phase import Phase
+
 MODES = ("auto", "bar", "lines", "off")
 
 
@@ -69,6 +71,8 @@ class ProgressLogger(keras.callbacks.Callback):
     # -- the Keras callback API --------------------------------------------
 
     def on_train_begin(self, logs=None):
+        # A step announced by `Phase` (a set-up before the loop) ends here.
+        Phase.end_open()
         out = self._out()
         if self.mode == "auto":
             self._mode = "bar" if _isatty(out) else "lines"

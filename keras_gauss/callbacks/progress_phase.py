@@ -50,6 +50,12 @@ class Phase:
         return self.seconds
 
     @classmethod
+    def end_open(cls):
+        """Ends an unfinished phase line with its duration (its step is over)."""
+        if cls._open is not None:
+            cls._open.done()
+
+    @classmethod
     def break_line(cls):
         """Ends an unfinished phase line (before an error or other output)."""
         if cls._open is not None:

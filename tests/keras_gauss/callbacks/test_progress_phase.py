@@ -31,3 +31,14 @@ def test_silent_and_broken_lines():
     Phase.break_line()
     Phase.break_line()
     assert out.getvalue() == "evaluating...\nloading...\n"
+
+
+def test_training_ends_an_open_set_up_phase():
+    from keras_gauss.callbacks import ProgressLogger
+
+    out = io.StringIO()
+    Phase("setting up the fused step", stream=out)
+    logger = ProgressLogger(mode="lines", stream=out)
+    logger.set_params({"epochs": 1, "steps": 1})
+    logger.on_train_begin()
+    assert re.fullmatch(r"setting up the fused step\.\.\. \d+\.\d s\n", out.getvalue())

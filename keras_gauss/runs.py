@@ -154,7 +154,7 @@ class Run:
             A list of vocabulary entries (empty when none fits).
         """
         key = word.strip().lower().replace(" ", "_")
-        found = [w for w in self.words if w.split(".", 1)[0].lower() == key and w != word]
+        found = [w for w in self.words if _lemma(w) == key and w != word]
         if not found and key in self.index and key != word:
             found = [key]
         return found[:limit]
@@ -302,6 +302,14 @@ class Run:
                     "(trained without validation edges); pass threshold=.")
         values = self.energy(a, b)
         return bool(values >= threshold) if np.ndim(values) == 0 else values >= threshold
+
+
+def _lemma(name):
+    """The lemma of a synset name (`st._bernard.n.01` -> `st._bernard`), else the name."""
+    parts = name.rsplit(".", 2)
+    if len(parts) == 3 and len(parts[1]) == 1 and parts[2].isdigit():
+        return parts[0].lower()
+    return name.lower()
 
 
 def _listing(words, limit=8):

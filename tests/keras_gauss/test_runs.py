@@ -22,6 +22,7 @@ from keras_gauss.runs import UnknownWordError, pair_energy, write_run_info
 
 NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "dog.n.03", "cat.n.01",
          "vehicle.n.01", "car.n.01", "a_synset_with_a_long_name.n.01"]
+# "st._dog.n.01" would be the lemma "st._dog", not "st"
 MEANS = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.4, 0.1, 0.0], [-1.5, 1.0, 0.4],
          [-0.6, 0.5, 0.0], [1.8, -0.4, 0.2], [1.75, -0.3, 0.3], [0.1, 0.0, 0.0]]
 VARS = [[4.0, 4.0, 3.5], [2.0, 1.5, 2.0], [0.2, 0.3, 0.25], [0.3, 0.3, 0.3],
@@ -175,6 +176,8 @@ def test_unknown_words_and_lemma_suggestions(hierarchy_run):
         run.neighbors("dog")
     assert info.value.suggestions == ["dog.n.01", "dog.n.03"]
     assert "dog.n.01" in str(info.value)
+    assert run.suggest("a synset with a long name") == ["a_synset_with_a_long_name.n.01"]
+    assert run.suggest("a") == [] and run.suggest("unicorn") == []
     with pytest.raises(KeyError, match="unicorn"):
         run.energy("unicorn.n.01", "animal.n.01")
 

@@ -55,27 +55,26 @@ def ellipse_inside(inner_mean, inner_var, outer_mean, outer_var, radius=1.0, poi
     return bool(np.all(np.square(scaled).sum(axis=1) <= 1.0 + 1e-9))
 
 
-def _place_labels(ax, texts, steps=60):
-    """Nudges overlapping labels apart vertically, smaller ellipses' labels moving."""
-    figure = ax.figure
-    renderer = figure.canvas.get_renderer()
-    for _ in range(steps):
-        boxes = [t.get_window_extent(renderer).expanded(1.05, 1.15) for t in texts]
-        moved = False
-        for i in range(len(texts)):
-            for j in range(i):
-                if boxes[i].overlaps(boxes[j]):
-                    # move the later (narrower) label away from the other one
-                    x, y = texts[i].get_position()
-                    _, y_other = texts[j].get_position()
-                    height = ax.transData.inverted().transform((0, boxes[i].height))[1] \
-                        - ax.transData.inverted().transform((0, 0))[1]
-                    direction = 1.0 if y >= y_other else -1.0
-                    texts[i].set_position((x, y + direction * 0.35 * height))
-                    boxes[i] = texts[i].get_window_extent(renderer).expanded(1.05, 1.15)
-                    moved = True
-        if not moved:
-            break
+def _place_labels(ax, texts, tries=24):
+    """Moves labels so that none overprints another: each in turn (broad
+    Gaussians' first) takes the nearest free vertical offset from its spot."""
+    renderer = ax.figure.canvas.get_renderer()
+    to_data = ax.transData.inverted()
+    placed = []
+    for text in texts:
+        x, y = text.get_position()
+        box = text.get_window_extent(renderer)
+        step = to_data.transform((0, box.height * 1.1))[1] - to_data.transform((0, 0))[1]
+        for k in range(tries):
+            shift = (k + 1) // 2 * (1 if k % 2 else -1) * step
+            text.set_position((x, y + shift))
+            box = text.get_window_extent(renderer).expanded(1.05, 1.0)
+            if not any(box.overlaps(other) for other in placed):
+                break
+        else:
+            text.set_position((x, y))
+            box = text.get_window_extent(renderer)
+        placed.append(box)
 
 
 def plot_gaussians(means, variances, labels, ax=None, num_std=1.0, colors=None,

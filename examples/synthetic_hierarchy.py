@@ -20,6 +20,6 @@ if __name__ == "__main__":
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    metrics = train_synthetic(args.out, epochs=args.epochs, seed=args.seed)
+    metrics = train_synthetic(args.out, epochs=args.epochs, seed=args.seed, overwrite=True)
     print(f"edge accuracy {metrics['edge_accuracy']:.3f}; "
           f"figure: {args.out}/synthetic_hierarchy.png")

@@ -2,7 +2,6 @@
 
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -51,13 +50,15 @@ def _tree_colors(hierarchy):
     return colors
 
 
-def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
+def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1,
+                    overwrite=False):
     """Embeds the synthetic trees as 2-d diagonal Gaussians with KL.
 
     A shared table, KL energy, the max-margin ranking loss and negatives
     that are neither ancestors nor descendants (the paper's Section 5.3),
     trained with `SparseAdagrad`. Writes `model.keras`, `nodes.tsv`,
-    `metrics.json` and the figure `synthetic_hierarchy.png` to `out_dir`.
+    `run.json`, `metrics.json` and the figure `synthetic_hierarchy.png` to
+    `out_dir` (atomically, see `keras_gauss.io.atomic_directory`).
 
     Args:
         out_dir: output directory (created).
@@ -66,6 +67,7 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
             negatives every pass over the edges).
         seed: random seed.
         verbose: Keras verbosity (0 silent, 1 progress bar).
+        overwrite: replace an earlier run in `out_dir`.
 
     Returns:
         The metrics dict: `final_loss`, `edge_accuracy` (the fraction of
@@ -81,8 +83,10 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
     from keras_gauss.optimizers import SparseAdagrad
     from keras_gauss.plot import plot_gaussians
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from keras_gauss.io import atomic_directory, check_output_dir
+    from keras_gauss.runs import write_run_info
+
+    out_dir = check_output_dir(out_dir, overwrite)
     keras.utils.set_random_seed(seed)
     hierarchy = synthetic_hierarchy()
     negatives = 4
@@ -108,9 +112,6 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
 
     ax = plot_gaussians(means, variances, hierarchy.nodes, colors=_tree_colors(hierarchy),
                         title="Two hierarchies embedded with KL (2-d, diagonal)")
-    ax.figure.savefig(out_dir / "synthetic_hierarchy.png", dpi=120, bbox_inches="tight")
-    model.save(out_dir / "model.keras")
-    (out_dir / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
     metrics = {
         "final_loss": float(history.history["loss"][-1]),
         "edge_accuracy": accuracy,
@@ -118,5 +119,11 @@ def train_synthetic(out_dir, epochs=20, steps_per_epoch=200, seed=0, verbose=1):
         "epochs": epochs,
         "seed": seed,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    with atomic_directory(out_dir, overwrite) as tmp:
+        ax.figure.savefig(tmp / "synthetic_hierarchy.png", dpi=120, bbox_inches="tight")
+        model.save(tmp / "model.keras")
+        (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="synthetic", energy="kl", table="nodes",
+                       vocabulary="nodes.tsv")
     return metrics

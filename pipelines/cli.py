@@ -97,7 +97,7 @@ def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.cli import CommandError
-    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
@@ -106,7 +106,7 @@ def run_train_corpus(args):
     try:
         config.validate()
         metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite)
-    except OutputExistsError as error:
+    except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
         raise CommandError(f"--corpus {args.corpus or 'wordnet'}: {error}"

@@ -97,6 +97,7 @@ def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.cli import CommandError
+    from keras_gauss.checks import TrainingDivergedError
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
@@ -108,6 +109,8 @@ def run_train_corpus(args):
         metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite)
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
+    except TrainingDivergedError as error:
+        raise CommandError(str(error)) from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
         raise CommandError(f"--corpus {args.corpus or 'wordnet'}: {error}"
                            if not str(error).startswith("--") else str(error)) from None
@@ -124,12 +127,12 @@ def run_train_corpus(args):
 
 def _load(run_dir):
     from keras_gauss.cli import CommandError
-    from keras_gauss.runs import load_run
+    from keras_gauss.runs import DamagedRunError, load_run
     from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
         return Embeddings.from_run(load_run(run_dir))
-    except FileNotFoundError as error:
+    except (FileNotFoundError, DamagedRunError) as error:
         raise CommandError(str(error)) from None
 
 

@@ -157,10 +157,11 @@ def run_evaluate(args):
 
 
 def _write_eval(run_dir, results):
-    """Writes `eval.json` atomically (a temporary file renamed into place)."""
+    """Writes `eval.json` atomically (`keras_gauss.io.atomic_file`)."""
     import json
     import math
-    import tempfile
+
+    from keras_gauss.io import atomic_file
 
     def clean(value):
         if isinstance(value, dict):
@@ -169,14 +170,8 @@ def _write_eval(run_dir, results):
             return None
         return value
 
-    fd, tmp = tempfile.mkstemp(prefix=".eval.json.", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(clean(results), indent=2) + "\n")
-        os.replace(tmp, os.path.join(run_dir, "eval.json"))
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_file(os.path.join(run_dir, "eval.json"), overwrite=True) as f:
+        f.write(json.dumps(clean(results), indent=2) + "\n")
 
 
 def run_neighbors(args):

@@ -21,7 +21,6 @@ import codecs
 import gzip
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Iterable, Union
@@ -280,15 +279,10 @@ def wordnet_source() -> tf.data.Dataset:
     reader = load_wordnet()
     path = cache_dir() / f"wordnet-{reader.get_version()}-glosses.txt"
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".wordnet-glosses-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.writelines(line + "\n" for line in _gloss_lines(reader) if line)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        from keras_gauss.io import atomic_file  # a killed writer leaves nothing for long
+
+        with atomic_file(path, overwrite=True) as f:
+            f.writelines(line + "\n" for line in _gloss_lines(reader) if line)
     return tf.data.TextLineDataset(str(path))
 
 

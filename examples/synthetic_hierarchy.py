@@ -23,7 +23,7 @@ if __name__ == "__main__":
     parser.add_argument("--figure", default=None, help="also copy the figure here")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    metrics = train_synthetic(args.out, epochs=args.epochs, seed=args.seed)
+    metrics = train_synthetic(args.out, epochs=args.epochs, seed=args.seed, overwrite=True)
     if args.figure:
         shutil.copyfile(f"{args.out}/synthetic_hierarchy.png", args.figure)
     print(f"edge accuracy {metrics['edge_accuracy']:.3f}; children inside their parents: "

@@ -71,15 +71,15 @@ def run_demo(args):
     if args.epochs < 1:
         raise CommandError(f"--epochs must be >= 1, got {args.epochs}.")
     from keras_gauss.hierarchy.synthetic import train_synthetic
-    from keras_gauss.io import OutputExistsError, check_output_dir
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError, check_output_dir
 
     try:
         out = check_output_dir(args.out, args.overwrite)
-    except OutputExistsError as error:
+    except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
 
     metrics = train_synthetic(out, epochs=args.epochs, seed=args.seed,
-                              verbose=0 if args.quiet else 1)
+                              verbose=0 if args.quiet else 1, overwrite=args.overwrite)
     print(
         f"edge accuracy {metrics['edge_accuracy']:.3f} "
         f"(true edges scored above their reversal), "
@@ -94,7 +94,7 @@ def run_train_wordnet(args):
     from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
     from keras_gauss.cli import CommandError
-    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
@@ -106,7 +106,7 @@ def run_train_wordnet(args):
         metrics = train_wordnet(config, args.out, hyperlex=args.hyperlex,
                                 entailment=args.entailment, overwrite=args.overwrite,
                                 verbose=0 if args.quiet else 1)
-    except OutputExistsError as error:
+    except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None

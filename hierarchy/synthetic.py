@@ -2,7 +2,6 @@
 
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -78,7 +77,8 @@ PLOT_MASS = 0.9
 """Probability mass inside each drawn ellipse of the demo figure."""
 
 
-def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
+def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
+                    overwrite=False):
     """Embeds the synthetic trees as 2-d spherical Gaussians with KL.
 
     A shared table, KL energy and density order embeddings' thresholded
@@ -92,7 +92,8 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
     `model.keras`, `nodes.tsv`, `run.json` (kind `"hierarchy"`, so
     `load_run`, `neighbors` and `export` take the directory),
     `metrics.json` and the figure `synthetic_hierarchy.png` (ellipses
-    holding `PLOT_MASS` of each Gaussian) to `out_dir`.
+    holding `PLOT_MASS` of each Gaussian) to `out_dir`, atomically
+    (`keras_gauss.io.atomic_directory`).
 
     Args:
         out_dir: output directory (created).
@@ -102,6 +103,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
         seed: random seed.
         verbose: 0 silent; 1 a progress bar on a terminal, else one line
             per epoch (`keras_gauss.callbacks.ProgressLogger`); 2 lines.
+        overwrite: replace an earlier run in `out_dir`.
 
     Returns:
         The metrics dict: `final_loss`, `edge_accuracy` (the fraction of
@@ -123,8 +125,9 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
     from keras_gauss.plot import plot_gaussians
     from keras_gauss.runs import write_run_info
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from keras_gauss.io import atomic_directory, check_output_dir
+
+    out_dir = check_output_dir(out_dir, overwrite)
     keras.utils.set_random_seed(seed)
     hierarchy = synthetic_hierarchy()
     negatives = 5
@@ -164,12 +167,6 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
                         mass=PLOT_MASS, label_position="top",
                         title="Two hierarchies embedded with KL (2-d, spherical)\n"
                               f"ellipses hold {PLOT_MASS:.0%} of each Gaussian")
-    ax.figure.savefig(out_dir / "synthetic_hierarchy.png", dpi=100, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(ax.figure)
-    model.save(out_dir / "model.keras")
-    (out_dir / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
     metrics = {
         "final_loss": float(history.history["loss"][-1]),
         "edge_accuracy": accuracy,
@@ -184,7 +181,14 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1):
         "epochs": epochs,
         "seed": seed,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    write_run_info(out_dir, kind="hierarchy", energy="kl", table="nodes",
-                   vocabulary="nodes.tsv")
+    import matplotlib.pyplot as plt
+
+    with atomic_directory(out_dir, overwrite) as tmp:
+        ax.figure.savefig(tmp / "synthetic_hierarchy.png", dpi=100, bbox_inches="tight")
+        model.save(tmp / "model.keras")
+        (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="hierarchy", energy="kl", table="nodes",
+                       vocabulary="nodes.tsv")
+    plt.close(ax.figure)
     return metrics

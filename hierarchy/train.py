@@ -73,6 +73,8 @@ class WordNetConfig:
             raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
         if self.val_size < 0 or self.test_size < 0 or self.threshold < 0:
             raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
+        if self.seed < 0:
+            raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
 
@@ -122,11 +124,14 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
     from keras_gauss.hierarchy.model import build_kl_model
+    from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import check_table_memory
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
 
@@ -147,6 +152,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         train_edges = split.train
     else:
         split, train_edges = None, hierarchy.edges
+    check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
+    check_output_dir(out_dir, overwrite,
+                     need_bytes=16 * hierarchy.num_nodes * config.dim + (1 << 20))
     k = config.negatives + int(config.reversed_negatives)
     dataset = make_dataset(train_edges, known=hierarchy, batch_size=config.batch_size,
                            negatives=config.negatives,
@@ -170,8 +178,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
                                            epoch_size=len(train_edges))
     history = model.fit(dataset, epochs=config.epochs, verbose=0, shuffle=False,
-                        callbacks=[progress])
+                        callbacks=[progress, FiniteLoss()])
     train_seconds = time.perf_counter() - start
+    check_model_finite(model)
 
     table = model.get_layer("nodes")
     means = table.means.numpy()

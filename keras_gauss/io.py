@@ -1,39 +1,206 @@
-"""Writing run and export directories so that none is ever left half-written."""
+"""Writing run and export directories so that none is ever left half-written.
+
+Every output (a run, an export version, a projector directory, a word2vec
+file) is written into a hidden sibling `.NAME.tmp-*` and renamed onto
+`NAME` when complete. Replacing an existing `NAME` (`overwrite=True`) is
+allowed only when it holds an output of ours (`run.json`, an export's
+`assets.extra/keras_gauss_export.json`, a projector's
+`projector_config.pbtxt`) or nothing; the old one is renamed to
+`.NAME.old-*` and deleted after the new one is in place. The replace runs
+under an exclusive lock on the parent directory (`flock`), and every start
+first repairs what a killed writer left: an old run whose replacement never
+arrived is put back, and temporary directories or files whose writer is
+dead (each writer holds a lock on its own) are deleted.
+"""
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+# Files that mark a directory as an output of ours (any one of them).
+MARKERS = ("run.json", "assets.extra/keras_gauss_export.json", "projector_config.pbtxt")
+# Free space asked for before training when the caller has no estimate.
+MIN_FREE_BYTES = 1 << 20
+
 
 class OutputExistsError(FileExistsError):
-    """The output directory already holds files and `overwrite` was not set."""
+    """The output path holds something that may not be replaced."""
 
 
-def check_output_dir(path, overwrite=False):
-    """Refuses an output path that holds something, unless `overwrite`.
+class OutputNotWritableError(OSError):
+    """The output cannot be created there (permissions, read-only, space)."""
+
+
+def _absolute(path):
+    return Path(os.path.abspath(os.fspath(path)))
+
+
+def _is_ours(path):
+    return any((path / marker).is_file() for marker in MARKERS)
+
+
+def _describe(path):
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{len(names)} entr{'y' if len(names) == 1 else 'ies'}: {shown}"
+
+
+def _check_replaceable(path, overwrite):
+    if path.exists() and not path.is_dir():
+        raise OutputExistsError(f"{path} exists and is not a directory.")
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    if not _is_ours(path):
+        raise OutputExistsError(
+            f"{path} is not a keras-gauss run or export (no run.json), so it is "
+            f"never replaced, not even with --overwrite; it holds {_describe(path)}. "
+            "Choose another directory, or empty this one yourself.")
+    if not overwrite:
+        raise OutputExistsError(
+            f"{path} already holds a run; pass --overwrite to replace it.")
+
+
+def check_writable(path, need_bytes=MIN_FREE_BYTES):
+    """Raises `OutputNotWritableError` unless a file can be created where `path` will go.
+
+    Probes the nearest existing ancestor of `path` (a temporary file is
+    created and removed) and compares its free space with `need_bytes`.
+    """
+    path = _absolute(path)
+    ancestor = path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputNotWritableError(f"{path}: {ancestor} is not a directory.")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".keras-gauss-probe-", dir=ancestor)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise OutputNotWritableError(
+            f"{path}: cannot write in {ancestor} ({error.strerror or error})") from None
+    free = shutil.disk_usage(ancestor).free
+    if free < need_bytes:
+        raise OutputNotWritableError(
+            f"{path}: {ancestor} has {free / 2**20:.1f} MiB free, about "
+            f"{need_bytes / 2**20:.1f} MiB needed")
+
+
+def check_output_dir(path, overwrite=False, need_bytes=MIN_FREE_BYTES):
+    """Checks, before any work, that an output directory may be written.
 
     Args:
         path: the output directory.
-        overwrite: allow replacing an existing, non-empty directory.
+        overwrite: allow replacing an existing run or export of ours.
+        need_bytes: free space asked for (a rough estimate).
+
+    First repairs what killed writers left at `path` (`recover`).
 
     Returns:
-        The path as a `Path`.
+        The absolute path as a `Path`.
 
     Raises:
-        OutputExistsError: `path` is a non-empty directory and `overwrite` is
-            False, or `path` is a file.
+        OutputExistsError: `path` is a file, holds something that is not a
+            run or export of ours (never replaced), holds one and
+            `overwrite` is False, or is the working directory or above it.
+        OutputNotWritableError: its parent cannot be written or lacks the
+            space.
     """
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise OutputExistsError(f"{path} exists and is not a directory.")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
+    path = _absolute(path)
+    if path.parent == path:
+        raise OutputExistsError(f"{path} is the root directory.")
+    cwd = Path(os.getcwd())
+    if path.exists() and (cwd == path or path in cwd.parents):
         raise OutputExistsError(
-            f"{path} already holds files (another run?); pass --overwrite to "
-            "replace them."
-        )
+            f"{path} is the working directory (or holds it); give a new "
+            "sub-directory, e.g. --out runs/NAME.")
+    if path.parent.is_dir():
+        with _parent_lock(path.parent), contextlib.suppress(OSError):
+            recover(path)  # (an unwritable parent is reported below)
+    _check_replaceable(path, overwrite)
+    check_writable(path, need_bytes)
     return path
+
+
+@contextlib.contextmanager
+def _parent_lock(parent):
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _owner_dead(leftover):
+    """True when no live writer holds the lock of a temporary path."""
+    try:
+        fd = os.open(leftover, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _mtime(path):
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:  # being deleted by the writer that made it
+        return 0.0
+
+
+def recover(path):
+    """Repairs what writers killed while writing `path` left behind.
+
+    Call with the parent directory locked. An old output moved aside by a
+    replace that never finished is put back; other `.NAME.old-*` and
+    `.NAME.tmp-*` leftovers whose writer is dead are deleted.
+    """
+    parent, name = path.parent, path.name
+    if not parent.is_dir():
+        return
+    olds = sorted(parent.glob(f".{name}.old-*"), key=_mtime)
+    if olds and not os.path.lexists(path):
+        last = olds.pop()
+        inner = last / name
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(inner, path)  # the old run, moved aside, is restored
+        olds.append(last)
+    for old in olds:
+        _remove(old)
+    for tmp in parent.glob(f".{name}.tmp-*"):
+        if _owner_dead(tmp):
+            _remove(tmp)
+
+
+def _locked_temp(path, directory):
+    """Creates the temporary sibling of `path`, locked for this process."""
+    with _parent_lock(path.parent):
+        recover(path)
+        if directory:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+            fd = os.open(tmp, os.O_RDONLY)
+        else:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+            tmp = Path(tmp)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return tmp, fd
 
 
 @contextlib.contextmanager
@@ -41,13 +208,15 @@ def atomic_directory(path, overwrite=False):
     """Yields a temporary directory that replaces `path` only on success.
 
     Everything is written into a sibling temporary directory; when the block
-    ends without an exception the directory is renamed to `path` (an old
-    `path` is moved aside first and deleted after), otherwise the temporary
-    directory is deleted. A reader never sees a half-written `path`.
+    ends without an exception it is renamed to `path` (an old run of ours in
+    `path` is moved aside first and deleted after), otherwise it is deleted.
+    A reader never sees a half-written `path`, a crash at any point leaves
+    the old run in place or restored at the next start, and concurrent
+    writers take turns (see the module docstring).
 
     Args:
         path: the final directory.
-        overwrite: allow replacing an existing, non-empty `path`.
+        overwrite: allow replacing an existing run or export of ours.
 
     Example:
 
@@ -56,21 +225,33 @@ def atomic_directory(path, overwrite=False):
     """
     path = check_output_dir(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    # mkdtemp's 0700 would hide the result from other users (a model server).
-    os.chmod(tmp, 0o777 & ~_umask())
+    tmp, fd = _locked_temp(path, directory=True)
     try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.replace(path, old / path.name)
-    os.replace(tmp, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        # mkdtemp's 0700 would hide the result from other users (a model server).
+        os.chmod(tmp, 0o777 & ~_umask())
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        old = None
+        try:
+            with _parent_lock(path.parent):
+                recover(path)
+                _check_replaceable(path, overwrite)
+                if path.exists():
+                    old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-",
+                                                dir=path.parent))
+                    os.replace(path, old / path.name)
+                    # a crash here leaves `path` missing: `recover` restores it
+                os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        os.close(fd)
 
 
 def check_output_file(path, overwrite=False):
@@ -79,12 +260,14 @@ def check_output_file(path, overwrite=False):
     Raises:
         OutputExistsError: `path` is a directory, or exists and `overwrite`
             is False.
+        OutputNotWritableError: its directory cannot be written.
     """
-    path = Path(path)
+    path = _absolute(path)
     if path.is_dir():
         raise OutputExistsError(f"{path} is a directory; give a file name.")
     if path.exists() and not overwrite:
         raise OutputExistsError(f"{path} exists; pass --overwrite to replace it.")
+    check_writable(path)
     return path
 
 
@@ -93,7 +276,8 @@ def atomic_file(path, overwrite=False, mode="w"):
     """Yields a file object whose contents replace `path` only on success.
 
     The data go to a temporary sibling that is renamed onto `path` when the
-    block ends without an exception, and is deleted otherwise.
+    block ends without an exception, and is deleted otherwise (or, after a
+    kill, at the next write of `path`).
 
     Example:
 
@@ -102,10 +286,10 @@ def atomic_file(path, overwrite=False, mode="w"):
     """
     path = check_output_file(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    tmp, fd = _locked_temp(path, directory=False)
     try:
         kwargs = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
-        with os.fdopen(fd, mode, **kwargs) as handle:
+        with os.fdopen(os.dup(fd), mode, **kwargs) as handle:
             yield handle
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would be surprising
         os.replace(tmp, path)
@@ -113,6 +297,8 @@ def atomic_file(path, overwrite=False, mode="w"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
 
 
 def _umask():

@@ -22,6 +22,7 @@ when the query lies inside the candidate, i.e. "query is-a candidate"
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -361,15 +362,59 @@ def write_run_info(directory, kind, energy, table, vocabulary, **extra):
     (Path(directory) / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
 
 
+class DamagedRunError(ValueError):
+    """A run file is unreadable or inconsistent; the message names the file."""
+
+
 def read_vocabulary(path):
-    """Reads a vocabulary file: `(words, counts or None)`."""
+    """Reads a vocabulary file: `(words, counts or None)`.
+
+    Raises:
+        DamagedRunError: not UTF-8 text, or a count that is not an integer
+            (naming the file and line).
+    """
     words, counts = [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        word, _, count = line.partition("\t")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DamagedRunError(f"{path}: not UTF-8 text (invalid byte at offset "
+                              f"{error.start}).") from None
+    lines = text.split("\n")  # not splitlines: a word may hold \r, \x1c, ...
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, 1):
+        word, _, count = line.rpartition("\t") if "\t" in line else (line, "", "")
         words.append(word)
-        counts.append(int(count) if count else None)
+        try:
+            counts.append(int(count) if count else None)
+        except ValueError:
+            raise DamagedRunError(f"{path}, line {number}: the count {count!r} is not "
+                                  "an integer.") from None
     has_counts = bool(counts) and all(c is not None for c in counts)
     return words, (np.array(counts, dtype=np.int64) if has_counts else None)
+
+
+def _read_json(path):
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DamagedRunError(f"{path}: not valid JSON ({error}).") from None
+    if not isinstance(value, dict):
+        raise DamagedRunError(f"{path}: expected a JSON object, got "
+                              f"{type(value).__name__}.")
+    return value
+
+
+def _load_model(path):
+    import keras
+
+    try:
+        return keras.saving.load_model(path)
+    except Exception as error:  # noqa: BLE001 - any failure names the file
+        detail = str(error).strip().splitlines()
+        detail = detail[0][:300] if detail else ""
+        raise DamagedRunError(f"{path}: cannot load the model ({type(error).__name__}"
+                              f"{': ' + detail if detail else ''}).") from None
 
 
 def load_run(run_dir):
@@ -383,7 +428,12 @@ def load_run(run_dir):
         `is_a`).
 
     Raises:
-        FileNotFoundError: the directory holds no trained run.
+        FileNotFoundError: the directory holds no trained run, or a file
+            `run.json` names is missing.
+        DamagedRunError: a damaged `run.json`, vocabulary, `metrics.json` or
+            `model.keras`, a vocabulary that does not match the table, or a
+            table with non-finite means or non-finite or non-positive
+            variances; the message names the file.
 
     Example:
 
@@ -391,9 +441,8 @@ def load_run(run_dir):
     >>> run.is_a("dog.n.01", "mammal.n.01")
     True
     """
-    import keras
-
     from keras_gauss import register_serializables
+    from keras_gauss.checks import check_tables_finite
 
     register_serializables()
 
@@ -403,18 +452,55 @@ def load_run(run_dir):
             f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; "
             "create one with `keras-gauss train-wordnet` or `train-corpus`)."
         )
-    info = json.loads((run_dir / RUN_FILE).read_text())
-    model = keras.saving.load_model(run_dir / "model.keras")
-    words, counts = read_vocabulary(run_dir / info["vocabulary"])
+    info_path = run_dir / RUN_FILE
+    info = _read_json(info_path)
+    for key in ("kind", "energy", "table", "vocabulary"):
+        if not isinstance(info.get(key), str) or not info[key]:
+            raise DamagedRunError(f"{info_path}: {key!r} is missing or not a string.")
+    if info["energy"] not in ("kl", "el"):
+        raise DamagedRunError(f"{info_path}: energy must be 'kl' or 'el', got "
+                              f"{info['energy']!r}.")
+    vocabulary = run_dir / info["vocabulary"]
+    if Path(info["vocabulary"]).name != info["vocabulary"]:
+        raise DamagedRunError(f"{info_path}: vocabulary must be a file name in the run "
+                              f"directory, got {info['vocabulary']!r}.")
+    if not vocabulary.is_file():
+        raise FileNotFoundError(f"{vocabulary}: the vocabulary named in {info_path} is "
+                                "missing.")
+    words, counts = read_vocabulary(vocabulary)
     metrics_path = run_dir / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics = _read_json(metrics_path) if metrics_path.exists() else {}
+    model_path = run_dir / "model.keras"
+    model = _load_model(model_path)
+    try:
+        table = model.get_layer(info["table"])
+    except ValueError:
+        raise DamagedRunError(f"{info_path}: the model has no layer {info['table']!r} "
+                              "(table).") from None
+    if not hasattr(table, "means") or not hasattr(table, "variances"):
+        raise DamagedRunError(f"{info_path}: layer {info['table']!r} is not a "
+                              "GaussianEmbedding.")
+    means, variances = table.means.numpy(), table.variances.numpy()
+    if len(words) != means.shape[0]:
+        raise DamagedRunError(f"{vocabulary}: {len(words):,} entries for a table of "
+                              f"{means.shape[0]:,} rows in {model_path}.")
+    try:
+        check_tables_finite(means, variances, f"{model_path}, table {info['table']!r}")
+    except ValueError as error:
+        raise DamagedRunError(str(error)) from None
     return Run(path=run_dir, model=model, words=words, counts=counts,
                kind=info["kind"], energy=info["energy"],
-               table=model.get_layer(info["table"]), info=info, metrics=metrics)
+               table=table, info=info, metrics=metrics)
+
+
+INT32_MAX = 2**31 - 1
 
 
 def check_config(config, positive):
     """Validates the settings every trainer shares; errors name the flag.
+
+    Every number must be finite (and an integer field at most 2^31 - 1),
+    the fields in `positive` `> 0`, and `min_variance <= max_variance`.
 
     Args:
         config: a config dataclass with `min_variance`, `max_variance` and
@@ -424,10 +510,26 @@ def check_config(config, positive):
     Raises:
         ValueError: naming the first bad setting as its command-line flag.
     """
+    from keras_gauss.checks import check_number
+
+    def flag(name):
+        return f"--{name.replace('_', '-')}"
+
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        try:
+            if isinstance(value, (int, np.integer)):
+                check_number(value, flag(field.name), integer=True, at_most=INT32_MAX)
+            else:
+                check_number(value, flag(field.name))
+        except TypeError as error:
+            raise ValueError(str(error)) from None
     for name in positive:
         value = getattr(config, name)
         if isinstance(value, bool) or not value > 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}.")
+            raise ValueError(f"{flag(name)} must be > 0, got {value}.")
     if config.min_variance > config.max_variance:
         raise ValueError(
             f"--min-variance ({config.min_variance}) must not exceed "
@@ -437,6 +539,21 @@ def check_config(config, positive):
         raise ValueError(
             f"--covariance must be 'diagonal' or 'spherical', got {config.covariance!r}."
         )
+
+
+def check_table_memory(rows, dim, tables, what="--dim"):
+    """Raises `ValueError` when `tables` float32 tables of `rows x dim` with
+    their AdaGrad accumulators (and the variances') cannot fit in memory."""
+    need = 4 * 4 * rows * dim * tables  # means + variances, each with an accumulator
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return
+    if need > total:
+        raise ValueError(
+            f"{what} {dim}: {tables} table(s) of {rows:,} rows need "
+            f"{need / 2**30:.1f} GiB, more than this machine's {total / 2**30:.1f} GiB "
+            "of memory.")
 
 
 def jsonable(value):

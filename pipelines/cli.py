@@ -105,7 +105,8 @@ def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.cli import CommandError
-    from keras_gauss.io import OutputExistsError
+    from keras_gauss.checks import TrainingDivergedError
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
@@ -115,8 +116,10 @@ def run_train_corpus(args):
         config.validate()
         metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
                                verbose=0 if args.quiet else 1)
-    except OutputExistsError as error:
+    except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
+    except TrainingDivergedError as error:
+        raise CommandError(str(error)) from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
         raise CommandError(f"--corpus {args.corpus or 'wordnet'}: {error}"
                            if not str(error).startswith("--") else str(error)) from None
@@ -136,12 +139,12 @@ def _load(run_dir, verbose=False):
     from keras_gauss.cli import CommandError
 
     loading = Phase(f"loading {run_dir}", verbose)
-    from keras_gauss.runs import load_run
+    from keras_gauss.runs import DamagedRunError, load_run
     from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
         emb = Embeddings.from_run(load_run(run_dir))
-    except FileNotFoundError as error:
+    except (FileNotFoundError, DamagedRunError) as error:
         raise CommandError(str(error)) from None
     loading.done()
     return emb

@@ -11,6 +11,10 @@ ENGINES = ("keras", "fused-step", "fused")
 # The "fused" engine keeps a tokenized corpus of at most this size in memory
 # between epochs.
 CACHE_BYTES = 1 << 30
+# Bounds of the integer settings that would overflow later (`validate`).
+MAX_SEED = 2**23 - 1
+MAX_EPOCHS = 2**16 - 1
+MAX_WINDOW = 2**20
 
 
 @dataclasses.dataclass
@@ -159,6 +163,12 @@ class CorpusConfig:
                              f"{self.engine!r}.")
         if self.threads < 0:
             raise ValueError(f"--threads must be >= 0, got {self.threads}.")
+        # The fused engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
+        for name, value, top in (("seed", self.seed, MAX_SEED), ("epochs", self.epochs, MAX_EPOCHS),
+                                 ("window", self.window, MAX_WINDOW)):
+            if not 0 <= value <= top:
+                raise ValueError(f"--{name} must be in [{int(name != 'seed')}, {top:,}], "
+                                 f"got {value}.")
 
 
 def _throughput_callback(counter, batch_size, per_batch=True):
@@ -305,6 +315,7 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None):
     import numpy as np
     import tensorflow as tf
 
+    from keras_gauss.checks import check_loss
     from keras_gauss.fused import alias_table
     from keras_gauss.fused import skipgram_train
     from keras_gauss.pipelines.skipgram import keep_probabilities
@@ -362,6 +373,7 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None):
             chunk_loss, chunk_pairs = step(ids, splits, tf.constant(seed, tf.int64))
             pairs += int(chunk_pairs)
             loss += float(chunk_loss)
+            check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
             seen += int(ids.shape[0])
             progress.on_train_batch_end(min(seen, vocab.total) - 1, logs())
         progress.on_epoch_end(epoch, logs())
@@ -448,10 +460,13 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     from keras_gauss.callbacks import Phase
     from keras_gauss.callbacks import ProgressLogger
+    from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.runs import check_table_memory
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
     from keras_gauss.pipelines.model import build_corpus_model
@@ -465,6 +480,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         counting = Phase("counting the vocabulary", verbose)
         vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
         counting.done()
+    # Before any training: the tables fit in memory, the run on disk.
+    check_table_memory(len(vocab), config.dim, tables=2)
+    check_output_dir(out_dir, overwrite, need_bytes=32 * len(vocab) * config.dim + (1 << 20))
     fused_step = config.engine == "fused-step"
     model = build_corpus_model(
         len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
@@ -502,10 +520,11 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
             history = model.fit(dataset, epochs=config.epochs, verbose=0,
-                                callbacks=[throughput, *(callbacks or []), progress])
+                                callbacks=[throughput, FiniteLoss(), *(callbacks or []), progress])
         pairs = int(counter.numpy())
         losses = [float(v) for v in history.history.get("loss", [])]
     train_seconds = time.perf_counter() - start
+    check_model_finite(model)
     tokens = vocab.total * config.epochs
     if not pairs:
         raise ValueError("the corpus yields no (word, context) pairs: every line has "

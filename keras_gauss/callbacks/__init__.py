@@ -1,6 +1,6 @@
 """Keras callbacks: `ProjectConstraints` (hard constraints on chosen
 variables) and `ProgressLogger` (a progress bar on a terminal, one line per
-epoch otherwise). `Phase` prints one line for a long
+epoch otherwise). `FiniteLoss` stops training on a non-finite loss. `Phase` prints one line for a long
 step. The classes load on first use (`Phase` needs no Keras)."""
 
 import importlib
@@ -9,6 +9,7 @@ _EXPORTS = {
     "ProgressLogger": "progress",
     "ProjectConstraints": "project_constraints",
     "Phase": "progress_phase",
+    "FiniteLoss": "finite_loss",
 }
 
 __all__ = sorted(_EXPORTS)

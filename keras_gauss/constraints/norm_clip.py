@@ -1,3 +1,5 @@
+import math
+
 import keras
 from keras import ops
 
@@ -28,9 +30,9 @@ class NormClip(RowConstraint):
                 f"`max_norm` must be a number, got {max_norm!r} "
                 f"of type {type(max_norm).__name__}."
             )
-        if not max_norm > 0:
+        if not math.isfinite(max_norm) or not max_norm > 0:
             raise ValueError(
-                f"`max_norm` (the mean norm bound C) must be > 0, got {max_norm}."
+                f"`max_norm` (the mean norm bound C) must be finite and > 0, got {max_norm}."
             )
         self.max_norm = float(max_norm)
 

@@ -1,3 +1,5 @@
+import math
+
 import keras
 from keras import ops
 
@@ -32,6 +34,9 @@ class VarianceClip(RowConstraint):
                     f"`{name}` must be a number, got {value!r} "
                     f"of type {type(value).__name__}."
                 )
+        for name, value in (("min_value", min_value), ("max_value", max_value)):
+            if not math.isfinite(value):
+                raise ValueError(f"`{name}` must be finite, got {value}.")
         if not min_value > 0:
             raise ValueError(
                 f"`min_value` (the variance lower bound m) must be > 0, "

@@ -79,7 +79,7 @@ def run_export(args):
 
     exporting = Phase(f"exporting {args.run_dir} ({args.format})", not args.quiet)
     from keras_gauss.export import serving
-    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
     try:
         if args.format == "serving":
@@ -97,7 +97,7 @@ def run_export(args):
             out = export_run_word2vec(args.run_dir, args.out,
                                       binary=args.format == "word2vec-binary",
                                       overwrite=args.overwrite)
-    except OutputExistsError as error:
+    except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except (FileNotFoundError, ValueError) as error:
         raise CommandError(str(error)) from None

@@ -57,6 +57,7 @@ def write_projector(directory, words, means, variances, counts=None,
     >>> write_projector("projector", ["cat", "dog"], np.eye(2), np.ones((2, 2)))
     PosixPath('projector')
     """
+    from keras_gauss.checks import check_tables_finite
     from keras_gauss.io import atomic_directory, check_output_dir
 
     means = np.asarray(means, dtype=np.float32)
@@ -70,6 +71,7 @@ def write_projector(directory, words, means, variances, counts=None,
                         what="projector metadata")
     if counts is not None and len(counts) != len(words):
         raise ValueError(f"{len(counts)} counts for {len(words)} words.")
+    check_tables_finite(means, variances, "projector export")
     variances = np.broadcast_to(variances, means.shape)
     log_det = np.sum(np.log(variances.astype(np.float64)), axis=-1)
     path = check_output_dir(directory, overwrite)

@@ -296,6 +296,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     """
     import tensorflow as tf
 
+    from keras_gauss.checks import check_tables_finite
     from keras_gauss.io import atomic_directory, check_output_dir
 
     means = np.asarray(means, np.float32)
@@ -314,6 +315,10 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
         if candidate_means.shape != means.shape or candidate_variances.shape[0] != means.shape[0]:
             raise ValueError("the candidate table must have the query table's shape.")
         separate = True
+    check_tables_finite(means, variances, "export: the query table")
+    if separate:
+        check_tables_finite(candidate_means, candidate_variances,
+                            "export: the candidate table")
     size, dim = means.shape
     words = check_vocabulary(words, size)
     k = _check_options(energy, k, size)

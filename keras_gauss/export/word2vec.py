@@ -72,6 +72,9 @@ def save_word2vec(words, vectors, path, binary=False, overwrite=False):
     if vectors.ndim != 2:
         raise ValueError(f"vectors must be (n, d), got shape {vectors.shape}.")
     words = check_words(words, vectors.shape[0])
+    if not np.isfinite(vectors).all():
+        raise ValueError(f"vectors: {int((~np.isfinite(vectors).all(axis=1)).sum())} rows "
+                         "are not finite.")
     check_output_file(path, overwrite)
     header = f"{vectors.shape[0]} {vectors.shape[1]}\n"
     rows = vectors.astype("<f4")

@@ -5,8 +5,12 @@ The shared library is built from `kernels.cc` and `skipgram.cc` (with
 else `g++`) and TensorFlow's own compile and link flags, and cached under
 `$KERAS_GAUSS_CACHE/ops/<key>/` (default `~/.cache/keras_gauss/ops/<key>/`),
 where the key hashes the source, the TensorFlow version and ABI flags, the
-compiler and its flags, and the CPU. The file is written to a temporary name
-and renamed, so concurrent processes never load a half-written library.
+compiler and its flags, and the CPU. The file is written to a temporary name,
+loaded once in a child process, renamed, and recorded (size and SHA-256 in
+`keras_gauss_fused.so.json`); a cached library that no longer matches its
+record (truncated, overwritten) is rebuilt instead of loaded. Builds into one
+directory take turns (a lock file), so concurrent processes never load a
+half-written library.
 
 Set `KERAS_GAUSS_FUSED_NATIVE=0` to compile without `-march=native` (for
 example when the cache directory is shared by machines with different CPUs;
@@ -18,14 +22,19 @@ warning is logged and `load()` returns None: callers fall back to the pure
 TensorFlow implementation.
 """
 
+import contextlib
+import fcntl
 import hashlib
+import json
 import logging
 import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 
 logger = logging.getLogger("keras_gauss.fused")
 
@@ -115,8 +124,106 @@ def library_path():
     return os.path.join(cache_dir(), digest.hexdigest()[:16], "keras_gauss_fused.so")
 
 
+def _record_path(path):
+    return path + ".json"
+
+
+def _digest(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _damage(path):
+    """Why the cached library at `path` must not be loaded, or None.
+
+    A library is trusted only with its record (`<path>.json`: size and
+    SHA-256, written after it loaded in a child process) and only while it
+    matches: a truncated library would kill the process with SIGBUS on
+    load, a garbage one would fail every time.
+    """
+    try:
+        with open(_record_path(path)) as f:
+            record = json.load(f)
+        size, sha = int(record["size"]), str(record["sha256"])
+    except FileNotFoundError:
+        return "no record of a verified build"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its record is unreadable"
+    actual = os.path.getsize(path)
+    if actual != size:
+        return f"{actual:,} bytes instead of {size:,}"
+    if _digest(path) != sha:
+        return "its SHA-256 differs from the recorded one"
+    return None
+
+
+_CHECK = "import sys, tensorflow as tf; tf.load_op_library(sys.argv[1])"
+
+
+def _load_in_child(path):
+    """Loads the library in a child process; raises `RuntimeError` if it fails
+    (a crash there, e.g. SIGBUS, does not take this process down)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", _CHECK, path], capture_output=True,
+                            text=True, env=env, timeout=600)
+    if result.returncode != 0:
+        how = (f"signal {-result.returncode}" if result.returncode < 0
+               else f"exit {result.returncode}")
+        raise RuntimeError(f"the compiled op does not load ({how}): "
+                           + result.stderr.strip()[-2000:])
+
+
+def _write_record(path):
+    record = {"size": os.path.getsize(path), "sha256": _digest(path)}
+    fd, tmp = tempfile.mkstemp(suffix=".json.tmp", dir=os.path.dirname(path))
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, _record_path(path))
+
+
+@contextlib.contextmanager
+def _directory_lock(directory, block=True):
+    """Serialises builds into `directory` across processes (flock); yields
+    whether the lock is held (always, when `block`)."""
+    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)
+
+
+def _leftovers(directory):
+    return [name for name in os.listdir(directory) if name.endswith((".so.tmp", ".json.tmp"))]
+
+
+def _remove_leftovers(directory):
+    """Deletes what killed builds left (call with the lock held)."""
+    for name in _leftovers(directory):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, name))
+
+
+def _say(message, end="\n"):
+    sys.stderr.write(message + end)
+    sys.stderr.flush()
+
+
 def build(path=None):
-    """Compiles the library to `path` (atomically) unless it is there.
+    """Compiles the library to `path` (atomically) unless a verified one is there.
+
+    A cached library is checked against its record (size and SHA-256) and
+    rebuilt when it differs or has none; a new one is loaded once in a child
+    process before it is recorded. Builds hold a lock on the cache directory,
+    and leftovers of killed compiles (`*.so.tmp`) are removed. Compiling
+    prints one line on stderr: what, where, and how long it took.
 
     Args:
         path: target path (default `library_path()`).
@@ -125,28 +232,59 @@ def build(path=None):
         The path of the library.
 
     Raises:
-        RuntimeError: when the compiler is missing or fails.
+        RuntimeError: when the compiler is missing or fails, or the new
+            library does not load.
     """
     path = path or library_path()
-    if os.path.exists(path):
-        return path
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
-    os.close(fd)
-    try:
-        command = compile_command(SOURCES, tmp)
-        if shutil.which(command[0]) is None:
-            raise RuntimeError(f"C++ compiler {command[0]!r} not found")
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(
-                "compiling the fused op failed:\n" + result.stderr[-4000:]
-            )
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    if os.path.exists(path) and _damage(path) is None:
+        if _leftovers(directory):
+            with _directory_lock(directory, block=False) as locked:
+                if locked:
+                    _remove_leftovers(directory)
+        return path  # the common case: one hash of the file
+    with _directory_lock(directory):
+        _remove_leftovers(directory)
+        if os.path.exists(path):
+            damage = _damage(path)
+            if damage is None:
+                return path  # another process built it meanwhile
+            if damage == "no record of a verified build":
+                try:  # a library from before records: keep it if it loads
+                    _load_in_child(path)
+                    _write_record(path)
+                    return path
+                except (RuntimeError, subprocess.TimeoutExpired):
+                    damage = "it does not load"
+            _say(f"keras-gauss: the cached fused op {path} is damaged ({damage}); "
+                 "rebuilding it.")
+            for stale in (path, _record_path(path)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(stale)
+        fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
+        os.close(fd)
+        try:
+            command = compile_command(SOURCES, tmp)
+            if shutil.which(command[0]) is None:
+                raise RuntimeError(f"C++ compiler {command[0]!r} not found")
+            _say(f"keras-gauss: compiling the fused C++ op with {command[0]} into "
+                 f"{directory} (once per source, TensorFlow, compiler and CPU) ...", end="")
+            start = time.perf_counter()
+            result = subprocess.run(command, capture_output=True, text=True)
+            seconds = time.perf_counter() - start
+            if result.returncode != 0:
+                _say(f" failed after {seconds:.1f} s")
+                raise RuntimeError(
+                    "compiling the fused op failed:\n" + result.stderr[-4000:]
+                )
+            _load_in_child(tmp)
+            _say(f" done in {seconds:.1f} s")
+            os.replace(tmp, path)
+            _write_record(path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return path
 
 

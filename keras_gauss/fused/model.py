@@ -95,8 +95,8 @@ class FusedRankingModel(keras.Model):
             raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
         if isinstance(margin, bool) or not isinstance(margin, (int, float)):
             raise TypeError(f"`margin` must be a number, got {margin!r}.")
-        if not margin > 0:
-            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        if not margin > 0 or margin == float("inf"):
+            raise ValueError(f"`margin` must be finite and > 0, got {margin}.")
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.context_input_dim = None if shared_table else context_input_dim
@@ -187,9 +187,9 @@ class FusedRankingModel(keras.Model):
         loss = ranking_step(
             tables,
             accumulators,
-            ops.cast(x["word"], "int32"),
-            ops.cast(x["context"], "int32"),
-            ops.cast(x["negatives"], "int32"),
+            x["word"],  # ranking_step checks that wider ids fit in int32
+            x["context"],
+            x["negatives"],
             learning_rate=ops.cast(optimizer.learning_rate, "float32"),
             margin=self.margin,
             epsilon=optimizer.epsilon,

@@ -24,11 +24,13 @@ import numpy as np
 import tensorflow as tf
 
 from keras_gauss.fused import build as _build
+from keras_gauss.fused.step import _check_settings
 from keras_gauss.fused.step import _inputs
 from keras_gauss.fused.step import _pair
 from keras_gauss.fused.step import _resolve_use_fused
 from keras_gauss.fused.step import _spherical
 from keras_gauss.fused.step import _tf_step
+from keras_gauss.fused.step import int32_ids
 from keras_gauss.layers.candidate_energies import ENERGIES
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -83,11 +85,11 @@ def alias_table(weights):
 def _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed):
     keep = None if keep is None else tf.convert_to_tensor(keep, tf.float32)
     return (
-        tf.convert_to_tensor(tokens, tf.int32),
+        int32_ids(tokens, "tokens"),
         tf.convert_to_tensor(row_splits, tf.int64),
         keep,
         tf.convert_to_tensor(negative_probs, tf.float32),
-        tf.convert_to_tensor(negative_alias, tf.int32),
+        int32_ids(negative_alias, "negative_alias"),
         tf.cast(seed, tf.int64),
     )
 
@@ -250,6 +252,7 @@ def skipgram_train(
         min_variance=_pair(min_variance, "min_variance"),
         max_variance=_pair(max_variance, "max_variance"),
     )
+    _check_settings(learning_rate, margin, epsilon, bounds)
     if _resolve_use_fused(use_fused):
         inf = float("inf")
         return _build.load().keras_gauss_skipgram_train(

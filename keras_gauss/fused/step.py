@@ -70,6 +70,54 @@ def _pair(value, name):
     return (value, value)
 
 
+def _check_settings(learning_rate, margin, epsilon, bounds):
+    """Checks the Python-number settings of a step (tensors are the caller's):
+    finite, `learning_rate >= 0` (0: the loss alone), `margin >= 0`, `epsilon >= 0`, bounds
+    finite, variance bounds `> 0` and `min <= max`."""
+    from keras_gauss.checks import check_number
+    from keras_gauss.checks import is_number
+
+    for name, value, low in (("learning_rate", learning_rate, dict(at_least=0)),
+                             ("margin", margin, dict(at_least=0)),
+                             ("epsilon", epsilon, dict(at_least=0))):
+        if is_number(value):
+            check_number(value, f"`{name}`", **low)
+    for name, pair in bounds.items():
+        for value in pair or ():
+            if is_number(value):
+                check_number(value, f"`{name}`",
+                             **({} if name == "max_norm" else dict(above=0)))
+    low, high = bounds["min_variance"], bounds["max_variance"]
+    if low is not None and high is not None:
+        for m, big_m in zip(low, high):
+            if is_number(m) and is_number(big_m) and m > big_m:
+                raise ValueError(f"`min_variance` ({m}) must not exceed `max_variance` "
+                                 f"({big_m}).")
+
+
+def int32_ids(ids, name):
+    """`ids` as an int32 tensor; ids of a wider or unsigned dtype are checked
+    to fit first (a uint64 2^32 + 3 must not become row 3).
+
+    Raises:
+        TypeError: not integers.
+        InvalidArgumentError: (when run) an id outside [0, 2^31).
+    """
+    ids = tf.convert_to_tensor(ids)
+    if ids.dtype == tf.int32:
+        return ids
+    if not ids.dtype.is_integer:
+        raise TypeError(f"`{name}` must be integer ids, got dtype {ids.dtype.name}.")
+    if ids.dtype in (tf.int8, tf.uint8, tf.int16, tf.uint16):
+        return tf.cast(ids, tf.int32)  # always fit
+    wide = tf.cast(ids, tf.int64)  # uint64 >= 2^63 turns negative: caught below
+    message = f"`{name}` ids must lie in [0, 2^31) (dtype {ids.dtype.name})"
+    checks = [tf.debugging.assert_non_negative(wide, message=message),
+              tf.debugging.assert_less(wide, tf.constant(2**31, tf.int64), message=message)]
+    with tf.control_dependencies(checks):
+        return tf.cast(wide, tf.int32)
+
+
 def _inputs(tables, accumulators):
     if len(tables) != 4 or len(accumulators) != 4:
         raise ValueError(
@@ -140,9 +188,9 @@ def ranking_step(
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
     tables, accumulators = _inputs(tables, accumulators)
     use_fused = _resolve_use_fused(use_fused)
-    word = tf.convert_to_tensor(word, tf.int32)
-    context = tf.convert_to_tensor(context, tf.int32)
-    negatives = tf.convert_to_tensor(negatives, tf.int32)
+    word = int32_ids(word, "word")
+    context = int32_ids(context, "context")
+    negatives = int32_ids(negatives, "negatives")
     kwargs = dict(
         learning_rate=learning_rate,
         margin=margin,
@@ -152,6 +200,8 @@ def ranking_step(
         max_variance=_pair(max_variance, "max_variance"),
         energy=energy,
     )
+    _check_settings(learning_rate, margin, epsilon,
+                    {k: kwargs[k] for k in ("max_norm", "min_variance", "max_variance")})
     if use_fused:
         return _fused_step(tables, accumulators, word, context, negatives, **kwargs)
     return _tf_step(tables, accumulators, word, context, negatives, **kwargs)

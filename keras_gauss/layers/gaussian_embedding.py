@@ -155,7 +155,11 @@ class GaussianEmbedding(keras.layers.Layer):
 
     def _check_ids(self, ids):
         dtype = self._require_int_dtype(ids)
-        if dtype not in ("int32", "int64"):
+        if dtype in ("uint32", "uint64"):
+            # int64, not int32: a uint64 2^32 + 3 must fail the range check,
+            # not wrap to row 3 (uint64 >= 2^63 turns negative: caught too).
+            ids = ops.cast(ids, "int64")
+        elif dtype not in ("int32", "int64"):
             ids = ops.cast(ids, "int32")
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf

@@ -1,6 +1,9 @@
 import keras
 from keras import ops
 
+from keras_gauss.checks import check_number
+from keras_gauss.checks import is_number
+
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
 class SparseAdagrad(keras.optimizers.Optimizer):
@@ -53,12 +56,11 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         name="sparse_adagrad",
         **kwargs,
     ):
+        if is_number(learning_rate):  # not a schedule or a variable
+            check_number(learning_rate, "`learning_rate`", above=0)
+        check_number(initial_accumulator_value, "`initial_accumulator_value`", at_least=0)
+        check_number(epsilon, "`epsilon`", at_least=0)
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        if initial_accumulator_value < 0:
-            raise ValueError(
-                "`initial_accumulator_value` must be >= 0, got "
-                f"{initial_accumulator_value}."
-            )
         self.initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon
         self._row_constraints = {}

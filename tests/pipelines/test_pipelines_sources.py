@@ -102,3 +102,41 @@ def test_wordnet_default_corpus(tmp_path, monkeypatch):
     assert dog.definition() in lines and dog.examples()[0] in lines
     cached.write_text("from the cache\n", encoding="utf-8")  # a second call reads the cache
     assert read(load_corpus("wordnet")) == ["from the cache"]
+
+
+def _big_gzip(path, lines=20_000):
+    import random
+
+    rng = random.Random(0)
+    words = ["w%d" % i for i in range(500)]
+    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(lines))
+    path.write_bytes(gzip.compress(text.encode() + b"\n"))
+    return text.count("\n") + 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "crc", "length"])
+def test_damaged_gzip_is_refused_naming_file_and_offset(tmp_path, damage):
+    path = tmp_path / "corpus.txt.gz"
+    lines = _big_gzip(path)
+    data = bytearray(path.read_bytes())
+    assert len(read(text_source(path))) == lines
+    if damage == "truncated":  # tf.data alone reads the first part and stops quietly
+        data = data[: int(len(data) * 0.63)]
+    else:
+        data[-8 if damage == "crc" else -4] ^= 0x01
+    path.write_bytes(bytes(data))
+    if damage == "truncated":
+        assert 0 < len(read(tf.data.TextLineDataset(str(path), "GZIP"))) < lines
+    with pytest.raises(ValueError, match=rf"corpus\.txt\.gz: corrupt or truncated gzip .*byte"):
+        text_source(path)
+
+
+def test_concatenated_gzip_members_and_zero_padding_are_whole(tmp_path):
+    from keras_gauss.pipelines.sources import verify_gzip
+
+    path = tmp_path / "m.gz"
+    path.write_bytes(gzip.compress(b"a b\n") + gzip.compress(b"c d\n") + b"\0" * 16)
+    assert verify_gzip(path) == 8
+    path.write_bytes(gzip.compress(b"a b\n") + b"junk")
+    with pytest.raises(ValueError, match="member 2"):
+        verify_gzip(path)

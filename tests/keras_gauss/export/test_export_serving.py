@@ -365,7 +365,8 @@ def test_saved_model_cli_show_and_run(exported):
 def test_existing_version_needs_overwrite(exported, capsys):
     run_dir = exported["root"] / "wordnet_run"
     serve = exported["root"] / "serve_overwrite"
-    (serve / "1").mkdir(parents=True)
+    (serve / "1" / "assets.extra").mkdir(parents=True)
+    (serve / "1" / "assets.extra" / "keras_gauss_export.json").write_text("{}")
     (serve / "1" / "saved_model.pb").write_text("old")
     with pytest.raises(SystemExit) as exit_info:
         main(["export", str(run_dir), "--out", str(serve)])

@@ -1,0 +1,99 @@
+"""Argument checks shared by the layers, optimizers, fused ops and trainers.
+
+Every float setting is checked when it is given: a NaN or an infinity never
+gets into a table, and a message names the setting.
+"""
+
+import math
+
+import numpy as np
+
+
+def check_number(value, name, *, above=None, at_least=None, at_most=None, below=None,
+                 integer=False):
+    """Returns `value` if it is a finite number in range; raises otherwise.
+
+    Args:
+        value: the setting (a Python or numpy number).
+        name: how the message names it (`` `learning_rate` ``, `--window`).
+        above / at_least / at_most / below: the range (open / closed bounds).
+        integer: the value must be an integer.
+
+    Raises:
+        TypeError: not a number (or not an integer when `integer`).
+        ValueError: not finite, or out of range.
+
+    Example:
+
+    >>> check_number(0.1, "`learning_rate`", above=0)
+    0.1
+    """
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+        what = "an integer" if integer else "a number"
+        raise TypeError(f"{name} must be {what}, got {value!r}.")
+    if not integer and not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    for bound, ok, text in ((above, lambda b: value > b, ">"),
+                            (at_least, lambda b: value >= b, ">="),
+                            (at_most, lambda b: value <= b, "<="),
+                            (below, lambda b: value < b, "<")):
+        if bound is not None and not ok(bound):
+            raise ValueError(f"{name} must be {text} {bound}, got {value}.")
+    return value
+
+
+def is_number(value):
+    """True for Python and numpy scalars (not tensors, schedules or bools)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def check_tables_finite(means, variances, where):
+    """Raises `ValueError` unless the means are finite and the variances
+    finite and positive; the message names `where` (a file, a layer).
+
+    Example:
+
+    >>> check_tables_finite(np.zeros((2, 3)), np.ones((2, 3)), "model.keras")
+    """
+    means = np.asarray(means)
+    variances = np.asarray(variances)
+    bad = ~np.isfinite(means).all(axis=-1)
+    if bad.any():
+        raise ValueError(f"{where}: {int(bad.sum())} of {len(bad)} rows have non-finite "
+                         f"means (first: row {int(np.argmax(bad))}); the table is "
+                         "unusable (a diverged run?).")
+    bad = ~(np.isfinite(variances) & (variances > 0)).all(axis=-1)
+    if bad.any():
+        raise ValueError(f"{where}: {int(bad.sum())} of {len(bad)} rows have non-finite "
+                         f"or non-positive variances (first: row {int(np.argmax(bad))}); "
+                         "the table is unusable (a diverged run?).")
+
+
+class TrainingDivergedError(ValueError):
+    """The loss or a table stopped being finite: no run is written."""
+
+
+def check_loss(loss, where):
+    """Raises `TrainingDivergedError` unless `loss` (a float) is finite."""
+    if not math.isfinite(loss):
+        raise TrainingDivergedError(
+            f"training diverged: the loss is {loss} {where}; no run was written. "
+            "Try a lower --learning-rate.")
+
+
+def check_model_finite(model):
+    """Raises `TrainingDivergedError` if a `GaussianEmbedding` table of
+    `model` holds a non-finite mean or a non-finite or non-positive variance."""
+    from keras_gauss.layers import GaussianEmbedding
+
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer, GaussianEmbedding):
+            try:
+                check_tables_finite(layer.means.numpy(), layer.variances.numpy(),
+                                    f"table {layer.name!r}")
+            except ValueError as error:
+                raise TrainingDivergedError(
+                    f"training diverged: {error} No run was written; try a lower "
+                    "--learning-rate.") from None

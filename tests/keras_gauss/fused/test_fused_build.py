@@ -1,0 +1,104 @@
+"""The op cache heals: verified before loading, rebuilt when damaged, no
+leftovers from killed compiles (a tiny library stands in for the op)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from keras_gauss.fused import build as fused_build
+
+TINY = 'extern "C" int keras_gauss_build_test() { return 7; }\n'
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    source = tmp_path / "tiny.cc"
+    source.write_text(TINY)
+    monkeypatch.setenv("KERAS_GAUSS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused_build, "SOURCES", (str(source),))
+    monkeypatch.setattr(fused_build, "HEADERS", ())
+    return source
+
+
+def _record(path):
+    with open(path + ".json") as f:
+        return json.load(f)
+
+
+def test_build_verifies_records_and_reuses(tiny, capsys):
+    path = fused_build.build()
+    err = capsys.readouterr().err
+    assert "compiling the fused C++ op" in err and "done in" in err
+    assert err.count("\n") == 1
+    assert _record(path)["size"] == os.path.getsize(path)
+    assert fused_build.build() == path
+    assert capsys.readouterr().err == ""  # verified by its record: no compile
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_damaged_library_is_rebuilt(tiny, capsys, damage):
+    path = fused_build.build()
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        if damage == "truncated":
+            f.truncate(size // 2)
+        else:
+            f.write(os.urandom(size))
+    capsys.readouterr()
+    assert fused_build.build() == path
+    err = capsys.readouterr().err
+    assert "is damaged" in err and "rebuilding" in err and "done in" in err
+    assert os.path.getsize(path) == size == _record(path)["size"]
+
+
+LOADER = textwrap.dedent("""
+    import sys
+    from keras_gauss.fused import build
+    build.SOURCES, build.HEADERS = (sys.argv[1],), ()
+    path = build.library_path()
+    with open(path, "r+b") as f:
+        f.truncate(4096)  # loading this in-process dies of SIGBUS
+    assert build.load() is not None, build.error()
+    print("loaded")
+""")
+
+
+def test_truncated_library_never_crashes_the_process(tiny, tmp_path):
+    fused_build.build()
+    script = tmp_path / "loader.py"
+    script.write_text(LOADER)
+    result = subprocess.run([sys.executable, str(script), str(tiny)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "loaded" in result.stdout and "damaged" in result.stderr
+
+
+def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
+    gate = tmp_path / "slow"
+    gate.touch()
+    cxx = tmp_path / "cxx"
+    cxx.write_text(f'#!/bin/sh\n[ -e {gate} ] && sleep 60\nexec g++ "$@"\n')
+    cxx.chmod(0o755)
+    monkeypatch.setenv("CXX", str(cxx))
+    code = ("import sys; from keras_gauss.fused import build; "
+            "build.SOURCES, build.HEADERS = (sys.argv[1],), (); build.build()")
+    process = subprocess.Popen([sys.executable, "-c", code, str(tiny)],
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    directory = os.path.dirname(fused_build.library_path())
+    deadline = time.monotonic() + 120
+    while not (os.path.isdir(directory)
+               and [n for n in os.listdir(directory) if n.endswith(".so.tmp")]):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)  # the build and its compiler
+    process.wait()
+    gate.unlink()
+    path = fused_build.build()
+    assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
+    assert _record(path)["size"] == os.path.getsize(path)

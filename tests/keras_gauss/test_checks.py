@@ -1,0 +1,124 @@
+"""Nothing non-finite gets in, no id wraps: the argument checks of every
+entry point (issue 12, items 2 and 7)."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_gauss.checks import check_number, check_tables_finite
+from keras_gauss.constraints import NormClip, VarianceClip
+from keras_gauss.fused import FusedRankingModel, alias_table, ranking_step, skipgram_train
+from keras_gauss.layers import GaussianEmbedding
+from keras_gauss.optimizers import SparseAdagrad
+
+NAN, INF = float("nan"), float("inf")
+
+
+def test_check_number():
+    assert check_number(0.5, "x", above=0, at_most=1) == 0.5
+    for value in (NAN, INF, -INF, np.float32("nan")):
+        with pytest.raises(ValueError, match="x must be finite"):
+            check_number(value, "x")
+    with pytest.raises(ValueError, match="x must be > 0, got 0"):
+        check_number(0, "x", above=0)
+    with pytest.raises(TypeError, match="x must be a number"):
+        check_number(True, "x")
+    with pytest.raises(TypeError, match="an integer"):
+        check_number(1.5, "x", integer=True)
+
+
+def test_check_tables_finite_names_where():
+    check_tables_finite(np.zeros((2, 3)), np.ones((2, 3)), "f")
+    with pytest.raises(ValueError, match="f: 1 of 2 rows have non-finite means"):
+        check_tables_finite(np.array([[0.0], [NAN]]), np.ones((2, 1)), "f")
+    with pytest.raises(ValueError, match="non-positive variances .first: row 0"):
+        check_tables_finite(np.zeros((2, 1)), np.array([[0.0], [1.0]]), "f")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SparseAdagrad(NAN),
+    lambda: SparseAdagrad(-1.0),
+    lambda: SparseAdagrad(INF),
+    lambda: SparseAdagrad(0.1, epsilon=NAN),
+    lambda: SparseAdagrad(0.1, initial_accumulator_value=INF),
+    lambda: NormClip(INF),
+    lambda: NormClip(NAN),
+    lambda: VarianceClip(0.05, INF),
+    lambda: VarianceClip(NAN, 5.0),
+    lambda: GaussianEmbedding(3, 2, max_variance=INF),
+    lambda: GaussianEmbedding(3, 2, max_norm=NAN),
+    lambda: FusedRankingModel(3, 2, margin=INF),
+], ids=lambda f: "")
+def test_constructors_refuse_non_finite_settings(make):
+    with pytest.raises(ValueError, match="finite|> 0"):
+        make()
+
+
+def _tables(rows=6, dim=2):
+    means = tf.Variable(tf.zeros((rows, dim)))
+    variances = tf.Variable(tf.ones((rows, dim)))
+    accs = [tf.Variable(tf.fill((rows, dim), 1e-6)) for _ in range(2)]
+    return (means, variances, means, variances), accs * 2
+
+
+@pytest.mark.parametrize("setting", [
+    dict(learning_rate=NAN), dict(learning_rate=-0.1), dict(margin=INF),
+    dict(epsilon=NAN), dict(max_norm=NAN), dict(min_variance=0.0),
+    dict(max_variance=INF), dict(min_variance=2.0, max_variance=1.0),
+])
+@pytest.mark.parametrize("use_fused", [False, None])
+def test_fused_ops_refuse_bad_settings(setting, use_fused):
+    tables, accs = _tables()
+    kwargs = {"learning_rate": 0.1, **setting}
+    with pytest.raises(ValueError, match="finite|> 0|>= 0|exceed"):
+        ranking_step(tables, accs, [0], [1], [[2]], use_fused=use_fused, **kwargs)
+    probs, alias = alias_table(np.ones(6))
+    with pytest.raises(ValueError, match="finite|> 0|>= 0|exceed"):
+        skipgram_train(tables, accs, np.arange(4, dtype="int32"), [0, 4], 0,
+                       negative_probs=probs, negative_alias=alias, use_fused=use_fused,
+                       **kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "uint32"])
+def test_layer_ids_never_wrap(dtype):
+    layer = GaussianEmbedding(10, 2)
+    big = 2**32 + 3 if dtype != "uint32" else 2**32 - 1
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ids must lie"):
+        layer(np.array([1, big], dtype))
+    if dtype == "uint64":
+        with pytest.raises(tf.errors.InvalidArgumentError, match="ids must lie"):
+            layer(np.array([2**63 + 3], dtype))
+    mean, _ = layer(np.array([3], dtype))
+    np.testing.assert_array_equal(mean, layer(np.array([3], "int32"))[0])
+
+
+@pytest.mark.parametrize("use_fused", [False, None])
+def test_fused_op_ids_never_wrap(use_fused):
+    tables, accs = _tables()
+    before = tables[0].numpy().copy()
+    for word in (np.array([2**32 + 2], "int64"), np.array([2**32 + 2], "uint64"),
+                 np.array([2**63 + 2], "uint64")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must lie in"):
+            ranking_step(tables, accs, word, [1], [[2]], learning_rate=0.1,
+                         use_fused=use_fused)
+    probs, alias = alias_table(np.ones(6))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must lie in"):
+        skipgram_train(tables, accs, np.array([1, 2**32 + 2], "int64"), [0, 2], 0, 0.1,
+                       probs, alias, use_fused=use_fused)
+    np.testing.assert_array_equal(tables[0].numpy(), before)
+
+
+def test_fused_model_fit_ids_never_wrap():
+    model = FusedRankingModel(10, 2)
+    model.compile(optimizer=SparseAdagrad(0.1))
+    x = {"word": np.array([2**32 + 2, 1], "int64"), "context": np.array([1, 2], "int64"),
+         "negatives": np.array([[3], [4]], "int64")}
+    before = model.words.means.numpy().copy()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must lie in"):
+        model.fit(x, np.zeros(2), batch_size=2, epochs=1, verbose=0)
+    np.testing.assert_array_equal(model.words.means.numpy(), before)
+    x["word"] = np.array([2, 1], "int64")
+    history = model.fit(x, np.zeros(2), batch_size=2, epochs=1, verbose=0)
+    assert math.isfinite(history.history["loss"][0])

@@ -1,0 +1,203 @@
+"""Issue 12's guarantees end to end through `keras-gauss`: nothing is
+destroyed, nothing non-finite or partial gets out, every run loads, and a
+damaged run file gives one line naming it."""
+
+import gzip
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_gauss.cli import main
+from keras_gauss.runs import DamagedRunError, load_run
+
+TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
+TRAIN = ["--dim", "4", "--epochs", "1", "--window", "2", "--min-count", "1",
+         "--sample", "0", "--batch-size", "64", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 6)) for i in range(120)]
+    path = tmp_path_factory.mktemp("rel") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(corpus):
+    out = {}
+    for engine in ("keras", "fused-step", "fused"):
+        out[engine] = corpus.parent / f"run-{engine}"
+        assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out[engine]),
+                     "--engine", engine, *TRAIN]) == 0
+    return out
+
+
+def _exit(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return info.value.code, err
+
+
+def test_overwrite_never_deletes_what_is_not_a_run(corpus, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    (runs / "a").mkdir(parents=True)
+    (runs / "a" / "run.json").write_text("{}")
+    (runs / "notes.txt").write_text("keep me")
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(runs),
+                       "--overwrite", *TRAIN], capsys)
+    assert code == 2 and "--out" in err and "notes.txt" in err and "not a keras-gauss run" in err
+    assert (runs / "notes.txt").read_text() == "keep me" and (runs / "a" / "run.json").exists()
+    code, err = _exit(["train-wordnet", "--out", str(runs), "--overwrite"], capsys)
+    assert code == 2 and "notes.txt" in err
+
+
+def test_out_is_checked_before_training(corpus, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").write_text("x")
+    for out, message in ((".", "working directory"), ("/proc/kg/run", "cannot write"),
+                         ("x/run", "not a directory")):
+        code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", out,
+                           "--overwrite", *TRAIN], capsys)
+        assert code == 2 and message in err, err
+    assert sorted(os.listdir(tmp_path)) == ["x"]
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--learning-rate", "inf", "--learning-rate must be finite"),
+    ("--learning-rate", "nan", "--learning-rate must be finite"),
+    ("--max-variance", "inf", "--max-variance must be finite"),
+    ("--margin", "-inf", "--margin must be finite"),
+    ("--sample", "nan", "--sample must be finite"),
+    ("--seed", "8388608", "--seed must be in"),
+    ("--seed", "-1", "--seed must be in"),
+    ("--window", "3000000000", "--window must be"),
+    ("--dim", "10000000000", "--dim must be"),
+    ("--dim", "2000000000", "--dim 2000000000: 2 table(s)"),
+])
+def test_bad_settings_fail_up_front_naming_the_flag(corpus, tmp_path, capsys, flag, value,
+                                                    message):
+    args = [a for a in TRAIN]
+    if flag in args:
+        i = args.index(flag)
+        del args[i:i + 2]
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",
+                       str(tmp_path / "run"), *args, f"{flag}={value}"], capsys)
+    assert code == 2 and message in err and "--corpus" not in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_truncated_gzip_corpus_fails_naming_file_and_offset(corpus, tmp_path, capsys):
+    data = gzip.compress(corpus.read_bytes() * 200)
+    path = tmp_path / "cut.txt.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    code, err = _exit(["train-corpus", "--corpus", str(path), "--out",
+                       str(tmp_path / "run"), *TRAIN], capsys)
+    assert code == 2 and "cut.txt.gz" in err and "byte" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypatch):
+    from keras_gauss.checks import TrainingDivergedError
+    from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+
+    class Poison(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            table = self.model.get_layer("words").means
+            table.assign(np.full(table.shape, np.nan, "float32"))
+
+    config = CorpusConfig(dim=4, window=2, min_count=1, sample=0, batch_size=64,
+                          engine="keras")
+    with pytest.raises(TrainingDivergedError, match="loss is nan"):
+        train_corpus(config, str(corpus), tmp_path / "keras", verbose=0,
+                     callbacks=[Poison()])
+    import keras_gauss.fused
+
+    real = keras_gauss.fused.skipgram_train
+
+    def nan_loss(*args, **kwargs):
+        loss, pairs = real(*args, **kwargs)
+        return loss * float("nan"), pairs
+
+    monkeypatch.setattr(keras_gauss.fused, "skipgram_train", nan_loss)
+    with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
+        train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
+                     str(corpus), tmp_path / "fused", verbose=0)
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.parametrize("engine", ["keras", "fused-step", "fused"])
+def test_runs_of_every_engine_load_everywhere(runs, tmp_path, capsys, engine):
+    run = runs[engine]
+    assert load_run(run).table.name == "words"
+    assert main(["neighbors", str(run), "cat", "--k", "2"]) == 0
+    sim = tmp_path / "sim.tsv"
+    sim.write_text("cat\tdog\t9\ncat\tsaw\t1\nsaw\tdrill\t8\n")
+    assert main(["evaluate", str(run), "--similarity", str(sim)]) == 0
+    for fmt in ("serving", "word2vec", "projector"):
+        assert main(["export", str(run), "--format", fmt,
+                     "--out", str(tmp_path / fmt)]) == 0
+
+
+def _copy(run, tmp_path):
+    import shutil
+
+    target = tmp_path / "copy"
+    shutil.copytree(run, target)
+    return target
+
+
+@pytest.mark.parametrize("damage,file,message", [
+    ("run.json", "run.json", "not valid JSON"),
+    ("run.json-keys", "run.json", "'table' is missing"),
+    ("vocab", "vocab.tsv", "line 2"),
+    ("vocab-short", "vocab.tsv", "entries for a table of"),
+    ("vocab-binary", "vocab.tsv", "not UTF-8"),
+    ("metrics", "metrics.json", "not valid JSON"),
+    ("model", "model.keras", "cannot load the model"),
+    ("nan", "model.keras", "non-finite means"),
+    ("variance", "model.keras", "non-positive variances"),
+])
+def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damage, file,
+                                                   message):
+    run = _copy(runs["keras"], tmp_path)
+    path = run / file
+    if damage == "run.json":
+        path.write_text('{"kind": "corpus", ')
+    elif damage == "run.json-keys":
+        info = json.loads(path.read_text())
+        del info["table"]
+        path.write_text(json.dumps(info))
+    elif damage == "vocab":
+        lines = path.read_text().splitlines()
+        lines[1] = lines[1].split("\t")[0] + "\tmany"
+        path.write_text("\n".join(lines) + "\n")
+    elif damage == "vocab-short":
+        path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
+    elif damage == "vocab-binary":
+        path.write_bytes(b"\xff\xfe\x00cat\t3\n")
+    elif damage == "metrics":
+        path.write_text("{")
+    elif damage == "model":
+        path.write_bytes(path.read_bytes()[:1000])
+    else:
+        model = load_run(run).model
+        layer = model.get_layer("words")
+        table = layer.means if damage == "nan" else layer.variances
+        values = table.numpy()
+        values[1] = np.nan if damage == "nan" else 0.0
+        table.assign(values)
+        model.save(path)
+    with pytest.raises(DamagedRunError, match=message):
+        load_run(run)
+    for argv in (["neighbors", str(run), "cat"],
+                 ["export", str(run), "--out", str(tmp_path / "serve")]):
+        code, err = _exit(argv, capsys)
+        assert code == 2 and file in err and message.split()[0] in err, err
+    assert not (tmp_path / "serve").exists()

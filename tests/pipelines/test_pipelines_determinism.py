@@ -1,0 +1,40 @@
+"""Reproducibility (issue 12, item 8): one fused thread, the keras engine and
+train-wordnet give bitwise-identical tables for a seed; Hogwild threads
+(the default `--threads 0`) need not."""
+
+import numpy as np
+import pytest
+
+from keras_gauss.cli import main
+from keras_gauss.runs import load_run
+
+TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
+TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
+         "--sample", "0.2", "--batch-size", "16", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 8)) for i in range(200)]
+    path = tmp_path_factory.mktemp("det") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _tables(run):
+    model = load_run(run).model
+    return [w.numpy() for w in model.weights]
+
+
+@pytest.mark.parametrize("engine", [["--engine", "fused", "--threads", "1"],
+                                    ["--engine", "keras"], ["--engine", "fused-step"]])
+def test_same_seed_same_tables_bit_for_bit(corpus, tmp_path, engine):
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out),
+                     *TRAIN, *engine]) == 0
+        runs.append(_tables(out))
+    for first, second in zip(*runs):
+        np.testing.assert_array_equal(first, second)

@@ -20,6 +20,7 @@ when the query lies inside the candidate, i.e. "query is-a candidate"
 (`KLEnergy(general=candidate, specific=query)`).
 """
 
+import dataclasses
 import json
 import math
 import os

@@ -196,13 +196,13 @@ def _write_eval(run_dir, results):
 
 def run_neighbors(args):
     from keras_gauss.cli import CommandError
-    from keras_gauss.runs import UnknownWordError, load_run
+    from keras_gauss.runs import DamagedRunError, UnknownWordError, load_run
 
     if args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")
     try:
         run = load_run(args.run)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, DamagedRunError) as error:
         raise CommandError(str(error)) from None
     by = args.by or ("energy" if run.is_hierarchy else "similarity")
     word = args.word

@@ -23,7 +23,7 @@ def mammal_run(tmp_path_factory):
 def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
     out, metrics = mammal_run
     assert sorted(p.name for p in out.iterdir()) == [
-        "metrics.json", "model.keras", "nodes.tsv", "run.json"]
+        "metrics.json", "model.keras", "nodes.tsv", "run.json", "split"]
     saved = json.loads((out / "metrics.json").read_text())
     for key in ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
                 "train_seconds", "config"):
@@ -100,3 +100,45 @@ def test_demo_writes_figure_and_model(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= metrics["edge_accuracy"] <= 1.0
     assert "edge accuracy" in capsys.readouterr().out
+
+
+def _epoch_negatives(edges, known, epochs=2):
+    from keras_gauss.hierarchy.dataset import make_dataset
+
+    ds = make_dataset(edges, known=known, batch_size=4096, negatives=5,
+                      reversed_negatives=True, seed=7)
+    return [np.concatenate([np.stack([x["neg_specific"], x["neg_general"]], -1) for x, _ in
+                            ds.as_numpy_iterator()]) for _ in range(epochs)]
+
+
+def test_negatives_come_from_training_knowledge_only(mammal):
+    from keras_gauss.hierarchy import hierarchy_from_parents, split_edges
+    from keras_gauss.hierarchy.train import training_edges
+
+    split = split_edges(mammal, method="reduction", seed=0)
+    held_out = np.concatenate([split.val, split.test])
+    n = mammal.num_nodes
+
+    def keys(e):
+        return e[:, 0].astype(np.int64) * n + e[:, 1]
+
+    assert not np.isin(keys(held_out), keys(split.train)).any()  # no held-out training positive
+    # The hierarchy in which the held-out edges do not exist (its edges are the
+    # training edges, same node ids), trained on all its edges.
+    names = mammal.nodes
+    parents = {name: [] for name in names}
+    for c, p in split.train.tolist():
+        parents[names[c]].append(names[p])
+    without = hierarchy_from_parents(parents, nodes=names)
+    assert np.array_equal(without.edges, split.train)
+
+    with_held_out = _epoch_negatives(*training_edges(mammal, split))
+    never_existed = _epoch_negatives(*training_edges(without, None))
+    for a, b in zip(with_held_out, never_existed):
+        assert np.array_equal(a, b)
+    # The sampler does draw held-out edges as negatives: it cannot know them.
+    drawn = np.concatenate([e.reshape(-1, 2) for e in with_held_out])
+    assert np.isin(keys(held_out), keys(drawn)).any()
+    # Knowing the full closure (the old behaviour) avoids them, so it draws other negatives.
+    full_knowledge = _epoch_negatives(split.train, mammal)
+    assert not np.array_equal(full_knowledge[0], with_held_out[0])

@@ -11,7 +11,7 @@ from keras_gauss.hierarchy import wordnet as W
 def isolated(monkeypatch):
     """Fresh reader/noun caches and a private copy of nltk.data.path."""
     monkeypatch.setattr(W, "_READERS", {})
-    monkeypatch.setattr(W, "_NOUNS", {})
+    monkeypatch.setattr(W, "_SYNSETS", {})
     monkeypatch.setattr(nltk.data, "path", list(nltk.data.path))
 
 

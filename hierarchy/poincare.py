@@ -9,7 +9,20 @@ import time
 
 import numpy as np
 
-__all__ = ["train_poincare"]
+__all__ = ["poincare_distance", "train_poincare"]
+
+
+def poincare_distance(u, v):
+    """Poincaré ball distance ``arccosh(1 + 2|u-v|^2 / ((1-|u|^2)(1-|v|^2)))`` over the last axis.
+
+    Example:
+        >>> float(poincare_distance(np.zeros(2), np.array([0.5, 0.0])))  # 2 artanh(0.5)
+        1.0986122886681098
+    """
+    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    diff = np.sum((u - v) ** 2, axis=-1)
+    denom = np.maximum((1 - np.sum(u**2, axis=-1)) * (1 - np.sum(v**2, axis=-1)), 1e-15)
+    return np.arccosh(1 + 2 * diff / denom)
 
 
 def train_poincare(train_edges, nodes, *, dim=50, seconds=600.0, max_epochs=50,
@@ -59,16 +72,13 @@ def train_poincare(train_edges, nodes, *, dim=50, seconds=600.0, max_epochs=50,
     kv = model.kv
     vectors = np.asarray(kv.vectors, dtype=np.float64)
     rows = np.array([kv.key_to_index.get(name, -1) for name in nodes], dtype=np.int64)
-    sq_norm = np.sum(vectors**2, axis=1)
 
     def score(pairs):
         pairs = np.asarray(pairs).reshape(-1, 2)
         a, b = rows[pairs[:, 0]], rows[pairs[:, 1]]
         if (a < 0).any() or (b < 0).any():
             raise ValueError("a node of these pairs is in no training edge")
-        diff = np.sum((vectors[a] - vectors[b]) ** 2, axis=1)
-        denom = np.maximum((1 - sq_norm[a]) * (1 - sq_norm[b]), 1e-15)
-        return -np.arccosh(1 + 2 * diff / denom)
+        return -poincare_distance(vectors[a], vectors[b])
 
     info = {"epochs": epochs, "train_seconds": elapsed, "dim": dim,
             "negative": negative, "burn_in": burn_in}

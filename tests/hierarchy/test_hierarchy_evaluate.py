@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
+from keras_gauss.metrics import threshold_classification
 from keras_gauss.hierarchy.evaluate import (
     baroni2012,
     classification,
@@ -339,3 +340,29 @@ def test_real_benchmarks_against_wordnet(full):
     baroni = baroni2012(DATA / "entailment" / "baroni2012.tsv", full, means, variances)
     assert baroni["n_pairs"] == 2770 and baroni["coverage"] > 0.99
     assert 0.35 < baroni["ap"] < 0.65
+
+
+def test_baselines_and_split_classification():
+    from keras_gauss.hierarchy import split_edges
+    from keras_gauss.hierarchy.closure import EdgeIndex
+
+    # chain 3 -> 2 -> 1 -> 0: depth = number of known ancestors
+    chain = EdgeIndex(np.array([[1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [3, 2]]), 4)
+    pairs = np.array([[3, 1], [1, 3], [2, 2]])
+    assert evaluate.lookup_scorer(chain)(pairs).tolist() == [1.0, 0.0, 0.0]
+    assert evaluate.depth_scorer(chain)(pairs).tolist() == [2.0, -2.0, 0.0]
+    # Each kind's threshold comes from its own validation part.
+    h = hierarchy_from_parents({f"n{c}": [f"n{c // 2}"] for c in range(2, 64)})
+    split = split_edges(h, method="reduction", seed=0)
+    parts = split.parts()
+    depth = evaluate.split_classification(parts, evaluate.depth_scorer(split.train_index))
+    assert set(depth) == {"random", "reversed", "sibling"}
+    for kind, suffix in (("random", ""), ("reversed", "_reversed")):
+        (vp, vn), (tp, tn) = parts[f"val{suffix}"], parts[f"test{suffix}"]
+        score = evaluate.depth_scorer(split.train_index)
+        expected = threshold_classification(score(vp), score(vn), score(tp), score(tn))
+        assert depth[kind]["threshold"] == expected["threshold"]
+        assert depth[kind]["test_size"] == len(tp) + len(tn)
+    # The lookup knows no reduction edge it was not given: chance on every kind.
+    lookup = evaluate.split_classification(parts, evaluate.lookup_scorer(split.train_index))
+    assert {r["test_accuracy"] for r in lookup.values()} == {0.5}

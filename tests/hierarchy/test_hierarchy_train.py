@@ -142,3 +142,49 @@ def test_negatives_come_from_training_knowledge_only(mammal):
     # Knowing the full closure (the old behaviour) avoids them, so it draws other negatives.
     full_knowledge = _epoch_negatives(split.train, mammal)
     assert not np.array_equal(full_knowledge[0], with_held_out[0])
+
+
+def test_metrics_hold_every_negative_kind_and_the_baselines(mammal_run):
+    out, metrics = mammal_run
+    evaluation = metrics["evaluation"]
+    assert evaluation["split"] == "closure"
+    for scorer in ("model", "closure_lookup", "depth_difference"):
+        assert set(evaluation[scorer]) == {"random", "reversed", "sibling"}, scorer
+    # Every closure-split test edge follows from training edges: a lookup passes it.
+    assert evaluation["closure_lookup"]["random"]["test_accuracy"] == 1.0
+    assert metrics["test_reversed_accuracy"] == evaluation["model"]["reversed"]["test_accuracy"]
+
+
+def test_split_files_let_anyone_rescore_the_run(mammal_run):
+    from keras_gauss.hierarchy.closure import closure_index
+    from keras_gauss.metrics import threshold_classification
+
+    out, metrics = mammal_run
+    nodes = (out / "nodes.tsv").read_text().splitlines()
+    ids = {name: i for i, name in enumerate(nodes)}
+
+    def read(name):
+        rows = [line.split("\t") for line in (out / "split" / f"{name}.tsv").read_text().splitlines()]
+        pairs = np.array([[ids[r[0]], ids[r[1]]] for r in rows])
+        labels = np.array([r[2] == "1" for r in rows]) if len(rows[0]) == 3 else None
+        return pairs, labels
+
+    train, _ = read("train")
+    known = closure_index(train, len(nodes))
+    for kind, suffix in (("random", ""), ("reversed", "_reversed"), ("sibling", "_sibling")):
+        (vp, vl), (tp, tl) = read(f"val{suffix}"), read(f"test{suffix}")
+        scores = [known.contains(p[:, 0], p[:, 1]).astype(float) for p in (vp, tp)]
+        result = threshold_classification(scores[0][vl], scores[0][~vl], scores[1][tl], scores[1][~tl])
+        assert result["test_accuracy"] == metrics["evaluation"]["closure_lookup"][kind]["test_accuracy"]
+        assert len(tp) == sum(metrics["evaluation"]["sizes"][f"test{suffix}"])
+
+
+def test_poincare_peer_on_the_same_split(tmp_path):
+    pytest.importorskip("gensim")
+    config = WordNetConfig(**{**SMALL, "epochs": 1, "split": "reduction", "poincare_seconds": 0.1})
+    metrics = train_wordnet(config, tmp_path / "run", verbose=0)
+    poincare = metrics["evaluation"]["poincare"]
+    assert poincare["training"]["epochs"] >= 1 and poincare["training"]["dim"] == 50
+    assert set(poincare) == {"random", "reversed", "sibling", "training"}
+    # A distance is symmetric: a reversed edge scores exactly as the edge.
+    assert poincare["reversed"]["test_accuracy"] == 0.5

@@ -1,4 +1,4 @@
-"""WordNet noun hierarchy data: closure edges, Vendrov et al. split, negatives, ``tf.data``.
+"""Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, ``tf.data``.
 
 ``import keras_gauss.hierarchy`` does not import TensorFlow; :func:`make_dataset` is loaded on first use.
 
@@ -6,26 +6,42 @@ Example:
     >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset
     >>> h = build_hierarchy()                      # 82,115 synsets, 743,241 edges
     >>> split = split_edges(h, seed=0)             # 4,000 val + 4,000 test held out
-    >>> ds = make_dataset(split.train, known=h, batch_size=512, negatives=1)  # doctest: +SKIP
+    >>> ds = make_dataset(split.train, known=split.train_index, batch_size=512)  # doctest: +SKIP
+    >>> own, _ = hierarchy_from_edge_file("my_taxonomy.tsv")  # doctest: +SKIP
 """
 
-from .closure import EdgeIndex, Hierarchy, build_hierarchy, hierarchy_from_parents
+from .closure import (
+    CycleError,
+    EdgeIndex,
+    Hierarchy,
+    build_hierarchy,
+    closure_index,
+    hierarchy_from_parents,
+    transitive_closure,
+)
+from .edgefile import EdgeFileError, hierarchy_from_edge_file, read_edge_file
 from .negatives import sample_negatives
 from .split import EdgeSplit, split_edges
 from .wordnet import WordNetUnavailableError, load_wordnet, read_noun_synsets
 
 __all__ = [
+    "CycleError",
+    "EdgeFileError",
     "EdgeIndex",
     "EdgeSplit",
     "Hierarchy",
     "WordNetUnavailableError",
     "build_hierarchy",
+    "closure_index",
+    "hierarchy_from_edge_file",
     "hierarchy_from_parents",
     "load_wordnet",
     "make_dataset",
+    "read_edge_file",
     "read_noun_synsets",
     "sample_negatives",
     "split_edges",
+    "transitive_closure",
 ]
 
 

@@ -110,6 +110,9 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
             raise EdgeFileError(
                 f"--edges {name}: line {number}: expected two names, {form}; got {line.strip()[:80]!r}."
             )
+        if any("\t" in f for f in fields):
+            raise EdgeFileError(f"--edges {name}: line {number}: a name holds a TAB; "
+                                "names are written to TSV run files.")
         rows.append((number, fields))
     if not rows:
         raise EdgeFileError(f"--edges {name}: no is-a pairs (the file is empty or all comments).")

@@ -65,6 +65,7 @@ BAD_FILES = [
     ("three_fields", b"a,b\nb,c,d\n", "line 2: expected two names"),
     ("empty_name", b"a,b\n,c\n", "line 2: expected two names"),
     ("cycle", b"a\tb\nx\ty\nb\tc\nc\ta\n", "cycle: "),
+    ("tab_in_name", b'a,b\n"b\tc",d\n', "line 2: a name holds a TAB"),
 ]
 
 

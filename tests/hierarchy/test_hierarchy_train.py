@@ -188,3 +188,14 @@ def test_poincare_peer_on_the_same_split(tmp_path):
     assert set(poincare) == {"random", "reversed", "sibling", "training"}
     # A distance is symmetric: a reversed edge scores exactly as the edge.
     assert poincare["reversed"]["test_accuracy"] == 0.5
+
+
+def test_subtree_default_split_fits_and_says_so(tmp_path, capsys):
+    # Used to fail: "cannot hold out 4000 + 4000 edges" for the 5,360 eligible mammal edges.
+    out = tmp_path / "run"
+    assert main(["train-wordnet", "--root", "mammal.n.01", "--epochs", "1", "--dim", "2",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "536 validation + 536 test" in printed
+    assert "the smaller of 4,000 and 10% of 5,360 eligible edges" in printed
+    assert json.loads((out / "metrics.json").read_text())["evaluation"]["sizes"]["test"] == [536, 536]

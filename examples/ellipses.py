@@ -15,11 +15,15 @@ dropped).
 
 Usage:
 
-    python examples/ellipses.py RUN_DIR WORD [--k 12] [--num-std 0.5] [--out ellipses.png]
+    python examples/ellipses.py RUN_DIR WORD [--k 12] [--num-std 0.5] [--out FILE]
+
+The figure goes to `RUN_DIR/ellipses-WORD.png` unless `--out` names a file.
 """
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -49,7 +53,8 @@ def main(argv=None):
     parser.add_argument("run", help="run directory (keras-gauss train-corpus)")
     parser.add_argument("word", help="query word")
     parser.add_argument("--k", type=int, default=12, help="neighbours drawn (default: 12)")
-    parser.add_argument("--out", default="ellipses.png", help="figure file (default: ellipses.png)")
+    parser.add_argument("--out", default=None,
+                        help="figure file (default: RUN/ellipses-WORD.png)")
     parser.add_argument("--num-std", type=float, default=0.5,
                         help="ellipse size in standard deviations (default: 0.5)")
     args = parser.parse_args(argv)
@@ -70,8 +75,15 @@ def main(argv=None):
     ax = plot_gaussians(means_2d, variances_2d, words, colors=colors, num_std=args.num_std,
                         title=f"'{args.word}' and its {len(found)} nearest neighbours "
                               f"(generalized eigenvectors, {args.num_std:g} std)")
-    ax.figure.savefig(args.out, dpi=120, bbox_inches="tight")
-    print(f"figure written to {args.out}")
+    out = Path(args.out) if args.out else Path(args.run) / default_name(args.word)
+    ax.figure.savefig(out, dpi=120, bbox_inches="tight")
+    print(f"figure written to {out}")
+
+
+def default_name(word):
+    """`ellipses-WORD.png`, the word reduced to characters safe in a file name."""
+    safe = re.sub(r"[^\w.-]+", "_", word.lower())
+    return f"ellipses-{safe}.png"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, ``tf.data``.
 
-``import keras_gauss.hierarchy`` does not import TensorFlow; :func:`make_dataset` is loaded on first use.
+``import keras_gauss.hierarchy`` imports neither TensorFlow nor NLTK; each name loads on first use.
 
 Example:
     >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset
@@ -10,19 +10,23 @@ Example:
     >>> own, _ = hierarchy_from_edge_file("my_taxonomy.tsv")  # doctest: +SKIP
 """
 
-from .closure import (
-    CycleError,
-    EdgeIndex,
-    Hierarchy,
-    build_hierarchy,
-    closure_index,
-    hierarchy_from_parents,
-    transitive_closure,
-)
-from .edgefile import EdgeFileError, hierarchy_from_edge_file, read_edge_file
-from .negatives import sample_negatives
-from .split import EdgeSplit, split_edges
-from .wordnet import WordNetUnavailableError, load_wordnet, read_noun_synsets
+import importlib
+
+# Each public name loads its module on first use (PEP 562): importing the
+# package (e.g. for the `keras-gauss` command's parser) imports neither NLTK
+# nor TensorFlow.
+_EXPORTS = {
+    "EdgeIndex": "closure", "Hierarchy": "closure", "build_hierarchy": "closure",
+    "hierarchy_from_parents": "closure", "CycleError": "closure",
+    "closure_index": "closure", "transitive_closure": "closure",
+    "EdgeFileError": "edgefile", "hierarchy_from_edge_file": "edgefile",
+    "read_edge_file": "edgefile",
+    "make_dataset": "dataset",
+    "sample_negatives": "negatives",
+    "EdgeSplit": "split", "split_edges": "split",
+    "WordNetUnavailableError": "wordnet", "load_wordnet": "wordnet",
+    "read_noun_synsets": "wordnet",
+}
 
 __all__ = [
     "CycleError",
@@ -46,8 +50,8 @@ __all__ = [
 
 
 def __getattr__(name):
-    if name == "make_dataset":
-        from .dataset import make_dataset
-
-        return make_dataset
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -5,8 +5,6 @@ import importlib.util
 import json
 import time
 
-import numpy as np
-
 
 @dataclasses.dataclass
 class WordNetConfig:
@@ -188,6 +186,8 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
 def write_split(directory, split, nodes):
     """Writes the split as node names: `train.tsv` (`specific<TAB>general`) and one
     `PART.tsv` per evaluation part (`specific<TAB>general<TAB>label`, 1 = is-a)."""
+    import numpy as np
+
     directory.mkdir()
     names = np.asarray(nodes, dtype=object)
 
@@ -222,7 +222,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         hyperlex: optional HyperLex nouns file.
         entailment: optional Baroni 2012 style entailment file.
         overwrite: replace an existing run in `out_dir`.
-        verbose: Keras verbosity (1: a progress bar per epoch).
+        verbose: 0 silent; 1 a progress bar on a terminal, else one line
+            per epoch (`keras_gauss.callbacks.ProgressLogger`), and a line
+            for each long step (preparing WordNet, evaluating, saving); 2 one
+            line per epoch.
 
     Returns:
         The metrics dict.
@@ -233,7 +236,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     ...                             val_size=0, test_size=0), "runs/mammals")
     """
     import keras
+    import numpy as np
 
+    from keras_gauss.callbacks import Phase
+    from keras_gauss.callbacks import ProgressLogger
     from keras_gauss.hierarchy import evaluate
     from keras_gauss.hierarchy import make_dataset
     from keras_gauss.hierarchy.benchmark_data import read_entailment
@@ -258,16 +264,20 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         read_entailment(entailment)
 
     keras.utils.set_random_seed(config.seed)
+    what = config.edges or "WordNet ({})".format(
+        config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
+    preparing = Phase(f"preparing {what}", verbose)
     hierarchy, source = load_hierarchy(config)
     split, split_line = make_split(hierarchy, config)
-    if verbose:
-        print(source)
-        print(split_line)
     train_edges, known = training_edges(hierarchy, split)
     k = config.negatives + int(config.reversed_negatives)
     dataset = make_dataset(train_edges, known=known, batch_size=config.batch_size,
                            negatives=config.negatives,
                            reversed_negatives=config.reversed_negatives, seed=config.seed)
+    preparing.done()
+    if verbose:
+        print(source)
+        print(split_line)
     model = build_kl_model(
         hierarchy.num_nodes, config.dim, negatives=k, covariance=config.covariance,
         max_norm=config.max_norm, min_variance=config.min_variance,
@@ -283,7 +293,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
               f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
     start = time.perf_counter()
-    history = model.fit(dataset, epochs=config.epochs, verbose=verbose, shuffle=False)
+    progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
+                                           epoch_size=len(train_edges))
+    history = model.fit(dataset, epochs=config.epochs, verbose=0, shuffle=False,
+                        callbacks=[progress])
     train_seconds = time.perf_counter() - start
 
     table = model.get_layer("nodes")
@@ -294,6 +307,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                "final_loss": float(history.history["loss"][-1]),
                "num_nodes": hierarchy.num_nodes,
                "num_train_edges": int(len(train_edges))}
+    evaluating = Phase("evaluating", verbose)
     if split is not None:
         result = evaluate.classification(split.val, split.val_neg, split.test,
                                          split.test_neg, means, variances)
@@ -317,10 +331,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         metrics.update({"baroni2012_ap": result["ap"],
                         "baroni2012_best_f1": result["best_f1"],
                         "baroni2012_coverage": result["coverage"]})
+    evaluating.done()
     metrics["config"] = dataclasses.asdict(config)
     metrics = jsonable(metrics)
 
-    with atomic_directory(out_dir, overwrite) as tmp:
+    with Phase(f"saving the run to {out_dir}", verbose), \
+            atomic_directory(out_dir, overwrite) as tmp:
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

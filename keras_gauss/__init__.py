@@ -29,9 +29,11 @@ _EXPORTS = {
     "NormClip": "keras_gauss.constraints",
     "ProjectConstraints": "keras_gauss.callbacks",
     "RowConstraint": "keras_gauss.constraints",
+    "Run": "keras_gauss.runs",
     "SparseAdagrad": "keras_gauss.optimizers",
     "ThresholdedDivergence": "keras_gauss.losses",
     "VarianceClip": "keras_gauss.constraints",
+    "load_run": "keras_gauss.runs",
 }
 
 __version__ = "0.1.0"

@@ -1,8 +1,10 @@
 """The `keras-gauss` command line.
 
 Each subcommand lives with the code it drives and registers itself here with
-an `add_parser(subparsers)` function; heavy imports (TensorFlow) happen only
-when a subcommand runs, so `keras-gauss --help` is instant.
+an `add_parser(subparsers)` function. Building the parser imports neither
+TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
+`keras-gauss --help` and every subcommand's `--help` answer at once;
+`tests/keras_gauss/test_cli.py` checks it.
 """
 
 import argparse
@@ -17,9 +19,25 @@ SUBCOMMANDS = [
     "keras_gauss.export.cli",
 ]
 
+BACKEND_MISSING = (
+    "keras-gauss needs TensorFlow, which is not installed. Install it with the "
+    "extra that fits your machine: `pip install keras-gauss[cpu]` (CPU-only "
+    "wheel) or `pip install keras-gauss[gpu]`."
+)
+
 
 class CommandError(Exception):
     """A user-facing error: printed as `keras-gauss: error: ...`, exit 2."""
+
+
+class _Version(argparse.Action):
+    """`--version`, reading the installed version only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest=dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(0, f"{parser.prog} {_version()}\n")
 
 
 def build_parser():
@@ -29,13 +47,17 @@ def build_parser():
             "Gaussian embeddings (Vilnis & McCallum, ICLR 2015) with Keras 3: "
             "train on WordNet hierarchies or text corpora, evaluate, export."
         ),
+        epilog=None if _backend_installed() else f"note: {BACKEND_MISSING}",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {_version()}"
-    )
+    parser.add_argument("--version", action=_Version,
+                        help="show the installed version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         importlib.import_module(module).add_parser(subparsers)
+    for subparser in subparsers.choices.values():
+        subparser.add_argument(
+            "-q", "--quiet", action="store_true",
+            help="no progress bar or step lines; print only the result")
     return parser
 
 
@@ -48,6 +70,27 @@ def _version():
         return "unknown"
 
 
+def _backend_installed():
+    """Whether TensorFlow can be found, without importing it."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _missing_backend(error):
+    """Whether `error` (or what caused it) is TensorFlow or Keras failing to import."""
+    while error is not None:
+        if isinstance(error, ImportError):
+            name = (error.name or "").split(".")[0]
+            if name in ("tensorflow", "keras") or "keras-gauss[cpu]" in str(error):
+                return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     parser = build_parser()
@@ -55,11 +98,20 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    from keras_gauss.callbacks.progress_phase import Phase
+
     try:
         return args.handler(args) or 0
     except CommandError as error:
+        Phase.break_line()
         parser.exit(2, f"keras-gauss {args.command}: error: {error}\n")
+    except ImportError as error:
+        if not _missing_backend(error):
+            raise
+        Phase.break_line()
+        parser.exit(2, f"keras-gauss {args.command}: error: {BACKEND_MISSING}\n")
     except KeyboardInterrupt:  # pragma: no cover - interactive
+        Phase.break_line()
         parser.exit(130, "interrupted\n")
 
 

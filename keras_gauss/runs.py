@@ -5,17 +5,21 @@ A run directory holds:
 - `model.keras`: the trained Keras model;
 - a vocabulary file, one entry a line in table order: `word` or
   `word<TAB>count`;
-- `run.json`: `{"kind": "wordnet" | "corpus", "energy": "kl" | "el",
+- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": "kl" | "el",
   "table": <name of the GaussianEmbedding layer that embeds the vocabulary
   for queries and serving>, "vocabulary": <file name>, ...}`;
-- optionally `metrics.json` (training metrics and config).
+- optionally `metrics.json` (training metrics and config; for hierarchy
+  runs with validation edges, `threshold`: the energy above which a pair is
+  predicted is-a, chosen on the validation edges).
+
+`load_run(DIR)` returns a `Run`, which answers queries with numpy:
+`run.energy(a, b)`, `run.neighbors(x, by=..., k=...)`, `run.is_a(a, b)`.
 
 KL direction: `energy(query, candidate) = -KL(N_query || N_candidate)`, high
 when the query lies inside the candidate, i.e. "query is-a candidate"
 (`KLEnergy(general=candidate, specific=query)`).
 """
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -25,47 +29,108 @@ import numpy as np
 RUN_FILE = "run.json"
 
 
-@dataclasses.dataclass
+class UnknownWordError(KeyError):
+    """A word that is not in a run's vocabulary (a `KeyError`).
+
+    Attributes:
+        word: the word asked for.
+        suggestions: vocabulary entries it may have meant (for a hierarchy
+            run, the synsets of a lemma: `dog` -> `dog.n.01`, ...).
+    """
+
+    def __init__(self, message, word=None, suggestions=()):
+        super().__init__(message)
+        self.word = word
+        self.suggestions = list(suggestions)
+
+    def __str__(self):
+        return self.args[0]
+
+
+NEIGHBOR_ORDERS = ("energy", "similarity", "variance")
+
+
 class Run:
-    """A loaded run directory.
+    """A loaded run directory, with numpy queries of its Gaussians.
 
     Attributes:
         path: the directory.
         model: the Keras model.
         words: vocabulary entries in table order.
         counts: corpus counts (`None` when the vocabulary has none).
-        kind: `"wordnet"` or `"corpus"`.
-        energy: `"kl"` or `"el"`.
+        kind: `"wordnet"`, `"hierarchy"` or `"corpus"`.
+        energy_name: `"kl"` or `"el"` (`energy` is the method).
         table: the `GaussianEmbedding` layer of the vocabulary.
         info: the whole `run.json`.
         metrics: `metrics.json`, or `{}`.
+        means, variances: the table as float32 numpy arrays `(n, d)`
+            (variances broadcast when spherical), read once.
+
+    Example:
+
+    >>> run = load_run("runs/wordnet")
+    >>> run.energy("dog.n.01", "mammal.n.01")  # -KL(N_dog || N_mammal)
+    -0.4
+    >>> run.is_a("dog.n.01", "mammal.n.01")
+    True
+    >>> run.neighbors("dog.n.01", k=3)  # what dog most plausibly is-a
+    [('canine.n.02', -0.2), ('carnivore.n.01', -0.3), ('placental.n.01', -0.35)]
     """
 
-    path: Path
-    model: object
-    words: list
-    counts: object
-    kind: str
-    energy: str
-    table: object
-    info: dict
-    metrics: dict
+    def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
+        self.path = path
+        self.model = model
+        self.words = words
+        self.counts = counts
+        self.kind = kind
+        self.energy_name = energy
+        self.table = table
+        self.info = info
+        self.metrics = metrics
+
+    def __repr__(self):
+        return (f"Run(path={str(self.path)!r}, kind={self.kind!r}, "
+                f"energy_name={self.energy_name!r}, words={len(self.words)}, "
+                f"dim={self.table.output_dim})")
+
+    # ------------------------------------------------------------------ tables
 
     def tables(self):
         """Returns `(means, variances)` as float32 numpy arrays `(n, d)`."""
-        means = self.table.means.numpy()
-        variances = np.broadcast_to(self.table.variances.numpy(), means.shape)
-        return means, np.ascontiguousarray(variances)
+        if not hasattr(self, "_tables"):
+            means = np.asarray(self.table.means.numpy(), np.float32)
+            variances = np.broadcast_to(
+                np.asarray(self.table.variances.numpy(), np.float32), means.shape)
+            self._tables = means, np.ascontiguousarray(variances)
+        return self._tables
+
+    @property
+    def means(self):
+        """`(n, d)` float32 means, in vocabulary order."""
+        return self.tables()[0]
+
+    @property
+    def variances(self):
+        """`(n, d)` float32 variances (a spherical variance repeated)."""
+        return self.tables()[1]
+
+    @property
+    def is_hierarchy(self):
+        """Whether the run embeds a hierarchy (any kind but `"corpus"`)."""
+        return self.kind != "corpus"
 
     def ids(self, words):
-        """Maps words to table ids; raises `KeyError` naming unknown words."""
+        """Maps words to table ids; raises `UnknownWordError` naming unknown words."""
         index = self.index
         unknown = [w for w in words if w not in index]
         if unknown:
-            raise KeyError(
-                f"not in the vocabulary of {self.path}: {', '.join(map(repr, unknown[:5]))}"
-                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-            )
+            suggestions = self.suggest(unknown[0]) if len(unknown) == 1 else []
+            message = (f"not in the vocabulary of {self.path}: "
+                       f"{', '.join(map(repr, unknown[:5]))}"
+                       + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+            if suggestions:
+                message += f"; did you mean {_listing(suggestions)}?"
+            raise UnknownWordError(message, unknown[0], suggestions)
         return np.array([index[w] for w in words], dtype=np.int64)
 
     @property
@@ -73,6 +138,216 @@ class Run:
         if not hasattr(self, "_index"):
             self._index = {w: i for i, w in enumerate(self.words)}
         return self._index
+
+    def suggest(self, word, limit=10):
+        """Vocabulary entries `word` may stand for, best first.
+
+        For a lemma, the synsets named after it (`dog` -> `dog.n.01`,
+        `dog.n.03`, ...; spaces read as underscores); else the entry equal to
+        `word` lowercased.
+
+        Args:
+            word: the string looked up.
+            limit: the most entries returned.
+
+        Returns:
+            A list of vocabulary entries (empty when none fits).
+        """
+        key = word.strip().lower().replace(" ", "_")
+        found = [w for w in self.words if _lemma(w) == key and w != word]
+        if not found and key in self.index and key != word:
+            found = [key]
+        return found[:limit]
+
+    # ------------------------------------------------------------------ queries
+
+    def _side(self, words):
+        single = isinstance(words, str)
+        ids = self.ids([words] if single else list(words))
+        return ids, single
+
+    def energy(self, a, b):
+        """The run's energy of pairs, as its TF Serving signature computes it.
+
+        KL runs: `energy(query, candidate) = -KL(N_query || N_candidate)`,
+        high (near 0) when the query lies inside the candidate ("query is-a
+        candidate"). EL runs: the log expected-likelihood kernel
+        `log N(0; mu_a - mu_b, Sigma_a + Sigma_b)` (with the `-d/2 log 2 pi`
+        term when the model's `ELEnergy` keeps it). Computed with numpy in
+        float64 from the query table on both sides.
+
+        Args:
+            a: a word or a sequence of words (the queries).
+            b: a word or a sequence of words (the candidates); one side of
+                length 1 is broadcast against the other.
+
+        Returns:
+            A float for two words, else a float64 array.
+
+        Raises:
+            UnknownWordError: a word is not in the vocabulary.
+
+        Example:
+
+        >>> run.energy("dog.n.01", ["mammal.n.01", "car.n.01"])
+        array([ -0.41, -37.2 ])
+        """
+        left, single_a = self._side(a)
+        right, single_b = self._side(b)
+        left, right = np.broadcast_arrays(left, right)
+        means, variances = self.tables()
+        values = pair_energy(self.energy_name, means[left], variances[left],
+                             means[right], variances[right],
+                             include_constant=self._include_constant())
+        return float(values[0]) if single_a and single_b else values
+
+    def _include_constant(self):
+        if self.energy_name != "el":
+            return False
+        from keras_gauss.export.serving import _el_include_constant
+
+        return _el_include_constant(self.model)
+
+    def neighbors(self, x, by=None, k=10):
+        """The `k` entries nearest to `x`, `x` itself left out.
+
+        Args:
+            x: a vocabulary entry.
+            by: `"energy"` (highest `energy(x, candidate)` first, as the
+                serving `neighbors` signature ranks them: with KL, what `x`
+                most plausibly is-a), `"similarity"` (cosine between means,
+                most similar first) or `"variance"` (the `k` most similar by
+                cosine, broadest first: the paper's specificity table).
+                Default: `"energy"` for hierarchy runs, `"similarity"` for
+                corpus runs.
+            k: how many (at most the vocabulary size minus one).
+
+        Returns:
+            A list of `(entry, score)`: the energy, the cosine, or the log
+            determinant of the covariance (`"variance"`).
+
+        Raises:
+            UnknownWordError: `x` is not in the vocabulary (with suggestions).
+            ValueError: bad `by` or `k`.
+
+        Example:
+
+        >>> run.neighbors("dog.n.01", k=2)
+        [('canine.n.02', -0.21), ('carnivore.n.01', -0.3)]
+        """
+        by = by or ("energy" if self.is_hierarchy else "similarity")
+        if by not in NEIGHBOR_ORDERS:
+            raise ValueError(f"by must be one of {', '.join(NEIGHBOR_ORDERS)}; got {by!r}.")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}.")
+        (i,), _ = self._side([x])
+        means, variances = self.tables()
+        if by == "energy":
+            scores = pair_energy(self.energy_name, means[i][None], variances[i][None],
+                                 means, variances,
+                                 include_constant=self._include_constant())
+        else:
+            mean64 = means.astype(np.float64)
+            norms = np.maximum(np.linalg.norm(mean64, axis=1), 1e-12)
+            scores = mean64 @ mean64[i] / (norms * norms[i])
+        scores[i] = -np.inf
+        k = min(int(k), len(scores) - 1)
+        top = np.argsort(-scores, kind="stable")[:k]
+        if by == "variance":
+            log_det = self.log_det()
+            top = top[np.argsort(-log_det[top], kind="stable")]
+            return [(self.words[j], float(log_det[j])) for j in top]
+        return [(self.words[j], float(scores[j])) for j in top]
+
+    def log_det(self):
+        """`(n,)` float64 log determinants of the covariances (larger: broader)."""
+        return np.log(self.variances.astype(np.float64)).sum(axis=1)
+
+    @property
+    def threshold(self):
+        """The is-a threshold on `energy` chosen on the validation edges, or `None`."""
+        value = self.metrics.get("threshold")
+        return None if value is None else float(value)
+
+    def is_a(self, a, b, threshold=None):
+        """Whether `a` is-a `b`: `energy(a, b) >= threshold`.
+
+        Args:
+            a: a word or a sequence of words (the specific side).
+            b: a word or a sequence of words (the general side).
+            threshold: the energy threshold; default: the one chosen on the
+                validation edges when the run was trained (`metrics.json`).
+
+        Returns:
+            A bool for two words, else a bool array.
+
+        Raises:
+            ValueError: not a KL hierarchy run, or no threshold recorded (a
+                run trained with `--val-size 0`) and none given.
+            UnknownWordError: a word is not in the vocabulary.
+
+        Example:
+
+        >>> run.is_a(["dog.n.01", "mammal.n.01"], "animal.n.01")
+        array([ True,  True])
+        """
+        if self.energy_name != "kl":
+            raise ValueError(f"is_a needs a KL run; {self.path} uses "
+                             f"{self.energy_name.upper()} energy.")
+        if threshold is None:
+            threshold = self.threshold
+            if threshold is None:
+                raise ValueError(
+                    f"{self.path}/metrics.json records no validation threshold "
+                    "(trained without validation edges); pass threshold=.")
+        values = self.energy(a, b)
+        return bool(values >= threshold) if np.ndim(values) == 0 else values >= threshold
+
+
+def _lemma(name):
+    """The lemma of a synset name (`st._bernard.n.01` -> `st._bernard`), else the name."""
+    parts = name.rsplit(".", 2)
+    if len(parts) == 3 and len(parts[1]) == 1 and parts[2].isdigit():
+        return parts[0].lower()
+    return name.lower()
+
+
+def _listing(words, limit=8):
+    shown = ", ".join(words[:limit])
+    return shown + (f" (and {len(words) - limit} more)" if len(words) > limit else "")
+
+
+def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True):
+    """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
+
+    Args:
+        energy: `"kl"` (`-KL(N_a || N_b)`) or `"el"` (log expected
+            likelihood).
+        mean_a, var_a: `(..., d)` means and variances of the first side.
+        mean_b, var_b: `(..., d)` of the second side.
+        include_constant: EL's `-d/2 log 2 pi` term.
+
+    Returns:
+        `(...)` float64 energies.
+
+    Example:
+
+    >>> float(pair_energy("kl", [0.0], [1.0], [1.0], [1.0]))
+    -0.5
+    """
+    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
+                                    for v in (mean_a, var_a, mean_b, var_b))
+    diff = mean_b - mean_a
+    if energy == "kl":
+        ratio = var_a / var_b
+        return -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
+    if energy == "el":
+        total = var_a + var_b
+        value = -0.5 * np.sum(np.log(total) + np.square(diff) / total, axis=-1)
+        if include_constant:
+            value = value - 0.5 * diff.shape[-1] * math.log(2 * math.pi)
+        return value
+    raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
 
 
 def write_run_info(directory, kind, energy, table, vocabulary, **extra):
@@ -98,13 +373,14 @@ def read_vocabulary(path):
 
 
 def load_run(run_dir):
-    """Loads a run directory written by `train-wordnet` or `train-corpus`.
+    """Loads a run directory written by `train-wordnet`, `train-corpus` or `demo`.
 
     Args:
         run_dir: the run directory.
 
     Returns:
-        A `Run`.
+        A `Run` (vocabulary, means, variances; `energy`, `neighbors`,
+        `is_a`).
 
     Raises:
         FileNotFoundError: the directory holds no trained run.
@@ -112,7 +388,8 @@ def load_run(run_dir):
     Example:
 
     >>> run = load_run("runs/wordnet")
-    >>> means, variances = run.tables()
+    >>> run.is_a("dog.n.01", "mammal.n.01")
+    True
     """
     import keras
 

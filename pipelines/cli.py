@@ -59,13 +59,15 @@ def add_parser(subparsers):
 
     evaluate = subparsers.add_parser(
         "evaluate",
-        help="score a corpus run on word similarity and entailment files",
+        help="score a run on word similarity and entailment files",
         description=(
             "Score a run directory: Spearman rho on word similarity files "
             "(word1 TAB word2 TAB score) by cosine between means (m) and "
             "between distributions (d), and average precision / best F1 on "
             "entailment files (word1 TAB word2 TAB True|False) by KL and "
-            "cosine. Pairs with unknown words are skipped (see coverage). "
+            "cosine. Pairs with unknown words are skipped (see coverage); a "
+            "file with no known pair is an error. On a WordNet run a word "
+            "stands for its synsets and a pair scores its best synset pair. "
             "Prints a table and writes DIR/eval.json."
         ),
     )
@@ -78,18 +80,24 @@ def add_parser(subparsers):
 
     neighbors = subparsers.add_parser(
         "neighbors",
-        help="a word's nearest neighbours, by similarity or by variance",
+        help="a word's or a node's nearest neighbours (by the run's energy, similarity or variance)",
         description=(
-            "Print the --k nearest neighbours of WORD by cosine between means, "
-            "most similar first, or (--by variance) the same neighbours "
-            "broadest first (descending log det of the covariance: the "
-            "paper's specificity table)."
+            "Print the --k nearest neighbours of WORD. --by energy ranks by "
+            "the run's energy, as the serving `neighbors` signature does: on a "
+            "hierarchy run, -KL(N_WORD || N_candidate), so the first rows are "
+            "what WORD most plausibly is-a. --by similarity ranks by cosine "
+            "between means; --by variance shows those neighbours broadest "
+            "first (descending log det of the covariance: the paper's "
+            "specificity table). Default: energy on hierarchy runs, "
+            "similarity on corpus runs. On a hierarchy run a lemma (dog) "
+            "lists the synsets to ask for (dog.n.01, ...)."
         ),
     )
     neighbors.add_argument("run", metavar="DIR", help="run directory")
     neighbors.add_argument("word", metavar="WORD")
     neighbors.add_argument("--k", type=int, default=10, help="(default: 10)")
-    neighbors.add_argument("--by", choices=("similarity", "variance"), default="similarity")
+    neighbors.add_argument("--by", choices=("energy", "similarity", "variance"), default=None,
+                           help="(default: energy on hierarchy runs, similarity on corpus runs)")
     neighbors.set_defaults(handler=run_neighbors)
 
 
@@ -105,7 +113,8 @@ def run_train_corpus(args):
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
     try:
         config.validate()
-        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite)
+        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
+                               verbose=0 if args.quiet else 1)
     except OutputExistsError as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
@@ -122,15 +131,20 @@ def run_train_corpus(args):
     print(f"run written to {args.out}")
 
 
-def _load(run_dir):
+def _load(run_dir, verbose=False):
+    from keras_gauss.callbacks import Phase
     from keras_gauss.cli import CommandError
+
+    loading = Phase(f"loading {run_dir}", verbose)
     from keras_gauss.runs import load_run
     from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
-        return Embeddings.from_run(load_run(run_dir))
+        emb = Embeddings.from_run(load_run(run_dir))
     except FileNotFoundError as error:
         raise CommandError(str(error)) from None
+    loading.done()
+    return emb
 
 
 def run_evaluate(args):
@@ -144,20 +158,27 @@ def run_evaluate(args):
         for path in getattr(args, flag):
             if not os.path.isfile(path):
                 raise CommandError(f"--{flag} {path}: no such file.")
-    emb = _load(args.run)
+    emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)
     except (ValueError, UnicodeDecodeError) as error:
         raise CommandError(str(error)) from None
+    for kind in ("similarity", "entailment"):
+        for name, result in results[kind].items():
+            if not result["n_covered"]:
+                raise CommandError(
+                    f"--{kind} {name}: none of its {result['n_pairs']} pairs has both "
+                    f"words in the vocabulary of {args.run}; nothing to score.")
     print(format_table(results))
     _write_eval(args.run, results)
 
 
 def _write_eval(run_dir, results):
-    """Writes `eval.json` atomically (a temporary file renamed into place)."""
+    """Writes `eval.json` atomically, with the mode of the other run files."""
     import json
     import math
-    import tempfile
+
+    from keras_gauss.io import atomic_file
 
     def clean(value):
         if isinstance(value, dict):
@@ -166,27 +187,70 @@ def _write_eval(run_dir, results):
             return None
         return value
 
-    fd, tmp = tempfile.mkstemp(prefix=".eval.json.", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(clean(results), indent=2) + "\n")
-        os.replace(tmp, os.path.join(run_dir, "eval.json"))
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_file(os.path.join(run_dir, "eval.json"), overwrite=True) as f:
+        f.write(json.dumps(clean(results), indent=2) + "\n")
 
 
 def run_neighbors(args):
     from keras_gauss.cli import CommandError
-    from keras_gauss.pipelines.evaluate import neighbors
+    from keras_gauss.runs import UnknownWordError, load_run
 
     if args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")
-    emb = _load(args.run)
     try:
-        rows = neighbors(emb, args.word, k=args.k, by=args.by)
-    except KeyError as error:
-        raise CommandError(f"unknown word: {error.args[0]}") from None
-    print(f"{'neighbour':<20} {'cosine':>7} {'log det':>9}")
-    for word, cosine, log_det in rows:
-        print(f"{word:<20} {cosine:7.3f} {log_det:9.2f}")
+        run = load_run(args.run)
+    except FileNotFoundError as error:
+        raise CommandError(str(error)) from None
+    by = args.by or ("energy" if run.is_hierarchy else "similarity")
+    word = args.word
+    if not run.is_hierarchy and word not in run.index:
+        word = word.lower()  # the corpus tokenizer lowercases
+    try:
+        rows = run.neighbors(word, by="similarity" if by == "variance" else by, k=args.k)
+    except UnknownWordError as error:
+        known = f"{args.run} ({len(run.words):,} entries)"
+        if error.suggestions and all("." in w for w in error.suggestions):
+            raise CommandError(
+                f"{args.word!r} is not an entry of {known}; its synsets are: "
+                f"{', '.join(error.suggestions)} (ask for one of them).") from None
+        if error.suggestions:
+            raise CommandError(f"{args.word!r} is not in the vocabulary of {known}; "
+                               f"did you mean {', '.join(error.suggestions)}?") from None
+        raise CommandError(f"unknown word: {args.word!r} is not in the vocabulary "
+                           f"of {known}.") from None
+    log_det = run.log_det()
+    table = [(w, score, float(log_det[run.index[w]])) for w, score in rows]
+    if by == "variance":
+        table.sort(key=lambda row: -row[2])
+    title = "energy" if by == "energy" else "cosine"
+    print(format_neighbors(table, ("neighbour", title, "log det")))
+
+
+def _fixed(value, digits):
+    """`value` with `digits` decimals, never `-0.00`."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def format_neighbors(rows, header, digits=(3, 2)):
+    """A neighbours table whose columns fit the longest entry.
+
+    Args:
+        rows: `(name, score, log_det)` tuples.
+        header: the three column titles.
+        digits: decimals of the two number columns.
+
+    Returns:
+        The table as one string (a header line, then one line a row).
+
+    Example:
+
+    >>> print(format_neighbors([("dog.n.01", -0.0001, 1.5)], ("neighbour", "energy", "log det")))
+    neighbour  energy  log det
+    dog.n.01    0.000     1.50
+    """
+    cells = [[name, _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
+    widths = [max(len(str(h)), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    lines = [f"{header[0]:<{widths[0]}}  {header[1]:>{widths[1]}}  {header[2]:>{widths[2]}}"]
+    lines += [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:>{widths[2]}}" for a, b, c in cells]
+    return "\n".join(lines)

@@ -22,11 +22,14 @@ Measures, as in the paper (Section 6):
   Table 1.
 
 All words are lowercased before lookup (the corpus tokenizer lowercases).
+A WordNet run's rows are synsets: a word stands for its synsets (or its
+lemma node) and a pair is scored by its best synset pair (`wordnet_senses`).
 """
 
 import dataclasses
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +43,10 @@ class Embeddings:
         words: the words, in row order.
         means: `(n, d)` float array.
         variances: `(n, d)` float array (spherical ones broadcast).
+        senses: optional `word -> row ids` for tables whose rows are word
+            senses (a WordNet run's synsets, see `wordnet_senses`): a word
+            pair is then scored by its best pair of senses. `None`: one row
+            per word, looked up by name.
 
     Example:
 
@@ -51,6 +58,7 @@ class Embeddings:
     words: list
     means: np.ndarray
     variances: np.ndarray
+    senses: dict | None = None
 
     def __post_init__(self):
         self.words = list(self.words)
@@ -72,7 +80,8 @@ class Embeddings:
 
             run = load_run(run)
         means, variances = run.tables()
-        return cls(run.words, means, variances)
+        senses = wordnet_senses(run.words) if run.kind == "wordnet" else None
+        return cls(run.words, means, variances, senses)
 
     def id(self, word):
         """Row of `word` (lowercased); raises `KeyError` naming an unknown word."""
@@ -89,6 +98,52 @@ class Embeddings:
     def log_det(self):
         """`(n,)` log determinants of the covariances (larger: broader)."""
         return np.log(self.variances).sum(axis=1)
+
+
+_SYNSET = re.compile(r".+\.[a-z]\.\d+$")
+
+
+def wordnet_senses(nodes, lemmas=None):
+    """Maps words to the rows of a WordNet run's nodes (synsets, maybe lemmas).
+
+    A word's rows are its own node when the table has one (a lemma node of
+    `--lemmas`, or any node not named like a synset), else every synset
+    node with the word among its lemma names (WordNet's `lemma -> synsets`,
+    the rule of `keras_gauss.hierarchy.evaluate.word_pair_scores`).
+
+    Args:
+        nodes: node names in row order (`dog.n.01`, `dog`, ...).
+        lemmas: optional `word -> synset names` (lowercased words, `_` for
+            spaces); default: read from WordNet when a node is a synset.
+
+    Returns:
+        A dict `word -> tuple of row ids`.
+
+    Example:
+
+    >>> wordnet_senses(["dog.n.01", "frump.n.01"], {"dog": ("dog.n.01", "frump.n.01")})
+    {'dog': (0, 1)}
+    """
+    index = {name: i for i, name in enumerate(nodes)}
+    synsets = [name for name in nodes if _SYNSET.match(name)]
+    if lemmas is None and synsets:
+        from keras_gauss.hierarchy.wordnet import read_noun_synsets
+
+        lemmas = {}
+        for synset in read_noun_synsets():
+            for lemma in synset.lemmas:
+                names = lemmas.setdefault(lemma.lower(), [])
+                if synset.name not in names:
+                    names.append(synset.name)
+    senses = {}
+    for word, names in (lemmas or {}).items():
+        rows = tuple(index[name] for name in names if name in index)
+        if rows:
+            senses[word] = rows
+    for name, i in index.items():
+        if not _SYNSET.match(name):
+            senses[name] = (i,)
+    return senses
 
 
 def as_embeddings(source):
@@ -148,12 +203,37 @@ def read_similarity(path):
 # --------------------------------------------------------------------------- scores
 
 
+def _rows(emb, word):
+    if emb.senses is None:
+        i = emb.index.get(word)
+        return () if i is None else (i,)
+    return emb.senses.get("_".join(word.split()), ())
+
+
 def _pair_ids(emb, pairs):
-    ids = [(emb.index.get(a), emb.index.get(b)) for a, b, *_ in pairs]
-    covered = np.array([i is not None and j is not None for i, j in ids], dtype=bool)
-    left = np.array([i for (i, j), c in zip(ids, covered) if c], dtype=np.int64)
-    right = np.array([j for (i, j), c in zip(ids, covered) if c], dtype=np.int64)
-    return left, right, covered
+    """Row pairs of word pairs: `(left, right, covered, starts)`.
+
+    Each covered pair contributes every (row of word1, row of word2), one
+    block that starts at `starts[k]` (one row a word: blocks of one).
+    """
+    left, right, counts = [], [], []
+    for a, b, *_ in pairs:
+        rows_a, rows_b = _rows(emb, a), _rows(emb, b)
+        left.extend(np.repeat(rows_a, len(rows_b)).tolist())
+        right.extend(np.tile(rows_b, len(rows_a)).tolist())
+        counts.append(len(rows_a) * len(rows_b))
+    counts = np.asarray(counts, dtype=np.int64)
+    covered = counts > 0
+    starts = (np.cumsum(counts) - counts)[covered]
+    return (np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), covered,
+            starts)
+
+
+def _best_scores(emb, left, right, starts, measure):
+    """`pair_scores` of each block's best row pair (the best sense pair)."""
+    if not len(left):
+        return np.zeros(0)
+    return np.maximum.reduceat(pair_scores(emb, left, right, measure), starts)
 
 
 def _cosine(a, b):
@@ -216,11 +296,11 @@ def similarity(source, path):
     """
     emb = as_embeddings(source)
     pairs = read_similarity(path)
-    left, right, covered = _pair_ids(emb, pairs)
+    left, right, covered, starts = _pair_ids(emb, pairs)
     gold = np.array([s for _, _, s in pairs], dtype=np.float64)[covered]
     result = {}
     for measure in ("m", "d"):
-        scores = pair_scores(emb, left, right, measure) if len(left) else np.zeros(0)
+        scores = _best_scores(emb, left, right, starts, measure)
         result[f"spearman_{measure}"] = _spearman(scores, gold)
     n = int(covered.sum())
     result.update(coverage=n / len(pairs) if pairs else math.nan, n_pairs=len(pairs),
@@ -256,12 +336,12 @@ def entailment(source, path):
 
     emb = as_embeddings(source)
     rows = read_entailment(path)
-    left, right, covered = _pair_ids(emb, rows)
+    left, right, covered, starts = _pair_ids(emb, rows)
     labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
     result = {}
     for name, measure in (("kl", "kl"), ("cos", "m")):
         if labels.any():
-            scores = pair_scores(emb, left, right, measure)
+            scores = _best_scores(emb, left, right, starts, measure)
             result[f"{name}_ap"] = average_precision(labels, scores)
             result[f"{name}_f1"] = best_f1(labels, scores)[0]
         else:

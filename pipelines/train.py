@@ -288,11 +288,14 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
             .with_options(options))
 
 
-def _train_fused(model, config, corpus, vocab, verbose):
+def _train_fused(model, config, corpus, vocab, verbose, progress=None):
     """Trains `model`'s tables with `keras_gauss.fused.skipgram_train`.
 
     The AdaGrad accumulators are the compiled `SparseAdagrad`'s own, so the
     saved model holds the optimizer state as with the other engines.
+
+    `progress` (a `keras_gauss.callbacks.ProgressLogger`) is driven with a
+    "step" per corpus token (`steps=vocab.total`) and `logs["pairs"]`.
 
     Returns:
         `(pairs, losses)`: pairs trained (all epochs) and the mean hinge loss
@@ -343,18 +346,16 @@ def _train_fused(model, config, corpus, vocab, verbose):
 
     step.get_concrete_function(tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64),
                                tf.TensorSpec([], tf.int64))  # traced while chunks are read
+    progress = progress or keras.callbacks.Callback()
+    progress.set_params({"epochs": config.epochs, "steps": vocab.total})
+    progress.on_train_begin()
     total_pairs, losses = 0, []
     for epoch in range(config.epochs):
-        if verbose:
-            print(f"Epoch {epoch + 1}/{config.epochs}")
-        bar = keras.utils.Progbar(vocab.total, verbose=verbose,
-                                  stateful_metrics=["loss", "Mpairs/s"],
-                                  unit_name="token")
-        start, seen, pairs, loss = time.perf_counter(), 0, 0, 0.0
+        progress.on_epoch_begin(epoch)
+        seen, pairs, loss = 0, 0, 0.0
 
         def logs():
-            seconds = max(time.perf_counter() - start, 1e-9)
-            return [("loss", loss / max(pairs, 1)), ("Mpairs/s", pairs / seconds / 1e6)]
+            return {"loss": loss / max(pairs, 1), "pairs": pairs}
 
         for index, (ids, splits) in enumerate(first_epoch if epoch == 0 else chunks):
             seed = (config.seed << 40) + (epoch << 24) + index
@@ -362,11 +363,12 @@ def _train_fused(model, config, corpus, vocab, verbose):
             pairs += int(chunk_pairs)
             loss += float(chunk_loss)
             seen += int(ids.shape[0])
-            bar.update(min(seen, vocab.total), logs(), finalize=False)
-        bar.update(vocab.total, logs(), finalize=True)
+            progress.on_train_batch_end(min(seen, vocab.total) - 1, logs())
+        progress.on_epoch_end(epoch, logs())
         optimizer.iterations.assign_add(-(-pairs // config.batch_size))
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
+    progress.on_train_end()
     return total_pairs, losses
 
 
@@ -409,7 +411,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
       subsampling), `tokens_per_second`, `final_loss`, `vocab_size`,
       `batch_size`, the per-epoch loss and the config.
 
-    The progress bar (`verbose=1`) shows the running pairs/s.
+    Progress (`keras_gauss.callbacks.ProgressLogger`) shows the loss and
+    pairs/s: a bar on a terminal, one line per epoch otherwise.
 
     Args:
         config: a `CorpusConfig`.
@@ -417,8 +420,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             or directory; `"tfds:NAME..."`; a `tf.data.Dataset` of lines).
         out_dir: the run directory.
         overwrite: replace an existing run in `out_dir`.
-        verbose: Keras verbosity (1: progress bar, 2: a line per epoch, 0:
-            silent).
+        verbose: 0 silent; 1 a progress bar on a terminal, else one line
+            per epoch, and a line for each long step (counting the
+            vocabulary, saving); 2 one line per epoch.
         callbacks: extra Keras callbacks for `fit` (not with the `"fused"`
             engine, which does not call `fit`).
         vocab: a prebuilt `pipelines.Vocabulary` (skips the counting pass;
@@ -442,6 +446,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     import keras
     import tensorflow as tf
 
+    from keras_gauss.callbacks import Phase
+    from keras_gauss.callbacks import ProgressLogger
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
     from keras_gauss.losses import MaxMarginRanking
@@ -456,7 +462,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
     if vocab is None:
+        counting = Phase("counting the vocabulary", verbose)
         vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
+        counting.done()
     fused_step = config.engine == "fused-step"
     model = build_corpus_model(
         len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
@@ -476,24 +484,25 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
               f"{config.negatives} negative(s), {config.epochs} epoch(s), "
               f"engine {config.engine}")
+    progress = ProgressLogger.from_verbose(verbose, unit="pairs", batch_size=config.batch_size)
     start = time.perf_counter()
     if config.engine == "fused":
         if callbacks:
             raise ValueError("engine='fused' does not run Keras callbacks; use "
                              "engine='keras' or 'fused-step'.")
-        pairs, losses = _train_fused(model, config, corpus, vocab, verbose)
+        Phase("setting up the fused step", verbose)  # ends when training starts
+        pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress)
     else:
         counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         dataset = make_dataset(config, corpus, vocab, counter)
-        throughput = _throughput_callback(counter, config.batch_size,
-                                          per_batch=verbose == 1)
+        throughput = _throughput_callback(counter, config.batch_size, per_batch=False)
         with warnings.catch_warnings():
             # Keras's notes on a dataset of unknown length (the end of the
             # first epoch is found by running out of data) and on `shuffle`.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
-            history = model.fit(dataset, epochs=config.epochs, verbose=verbose,
-                                callbacks=[throughput, *(callbacks or [])])
+            history = model.fit(dataset, epochs=config.epochs, verbose=0,
+                                callbacks=[throughput, *(callbacks or []), progress])
         pairs = int(counter.numpy())
         losses = [float(v) for v in history.history.get("loss", [])]
     train_seconds = time.perf_counter() - start
@@ -515,7 +524,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         "config": dataclasses.asdict(config),
     }
     metrics = jsonable(metrics)
-    with atomic_directory(out_dir, overwrite) as tmp:
+    with Phase(f"saving the run to {out_dir}", verbose), \
+            atomic_directory(out_dir, overwrite) as tmp:
         model.save(tmp / "model.keras")
         vocab.save(tmp / "vocab.tsv")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

@@ -16,14 +16,16 @@ The command line is `keras-gauss export RUN_DIR --format ... --out ...`.
 Out-of-vocabulary conventions are in `keras_gauss.export.serving`.
 """
 
-from keras_gauss.export.projector import export_run_projector
-from keras_gauss.export.projector import write_projector
-from keras_gauss.export.serving import OOV_ENERGY
-from keras_gauss.export.serving import export_energy_model
-from keras_gauss.export.serving import export_run
-from keras_gauss.export.serving import export_tables
-from keras_gauss.export.word2vec import export_run_word2vec
-from keras_gauss.export.word2vec import save_word2vec
+import importlib
+
+# Each public name loads its module on first use (PEP 562): the `keras-gauss`
+# command's parser imports `keras_gauss.export.cli` without TensorFlow.
+_EXPORTS = {
+    "export_run_projector": "projector", "write_projector": "projector",
+    "OOV_ENERGY": "serving", "export_energy_model": "serving", "export_run": "serving",
+    "export_tables": "serving",
+    "export_run_word2vec": "word2vec", "save_word2vec": "word2vec",
+}
 
 __all__ = [
     "OOV_ENERGY",
@@ -35,3 +37,11 @@ __all__ = [
     "save_word2vec",
     "write_projector",
 ]
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

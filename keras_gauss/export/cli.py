@@ -26,7 +26,8 @@ formats (--format):
   word2vec-binary  the same in word2vec's binary format (binary=True)
   projector        TensorBoard projector directory OUT: vectors.tsv (means),
                    metadata.tsv (word, count, log_det_variance),
-                   projector_config.pbtxt
+                   projector_config.pbtxt; view it with
+                   `tensorboard --logdir OUT` (extra: keras-gauss[viz])
 
 Every output is written to a temporary sibling and renamed when complete.
 """
@@ -74,6 +75,9 @@ def run_export(args):
     if args.k is not None and args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")
 
+    from keras_gauss.callbacks import Phase
+
+    exporting = Phase(f"exporting {args.run_dir} ({args.format})", not args.quiet)
     from keras_gauss.export import serving
     from keras_gauss.io import OutputExistsError
 
@@ -97,4 +101,7 @@ def run_export(args):
         raise CommandError(f"--out {error}") from None
     except (FileNotFoundError, ValueError) as error:
         raise CommandError(str(error)) from None
+    exporting.done()
     print(f"{args.format} export written to {out}")
+    if args.format == "projector":
+        print(f"view it with `tensorboard --logdir {out}` (pip install keras-gauss[viz])")

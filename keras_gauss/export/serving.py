@@ -445,7 +445,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
         cand_means = layer.means.numpy()
         cand_vars = layer.variances.numpy()
     return export_tables(
-        means, variances, run.words, target, run.energy, k=k,
+        means, variances, run.words, target, run.energy_name, k=k,
         candidate_means=cand_means, candidate_variances=cand_vars,
         include_constant=_el_include_constant(run.model), overwrite=overwrite,
         info={"run": str(Path(run_dir).resolve()), "kind": run.kind,

@@ -1,6 +1,8 @@
 """`keras-gauss train-corpus`, `evaluate` and `neighbors` end to end on a tiny corpus."""
 
 import json
+import os
+import re
 
 import numpy as np
 import pytest
@@ -125,3 +127,66 @@ def test_unknown_tfds_corpus(tmp_path, capsys):
     code, err = _exit(["train-corpus", "--corpus", "tfds:no_such_dataset_xyz",
                        "--out", str(tmp_path / "t"), *TRAIN], capsys)
     assert code == 2 and "no_such_dataset_xyz" in err
+
+
+def _epoch_lines(out):
+    assert not any(code in out for code in ("\r", "\b", "\x1b"))
+    return [line for line in out.splitlines() if line.startswith("Epoch")]
+
+
+@pytest.mark.parametrize("engine", ["keras", "fused"])
+def test_redirected_training_prints_one_line_per_epoch(engine, corpus, tmp_path, capsys):
+    out = tmp_path / engine
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN,
+                 "--engine", engine]) == 0
+    printed = capsys.readouterr().out
+    epochs = _epoch_lines(printed)
+    assert [line.split(":")[0] for line in epochs] == ["Epoch 1/2", "Epoch 2/2"]
+    assert all("pairs/s" in line and "loss" in line for line in epochs)
+    assert "counting the vocabulary... " in printed
+    assert f"saving the run to {out}... " in printed
+    if engine == "fused":  # the set-up (trace) line ends, with its time, when training starts
+        assert re.search(r"setting up the fused step\.\.\. \d+\.\d s\nEpoch 1/2", printed)
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "q"),
+                 *TRAIN, "--engine", engine, "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "Epoch" not in printed and "counting" not in printed and "run written" in printed
+
+
+def test_eval_json_has_the_mode_of_the_other_run_files(run_dir, tmp_path, capsys):
+    sim = tmp_path / "sim.tsv"
+    sim.write_text("cat\tdog\t9\ncat\thammer\t1\nsaw\tdrill\t8\n")
+    assert main(["evaluate", str(run_dir), "--similarity", str(sim)]) == 0
+    modes = {p.name: os.stat(p).st_mode & 0o777 for p in run_dir.iterdir()}
+    assert modes["eval.json"] == modes["metrics.json"] == 0o666 & ~_umask()
+
+
+def test_evaluate_refuses_a_file_with_no_known_pair(run_dir, tmp_path, capsys):
+    (run_dir / "eval.json").unlink(missing_ok=True)
+    unknown = tmp_path / "unknown.tsv"
+    unknown.write_text("unicorn\tgriffin\t5\nqwzx\tcat\t1\n")
+    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(unknown)], capsys)
+    assert code == 2 and "unknown" in err and "none of its 2 pairs" in err
+    assert not (run_dir / "eval.json").exists()
+
+
+def test_ellipses_example_writes_into_the_run_by_default(run_dir, tmp_path, monkeypatch):
+    import importlib.util
+
+    pytest.importorskip("scipy")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ellipses.py")
+    spec = importlib.util.spec_from_file_location("ellipses_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.chdir(tmp_path)
+    example.main([str(run_dir), "cat", "--k", "3"])
+    assert (run_dir / "ellipses-cat.png").is_file()
+    assert list(tmp_path.iterdir()) == []
+    example.main([str(run_dir), "cat", "--k", "3", "--out", str(tmp_path / "x.png")])
+    assert (tmp_path / "x.png").is_file()
+
+
+def _umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

@@ -119,3 +119,59 @@ def test_embeddings_from_run_directory(tmp_path):
     assert emb.words == ["x", "y", "z"] and emb.means.shape == (3, 4)
     np.testing.assert_allclose(emb.means, model.get_layer("words").means.numpy(), rtol=1e-6)
     assert json.loads((tmp_path / "run.json").read_text())["table"] == "words"
+
+
+def _kl(m0, v0, m1, v1):
+    """KL(N0 || N1) of diagonal Gaussians, written out."""
+    return 0.5 * np.sum(v0 / v1 + (m1 - m0) ** 2 / v1 - 1.0 + np.log(v1 / v0))
+
+
+def test_wordnet_senses_score_the_best_synset_pair(tmp_path):
+    from keras_gauss.pipelines.evaluate import wordnet_senses
+
+    nodes = ["animal.n.01", "dog.n.01", "frump.n.01", "cat.n.01", "puppy"]
+    lemmas = {"animal": ("animal.n.01",), "dog": ("dog.n.01", "frump.n.01", "dog.n.99"),
+              "cat": ("cat.n.01",), "unicorn": ("unicorn.n.01",)}
+    senses = wordnet_senses(nodes, lemmas)
+    assert senses == {"animal": (0,), "dog": (1, 2), "cat": (3,), "puppy": (4,)}
+    means = np.array([[0.0, 0.0], [0.2, 0.1], [3.0, -2.0], [-0.3, 0.2], [0.1, 0.1]])
+    variances = np.array([[4.0, 4.0], [0.5, 0.4], [0.3, 0.2], [0.6, 0.5], [0.2, 0.2]])
+    emb = Embeddings(nodes, means, variances, senses=senses)
+    path = tmp_path / "ent.tsv"
+    path.write_text("dog\tanimal\tTrue\nanimal\tdog\tFalse\ncat\tanimal\tTrue\n"
+                    "dog\tcat\tFalse\nunicorn\tanimal\tTrue\n")
+    result = entailment(emb, path)
+    assert (result["n_covered"], result["n_pairs"]) == (4, 5)
+    # the best sense pair of each covered pair, by -KL(word1 || word2)
+    best = [max(-_kl(means[i], variances[i], means[j], variances[j])
+                for i in senses[a] for j in senses[b])
+            for a, b in [("dog", "animal"), ("animal", "dog"), ("cat", "animal"), ("dog", "cat")]]
+    from keras_gauss.hierarchy.evaluate import average_precision
+
+    assert result["kl_ap"] == pytest.approx(average_precision([1, 0, 1, 0], best))
+    sim = tmp_path / "sim.tsv"
+    sim.write_text("dog\tpuppy\t9\ncat\tanimal\t5\ndog\tanimal\t6\n")
+    assert similarity(emb, sim)["n_covered"] == 3
+
+
+def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path):
+    """`evaluate` on a WordNet run = keras_gauss.hierarchy.evaluate.baroni2012."""
+    from keras_gauss.hierarchy import build_hierarchy
+    from keras_gauss.hierarchy.evaluate import baroni2012
+    from keras_gauss.hierarchy.train import WordNetConfig
+    from keras_gauss.hierarchy.train import train_wordnet
+    from keras_gauss.runs import load_run
+
+    config = WordNetConfig(root="mammal.n.01", dim=4, epochs=1, batch_size=512, val_size=0,
+                           test_size=0, reconstruction_nodes=50)
+    train_wordnet(config, tmp_path / "run", verbose=0)
+    path = tmp_path / "ent.tsv"
+    path.write_text("dog\tmammal\tTrue\nmammal\tdog\tFalse\ncat\tmammal\tTrue\n"
+                    "horse\tdog\tFalse\nwhale\tmammal\tTrue\ndog\tcat\tFalse\n"
+                    "unicorn\tmammal\tTrue\n")
+    ours = entailment(tmp_path / "run", path)
+    run = load_run(tmp_path / "run")
+    reference = baroni2012(path, build_hierarchy("mammal.n.01"), *run.tables())
+    assert ours["n_covered"] == reference["n_covered"] == 6
+    assert ours["kl_ap"] == pytest.approx(reference["ap"])
+    assert ours["kl_f1"] == pytest.approx(reference["best_f1"])

@@ -1,0 +1,88 @@
+"""ProgressLogger: one line per epoch off a terminal, a bar on one, an ETA without the trace."""
+
+import io
+
+import keras
+import numpy as np
+import pytest
+
+from keras_gauss.callbacks import ProgressLogger
+from keras_gauss.callbacks import progress as progress_module
+
+CONTROL = ("\r", "\b", "\x1b")
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _fit(logger, epochs=3):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype("float32")
+    model.fit(x, x[:, :1], batch_size=8, epochs=epochs, verbose=0, callbacks=[logger])
+
+
+def test_redirected_output_has_one_line_per_epoch_and_no_control_codes():
+    out = io.StringIO()
+    _fit(ProgressLogger(unit="samples", batch_size=8, mode="auto", stream=out))
+    text = out.getvalue()
+    assert not any(code in text for code in CONTROL)
+    lines = text.splitlines()
+    assert len(lines) == 3
+    for epoch, line in enumerate(lines, start=1):
+        assert line.startswith(f"Epoch {epoch}/3: loss ")
+        assert "40 samples in " in line and "samples/s)" in line
+
+
+def test_terminal_gets_a_bar_that_leaves_one_line_per_epoch():
+    out = Terminal()
+    _fit(ProgressLogger(batch_size=8, stream=out, interval=0), epochs=2)
+    text = out.getvalue()
+    assert "\r" in text and "\b" not in text and "\x1b" not in text
+    assert "[" in text and "ETA" in text
+    finals = [line.split("\r")[-1].rstrip() for line in text.split("\n") if line]
+    assert [line.split(":")[0] for line in finals] == ["Epoch 1/2", "Epoch 2/2"]
+
+
+def test_eta_ignores_the_first_traced_step(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: clock[0])
+    out = Terminal()
+    logger = ProgressLogger(unit="pairs", batch_size=10, stream=out, interval=0)
+    logger.set_params({"epochs": 1, "steps": 10})
+    logger.on_train_begin()
+    logger.on_epoch_begin(0)
+    clock[0] = 100.0  # the first step traces the graph: 100 s
+    logger.on_train_batch_end(0, {"loss": 1.0})
+    assert "ETA --" in out.getvalue().split("\r")[-1]
+    for step in (1, 2):  # then 1 s a step
+        clock[0] += 1.0
+        logger.on_train_batch_end(step, {"loss": 1.0})
+    bar = out.getvalue().split("\r")[-1]
+    assert "ETA 0:07" in bar  # 7 steps left at 1 s each, not (102 / 3) * 7
+    assert "10 pairs/s" in bar
+
+
+def test_count_from_the_logs_and_off_mode():
+    out = io.StringIO()
+    logger = ProgressLogger(unit="pairs", mode="lines", stream=out)
+    logger.set_params({"epochs": 2, "steps": 100})
+    logger.on_train_begin()
+    logger.on_epoch_begin(1)
+    logger.on_train_batch_end(99, {"loss": 0.5, "pairs": 1234})
+    logger.on_epoch_end(1, {"loss": 0.25, "pairs": 1234})
+    assert out.getvalue().startswith("Epoch 2/2: loss 0.2500, 1,234 pairs in ")
+    quiet = io.StringIO()
+    _fit(ProgressLogger(batch_size=8, mode="off", stream=quiet))
+    assert quiet.getvalue() == ""
+    with pytest.raises(ValueError, match="mode"):
+        ProgressLogger(mode="loud")
+
+
+def test_get_config_and_from_verbose():
+    logger = ProgressLogger(unit="edges", batch_size=4, epoch_size=10, mode="lines")
+    assert ProgressLogger(**logger.get_config()).get_config() == logger.get_config()
+    assert [ProgressLogger.from_verbose(v).mode for v in (0, 1, 2)] == ["off", "auto", "lines"]

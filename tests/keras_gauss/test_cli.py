@@ -1,0 +1,110 @@
+"""The `keras-gauss` command: help without TensorFlow, the no-TensorFlow
+message, a redirected log of one line per epoch, `--quiet`, the demo's run."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from keras_gauss.cli import build_parser
+from keras_gauss.cli import main
+
+HEAVY = ("tensorflow", "keras", "nltk")
+
+
+def _python(code, *args, cwd=None):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def _subcommands():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return sorted(action.choices)
+
+
+def test_help_of_every_subcommand_imports_no_backend():
+    result = _python("""
+        import sys
+        from keras_gauss.cli import main
+        for argv in [["--help"]] + [[c, "--help"] for c in sys.argv[1:]]:
+            try:
+                main(argv)
+            except SystemExit as stop:
+                assert stop.code == 0, argv
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in %r)
+        print("HEAVY", heavy, file=sys.stderr)
+        """ % (HEAVY,), *_subcommands())
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stderr
+    for command in _subcommands():
+        assert f"keras-gauss {command}" in result.stdout
+    assert result.stdout.count("--quiet") >= len(_subcommands())
+
+
+# Makes `import tensorflow` fail as on an install without the extras.
+NO_TENSORFLOW = """
+    import importlib.abc, sys
+
+    class NoTensorFlow(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "tensorflow":
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    from keras_gauss.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+
+
+def test_without_tensorflow_help_and_commands_say_what_to_install(tmp_path):
+    result = _python(NO_TENSORFLOW, "--help")
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "pip install keras-gauss[cpu]" in result.stdout
+    result = _python(NO_TENSORFLOW, "demo", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("keras-gauss demo: error: keras-gauss needs TensorFlow")
+    assert "pip install keras-gauss[cpu]" in result.stderr
+    assert not (tmp_path / "demo").exists()
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`keras-gauss demo` with its output redirected to a file."""
+    root = tmp_path_factory.mktemp("demo")
+    log = root / "demo.log"
+    with open(log, "w") as out:
+        subprocess.run([sys.executable, "-m", "keras_gauss.cli", "demo", "--epochs", "3",
+                        "--out", str(root / "run")], stdout=out, stderr=subprocess.STDOUT,
+                       check=True, timeout=300)
+    return root / "run", log.read_text()
+
+
+def test_redirected_log_has_one_line_per_epoch(demo_run):
+    _, log = demo_run
+    assert not any(code in log for code in ("\r", "\b", "\x1b"))
+    epochs = [line for line in log.splitlines() if line.startswith("Epoch")]
+    assert [line.split(":")[0] for line in epochs] == ["Epoch 1/3", "Epoch 2/3", "Epoch 3/3"]
+    assert all("edges/s" in line and "loss" in line for line in epochs)
+    assert "edge accuracy" in log
+
+
+def test_demo_run_is_a_run_export_and_neighbors_accept(demo_run, tmp_path, capsys):
+    run, _ = demo_run
+    assert (run / "run.json").is_file()
+    assert main(["neighbors", str(run), "dog", "--k", "2"]) == 0
+    assert main(["export", str(run), "--format", "word2vec", "--out",
+                 str(tmp_path / "means.txt"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "exporting" not in out and "word2vec export written" in out
+    assert (tmp_path / "means.txt").read_text().startswith("20 2\n")
+
+
+def test_quiet_prints_only_the_result(tmp_path, capsys):
+    assert main(["demo", "--epochs", "1", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "Epoch" not in out and out.startswith("edge accuracy")

@@ -1,0 +1,215 @@
+"""`keras_gauss.load_run` and the `Run` queries: energy, neighbors, is_a.
+
+Two small run directories in the shared format (a hierarchy run with a
+hand-set KL table and a validation threshold in metrics.json, a corpus run
+with an EL word/context model) are loaded; the numpy queries are compared
+with the TF Serving export of the same runs and with an independent
+computation (numerical integration of the KL divergence).
+"""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+import keras_gauss as kg
+from keras_gauss.cli import main
+from keras_gauss.export import export_run
+from keras_gauss.runs import UnknownWordError, pair_energy, write_run_info
+
+NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "dog.n.03", "cat.n.01",
+         "vehicle.n.01", "car.n.01", "a_synset_with_a_long_name.n.01"]
+# "st._dog.n.01" would be the lemma "st._dog", not "st"
+MEANS = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.4, 0.1, 0.0], [-1.5, 1.0, 0.4],
+         [-0.6, 0.5, 0.0], [1.8, -0.4, 0.2], [1.75, -0.3, 0.3], [0.1, 0.0, 0.0]]
+VARS = [[4.0, 4.0, 3.5], [2.0, 1.5, 2.0], [0.2, 0.3, 0.25], [0.3, 0.3, 0.3],
+        [0.3, 0.2, 0.2], [1.5, 1.2, 1.0], [0.1, 0.15, 0.2], [2.0, 1.5, 2.0]]
+THRESHOLD = -3.0
+WORDS = ["the", "cat", "sat", "on", "mat", "dog"]
+
+
+@pytest.fixture(scope="module")
+def hierarchy_run(tmp_path_factory):
+    from keras_gauss.hierarchy.model import build_kl_model
+
+    path = tmp_path_factory.mktemp("runs") / "hierarchy"
+    path.mkdir()
+    model = build_kl_model(len(NODES), dim=3)
+    model.get_layer("nodes").means.assign(np.array(MEANS, "float32"))
+    model.get_layer("nodes").variances.assign(np.array(VARS, "float32"))
+    model.save(path / "model.keras")
+    (path / "nodes.tsv").write_text("\n".join(NODES) + "\n")
+    (path / "metrics.json").write_text(json.dumps({"threshold": THRESHOLD}))
+    write_run_info(path, kind="wordnet", energy="kl", table="nodes", vocabulary="nodes.tsv")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    n, dim = len(WORDS), 4
+    words = kg.GaussianEmbedding(n, dim, covariance="spherical", name="words")
+    contexts = kg.GaussianEmbedding(n, dim, name="contexts")
+    word = keras.Input((), dtype="int32", name="word")
+    context = keras.Input((1,), dtype="int32", name="context")
+    mean_w, var_w = words(word)
+    mean_c, var_c = contexts(context)
+    energy = kg.ELEnergy(include_constant=False)(
+        ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c)
+    model = keras.Model({"word": word, "context": context}, energy)
+    words.means.assign(rng.uniform(-0.6, 0.6, (n, dim)).astype("float32"))
+    words.variances.assign(rng.uniform(0.2, 2.0, (n, 1)).astype("float32"))
+    path = tmp_path_factory.mktemp("runs") / "corpus"
+    path.mkdir()
+    model.save(path / "model.keras")
+    (path / "vocab.tsv").write_text("".join(f"{w}\t{9 - i}\n" for i, w in enumerate(WORDS)))
+    write_run_info(path, kind="corpus", energy="el", table="words", vocabulary="vocab.tsv")
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(hierarchy_run, corpus_run, tmp_path_factory):
+    root = tmp_path_factory.mktemp("serve")
+    return {kind: tf.saved_model.load(str(export_run(run, root / kind, k=4)))
+            for kind, run in (("hierarchy", hierarchy_run), ("corpus", corpus_run))}
+
+
+def test_lazy_export_and_tables(hierarchy_run):
+    run = kg.load_run(hierarchy_run)
+    assert isinstance(run, kg.Run) and "load_run" in kg.__all__
+    assert run.words == NODES and run.kind == "wordnet" and run.energy_name == "kl"
+    np.testing.assert_allclose(run.means, MEANS, rtol=1e-6)
+    np.testing.assert_allclose(run.variances, VARS, rtol=1e-6)
+    assert run.means.dtype == np.float32 and run.threshold == THRESHOLD
+
+
+@pytest.mark.parametrize("kind", ["hierarchy", "corpus"])
+def test_energy_matches_the_serving_signature(kind, hierarchy_run, corpus_run, served):
+    run = kg.load_run(hierarchy_run if kind == "hierarchy" else corpus_run)
+    rng = np.random.default_rng(1)
+    query = [run.words[i] for i in rng.integers(0, len(run.words), 20)]
+    cand = [run.words[i] for i in rng.integers(0, len(run.words), 20)]
+    out = served[kind].signatures["serving_default"](query=tf.constant(query),
+                                                     candidate=tf.constant(cand))
+    np.testing.assert_allclose(run.energy(query, cand), out["energy"].numpy(),
+                               rtol=1e-5, atol=1e-5)
+    # one word against many broadcasts; two words give a float
+    np.testing.assert_allclose(run.energy(query[0], cand), run.energy([query[0]] * 20, cand))
+    assert isinstance(run.energy(query[0], cand[0]), float)
+    # the serving neighbors: same entries, same order, same energies
+    if kind == "hierarchy":
+        for word in run.words:
+            mine = run.neighbors(word, by="energy", k=4)
+            theirs = served[kind].signatures["neighbors"](query=tf.constant([word]))
+            assert [w for w, _ in mine] == [w.decode() for w in
+                                            theirs["candidates"].numpy()[0]]
+            np.testing.assert_allclose([e for _, e in mine], theirs["energies"].numpy()[0],
+                                       rtol=1e-5, atol=1e-5)
+
+
+def test_kl_direction_against_numerical_integration(hierarchy_run):
+    """energy(a, b) = -KL(N_a || N_b) = -integral of p_a log(p_a / p_b)."""
+    run = kg.load_run(hierarchy_run)
+    a, b = run.ids(["dog.n.01", "mammal.n.01"])
+    kl = 0.0
+    for d in range(3):  # a diagonal KL is a sum of 1-d ones
+        x = np.linspace(-12, 12, 200001)
+        ma, va = run.means[a, d], run.variances[a, d]
+        mb, vb = run.means[b, d], run.variances[b, d]
+        log_pa = -0.5 * ((x - ma) ** 2 / va + np.log(2 * np.pi * va))
+        log_pb = -0.5 * ((x - mb) ** 2 / vb + np.log(2 * np.pi * vb))
+        kl += np.trapezoid(np.exp(log_pa) * (log_pa - log_pb), x)
+    assert run.energy("dog.n.01", "mammal.n.01") == pytest.approx(-kl, rel=1e-6)
+    assert run.energy("dog.n.01", "mammal.n.01") > run.energy("mammal.n.01", "dog.n.01")
+
+
+def test_el_energy_formula():
+    """EL: log of the integral of N_a N_b (1-d, numerically)."""
+    x = np.linspace(-20, 20, 400001)
+    pa = np.exp(-0.5 * (x - 0.3) ** 2 / 0.5) / np.sqrt(2 * np.pi * 0.5)
+    pb = np.exp(-0.5 * (x + 0.4) ** 2 / 2.0) / np.sqrt(2 * np.pi * 2.0)
+    assert pair_energy("el", [0.3], [0.5], [-0.4], [2.0]) == pytest.approx(
+        np.log(np.trapezoid(pa * pb, x)), rel=1e-7)
+
+
+def test_is_a_uses_the_validation_threshold(hierarchy_run, tmp_path):
+    run = kg.load_run(hierarchy_run)
+    pairs = [("dog.n.01", "mammal.n.01"), ("dog.n.01", "animal.n.01"),
+             ("mammal.n.01", "dog.n.01"), ("car.n.01", "mammal.n.01")]
+    expected = [run.energy(a, b) >= THRESHOLD for a, b in pairs]
+    assert expected == [True, True, False, False]  # the fixture is meaningful
+    assert run.is_a(*zip(*pairs)).tolist() == expected
+    assert run.is_a("dog.n.01", "mammal.n.01") is True
+    assert run.is_a("dog.n.01", "mammal.n.01", threshold=0.0) is False
+    run.metrics = {}
+    with pytest.raises(ValueError, match="no validation threshold"):
+        run.is_a("dog.n.01", "mammal.n.01")
+
+
+def test_neighbors_orders(hierarchy_run, corpus_run):
+    run = kg.load_run(hierarchy_run)
+    # default on a hierarchy run: the run's energy, what dog most plausibly is-a
+    by_energy = run.neighbors("dog.n.01", k=3)
+    assert by_energy == run.neighbors("dog.n.01", by="energy", k=3)
+    assert [w for w, _ in by_energy][:2] == ["mammal.n.01", "a_synset_with_a_long_name.n.01"]
+    scores = [s for _, s in by_energy]
+    assert scores == sorted(scores, reverse=True)
+    by_variance = run.neighbors("dog.n.01", by="variance", k=3)
+    similar = run.neighbors("dog.n.01", by="similarity", k=3)
+    assert {w for w, _ in by_variance} == {w for w, _ in similar}
+    assert [d for _, d in by_variance] == sorted((d for _, d in by_variance), reverse=True)
+    assert len(run.neighbors("dog.n.01", k=100)) == len(NODES) - 1
+    corpus = kg.load_run(corpus_run)
+    assert corpus.neighbors("cat", k=2) == corpus.neighbors("cat", by="similarity", k=2)
+    with pytest.raises(ValueError, match="by must be"):
+        run.neighbors("dog.n.01", by="kl")
+    with pytest.raises(ValueError, match="k must be"):
+        run.neighbors("dog.n.01", k=0)
+
+
+def test_unknown_words_and_lemma_suggestions(hierarchy_run):
+    run = kg.load_run(hierarchy_run)
+    with pytest.raises(UnknownWordError) as info:
+        run.neighbors("dog")
+    assert info.value.suggestions == ["dog.n.01", "dog.n.03"]
+    assert "dog.n.01" in str(info.value)
+    assert run.suggest("a synset with a long name") == ["a_synset_with_a_long_name.n.01"]
+    assert run.suggest("a") == [] and run.suggest("unicorn") == []
+    with pytest.raises(KeyError, match="unicorn"):
+        run.energy("unicorn.n.01", "animal.n.01")
+
+
+def _exit(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code, capsys.readouterr().err
+
+
+def test_cli_neighbors_on_a_hierarchy_run(hierarchy_run, capsys):
+    run = kg.load_run(hierarchy_run)
+    assert main(["neighbors", str(hierarchy_run), "dog.n.01", "--k", "7"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split() == ["neighbour", "energy", "log", "det"]
+    # ranked by the run's energy (KL), as the serving signature does
+    expected = run.neighbors("dog.n.01", k=7)
+    assert [line.split()[0] for line in lines[1:]] == [w for w, _ in expected]
+    # the columns line up whatever the name lengths; no "-0.00"
+    assert len({len(line) for line in lines}) == 1
+    assert "-0.00" not in "\n".join(lines) and "-0.000" not in "\n".join(lines)
+    code, err = _exit(["neighbors", str(hierarchy_run), "dog"], capsys)
+    assert code == 2 and "dog.n.01, dog.n.03" in err and err.count("\n") == 1
+    code, err = _exit(["neighbors", str(hierarchy_run), "unicorn"], capsys)
+    assert code == 2 and "unicorn" in err
+
+
+def test_format_neighbors_never_prints_negative_zero():
+    from keras_gauss.pipelines.cli import format_neighbors
+
+    table = format_neighbors([("x" * 30, -0.0004, -0.001), ("y", -1.0, 2.0)],
+                             ("neighbour", "energy", "log det"))
+    lines = table.splitlines()
+    assert "-0.0" not in table and lines[1].split()[1:] == ["0.000", "0.00"]
+    assert len({len(line) for line in lines}) == 1

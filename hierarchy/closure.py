@@ -17,9 +17,25 @@ from itertools import chain
 
 import numpy as np
 
-from .wordnet import read_noun_synsets
+from .wordnet import read_synsets
 
-__all__ = ["EdgeIndex", "Hierarchy", "build_hierarchy", "hierarchy_from_parents"]
+__all__ = [
+    "CycleError",
+    "EdgeIndex",
+    "Hierarchy",
+    "build_hierarchy",
+    "closure_index",
+    "hierarchy_from_parents",
+    "transitive_closure",
+]
+
+
+class CycleError(ValueError):
+    """The is-a graph has a cycle; ``cycle`` names one, ``[a, b, ..., a]`` (a is-a b is-a ... a)."""
+
+    def __init__(self, cycle: Sequence[str]):
+        self.cycle = list(cycle)
+        super().__init__("the is-a graph has a cycle: " + " -> ".join(map(str, self.cycle)))
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -231,7 +247,22 @@ def hierarchy_from_parents(
         num_synsets = int(keep[:num_synsets].sum())
         n = len(nodes)
 
-    # Kahn's algorithm: a node is ready once all its parents have their ancestor sets.
+    ancestors = _ancestor_sets(direct, children, nodes)
+
+    # Transitive reduction: drop a direct parent that is an ancestor of another parent.
+    basic = [
+        [p for p in ps if not any(p in ancestors[q] for q in ps if q != p)] if len(ps) > 1 else ps
+        for ps in direct
+    ]
+    edges = _edge_array(range(n), ancestors, n)
+    basic_edges = _edge_array(range(n), basic, n)
+
+    return Hierarchy(nodes, _readonly(edges), _readonly(basic_edges), num_synsets, root)
+
+
+def _ancestor_sets(direct, children, nodes) -> list[frozenset[int]]:
+    """Every node's ancestor set, parents before children (Kahn's algorithm); `CycleError` on a cycle."""
+    n = len(direct)
     waiting = [len(ps) for ps in direct]
     ready = [v for v in range(n) if not waiting[v]]
     ancestors: list[frozenset[int]] = [frozenset()] * n
@@ -249,22 +280,67 @@ def hierarchy_from_parents(
             if not waiting[c]:
                 ready.append(c)
     if done != n:
-        raise ValueError("the parent graph has a cycle")
+        raise CycleError([nodes[v] for v in _find_cycle(direct, waiting)])
+    return ancestors
 
-    # Transitive reduction: drop a direct parent that is an ancestor of another parent.
-    basic = [
-        [p for p in ps if not any(p in ancestors[q] for q in ps if q != p)] if len(ps) > 1 else ps
-        for ps in direct
-    ]
-    edges = _edge_array(range(n), ancestors, n)
-    basic_edges = _edge_array(range(n), basic, n)
 
-    return Hierarchy(nodes, _readonly(edges), _readonly(basic_edges), num_synsets, root)
+def _find_cycle(direct: Sequence[Sequence[int]], waiting: Sequence[int]) -> list[int]:
+    """One cycle among the nodes Kahn's algorithm left waiting (each has a waiting parent)."""
+    v = next(v for v in range(len(waiting)) if waiting[v])
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    while v not in seen:
+        seen[v] = len(path)
+        path.append(v)
+        v = next(p for p in direct[v] if waiting[p])
+    return path[seen[v]:] + [v]
+
+
+def transitive_closure(edges: np.ndarray, num_nodes: int) -> np.ndarray:
+    """The transitive closure of any ``(child, parent)`` edge array, as sorted unique int32 edges.
+
+    Args:
+        edges: ``(n, 2)`` integer array of ``(specific, general)`` ids (duplicates are fine).
+        num_nodes: Number of nodes; ids lie in ``[0, num_nodes)``.
+
+    Returns:
+        ``(m, 2)`` int32 edges sorted by ``child * num_nodes + parent``, no self pairs.
+
+    Raises:
+        CycleError: If the edges have a cycle (named by node ids).
+
+    Example:
+        >>> transitive_closure(np.array([[2, 1], [1, 0]]), 3).tolist()
+        [[1, 0], [2, 0], [2, 1]]
+    """
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    keys = _sorted_unique(edges[:, 0] * num_nodes + edges[:, 1])
+    child, parent = np.divmod(keys, num_nodes)
+    if (child == parent).any():
+        raise CycleError([int(child[child == parent][0])] * 2)
+    bounds = np.searchsorted(child, np.arange(num_nodes + 1)).tolist()
+    parent_list = parent.tolist()
+    direct = [parent_list[bounds[i] : bounds[i + 1]] for i in range(num_nodes)]
+    children: list[list[int]] = [[] for _ in range(num_nodes)]
+    for c, p in zip(child.tolist(), parent_list):
+        children[p].append(c)
+    ancestors = _ancestor_sets(direct, children, range(num_nodes))
+    return _edge_array(range(num_nodes), ancestors, num_nodes)
+
+
+def closure_index(edges: np.ndarray, num_nodes: int) -> EdgeIndex:
+    """:class:`EdgeIndex` over the transitive closure of ``edges`` (e.g. a split's training edges).
+
+    Example:
+        >>> closure_index(np.array([[2, 1], [1, 0]]), 3).contains([2], [0]).tolist()
+        [True]
+    """
+    return EdgeIndex(transitive_closure(edges, num_nodes), num_nodes)
 
 
 @functools.lru_cache(maxsize=8)
-def _build_cached(root, include_lemmas, data_dir) -> Hierarchy:
-    synsets = read_noun_synsets(data_dir)
+def _build_cached(root, include_lemmas, data_dir, pos="n") -> Hierarchy:
+    synsets = read_synsets(data_dir, pos)
     parents = {s.name: s.hypernyms for s in synsets}
     nodes = sorted(parents)
     if include_lemmas:
@@ -285,8 +361,9 @@ def build_hierarchy(
     *,
     include_lemmas: bool = False,
     data_dir: str | os.PathLike | None = None,
+    pos: str = "n",
 ) -> Hierarchy:
-    """Transitive closure of the WordNet 3.0 noun hierarchy (hypernyms ∪ instance hypernyms).
+    """Transitive closure of the WordNet 3.0 noun hierarchy (hypernyms ∪ instance hypernyms), or of its verbs.
 
     Results are memoised (arrays are read-only), so repeated calls are free.
 
@@ -301,6 +378,7 @@ def build_hierarchy(
             those synsets. With ``root``, only words of synsets inside the subtree
             are kept, and only their edges into the subtree.
         data_dir: Optional NLTK-style data directory (see :func:`~keras_gauss.hierarchy.wordnet.load_wordnet`).
+        pos: ``"n"`` (nouns) or ``"v"`` (verbs: 13,767 synsets under many roots).
 
     Returns:
         A :class:`Hierarchy`. Without ``root``/lemmas: 82,115 nodes, 743,241 edges.
@@ -316,4 +394,6 @@ def build_hierarchy(
     """
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(data_dir))
-    return _build_cached(root, bool(include_lemmas), data_dir)
+    if pos not in ("n", "v"):
+        raise ValueError(f"--pos must be 'n' (nouns) or 'v' (verbs), got {pos!r}.")
+    return _build_cached(root, bool(include_lemmas), data_dir, pos)

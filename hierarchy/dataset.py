@@ -37,9 +37,11 @@ def make_dataset(
     Args:
         data: A :class:`~keras_gauss.hierarchy.closure.Hierarchy` (all its closure edges) or an
             ``(n, 2)`` int array of ``(specific, general)`` edges, e.g. ``split.train``.
-        known: The true hierarchy used to reject negatives. Defaults to ``data``
-            itself; pass the full :class:`Hierarchy` when ``data`` is a training
-            subset (an array built only from ``data`` knows nodes ``0..max id``).
+        known: What the sampler may know, to reject negatives that are true
+            edges. Defaults to ``data`` itself. For a split's training edges pass
+            ``split.train_index`` (the closure of the training edges, with the
+            hierarchy's node count), never the full :class:`Hierarchy`: that
+            would steer negatives away from the held-out edges.
         batch_size: Positive edges per batch.
         negatives: Corrupted edges ``k`` per positive.
         reversed_negatives: Also use the reversed pair (general as specific,

@@ -34,8 +34,10 @@ def sample_negatives(
 
     Args:
         edges: ``(n, 2)`` int array of ``(specific, general)`` = ``(child, ancestor)`` ids.
-        known: The true hierarchy (:class:`Hierarchy` or :class:`EdgeIndex`) used to
-            reject candidates; its node count is the sampling range.
+        known: The edges the sampler may know (:class:`Hierarchy` or :class:`EdgeIndex`),
+            used to reject candidates; its node count is the sampling range. For
+            training on a split this is the closure of the training edges
+            (``EdgeSplit.train_index``); for evaluation negatives, the full hierarchy.
         num_negatives: Negatives ``k`` per edge.
         corrupt: ``"either"`` (a fair coin per negative), ``"specific"`` or ``"general"``:
             the side that is replaced.

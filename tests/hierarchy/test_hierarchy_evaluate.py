@@ -6,15 +6,13 @@ import numpy as np
 import pytest
 
 from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
+from keras_gauss.metrics import threshold_classification
 from keras_gauss.hierarchy.evaluate import (
-    average_precision,
     baroni2012,
-    best_f1,
     classification,
     edge_scores,
     hyperlex_spearman,
     reconstruction,
-    threshold_classification,
     word_pair_scores,
 )
 
@@ -74,29 +72,6 @@ def test_edge_scores_validation():
 
 
 # --------------------------------------------------------------------------- classification
-
-
-def test_threshold_classification_hand_checked():
-    # Sorted val scores 0(neg) 1(pos) 2(neg) 3(pos): cuts at 0.5 and 2.5 both reach 3/4;
-    # the smaller one wins. Test: pos 1.0 >= 0.5 right, pos 0.2 wrong, neg 0.7 wrong, neg 0.1 right.
-    result = threshold_classification([3.0, 1.0], [2.0, 0.0], [1.0, 0.2], [0.7, 0.1])
-    assert result == {"threshold": 0.5, "val_accuracy": 0.75, "test_accuracy": 0.5}
-
-
-def test_threshold_uses_validation_only_and_respects_ties():
-    val = ([5.0, 4.0], [1.0, 0.0])
-    a = threshold_classification(*val, [4.5], [0.5])
-    b = threshold_classification(*val, [-10.0], [10.0])
-    assert a["threshold"] == b["threshold"] == 2.5
-    assert (a["test_accuracy"], b["test_accuracy"]) == (1.0, 0.0)
-    # A tie between a positive and a negative score cannot be split: both sides of it together.
-    tied = threshold_classification([1.0, 1.0], [1.0, 0.0], [], [])
-    assert tied["threshold"] == 0.5 and tied["val_accuracy"] == 0.75
-    assert math.isnan(tied["test_accuracy"])
-    # Everything positive is best: threshold -inf.
-    assert threshold_classification([0.0, 1.0], [], [], [-5.0])["threshold"] == -math.inf
-    with pytest.raises(ValueError, match="NaN"):
-        threshold_classification([np.nan], [0.0], [], [])
 
 
 def test_classification_with_embeddings():
@@ -234,19 +209,6 @@ def test_reconstruction_mammal_is_fast(mammal):
     assert elapsed < 5.0  # about 0.3 s; generous for busy CI machines
 
 
-# --------------------------------------------------------------------------- ranking metrics
-
-
-def test_average_precision_and_best_f1_hand_checked():
-    assert average_precision([1, 0, 1], [0.9, 0.8, 0.7]) == pytest.approx((1 + 2 / 3) / 2)
-    assert average_precision([0, 1, 1], [3.0, 2.0, 1.0]) == pytest.approx((1 / 2 + 2 / 3) / 2)
-    assert average_precision([1, 0], [0.5, 0.5]) == 0.5  # a tie shares the precision at its end
-    assert math.isnan(average_precision([0, 0], [1.0, 2.0]))
-    assert best_f1([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]) == (pytest.approx(0.8), 0.7)
-    # Cuts {2.0}: F1 = 2/3; {2.0, 1.0, 1.0} (the tie goes together): F1 = 2*2 / (3 + 2) = 0.8.
-    assert best_f1([1, 1, 0], [2.0, 1.0, 1.0]) == (pytest.approx(0.8), 1.0)
-
-
 # --------------------------------------------------------------------------- word-level benchmarks
 
 SYNSET_PARENTS = {
@@ -378,3 +340,29 @@ def test_real_benchmarks_against_wordnet(full):
     baroni = baroni2012(DATA / "entailment" / "baroni2012.tsv", full, means, variances)
     assert baroni["n_pairs"] == 2770 and baroni["coverage"] > 0.99
     assert 0.35 < baroni["ap"] < 0.65
+
+
+def test_baselines_and_split_classification():
+    from keras_gauss.hierarchy import split_edges
+    from keras_gauss.hierarchy.closure import EdgeIndex
+
+    # chain 3 -> 2 -> 1 -> 0: depth = number of known ancestors
+    chain = EdgeIndex(np.array([[1, 0], [2, 0], [2, 1], [3, 0], [3, 1], [3, 2]]), 4)
+    pairs = np.array([[3, 1], [1, 3], [2, 2]])
+    assert evaluate.lookup_scorer(chain)(pairs).tolist() == [1.0, 0.0, 0.0]
+    assert evaluate.depth_scorer(chain)(pairs).tolist() == [2.0, -2.0, 0.0]
+    # Each kind's threshold comes from its own validation part.
+    h = hierarchy_from_parents({f"n{c}": [f"n{c // 2}"] for c in range(2, 64)})
+    split = split_edges(h, method="reduction", seed=0)
+    parts = split.parts()
+    depth = evaluate.split_classification(parts, evaluate.depth_scorer(split.train_index))
+    assert set(depth) == {"random", "reversed", "sibling"}
+    for kind, suffix in (("random", ""), ("reversed", "_reversed")):
+        (vp, vn), (tp, tn) = parts[f"val{suffix}"], parts[f"test{suffix}"]
+        score = evaluate.depth_scorer(split.train_index)
+        expected = threshold_classification(score(vp), score(vn), score(tp), score(tn))
+        assert depth[kind]["threshold"] == expected["threshold"]
+        assert depth[kind]["test_size"] == len(tp) + len(tn)
+    # The lookup knows no reduction edge it was not given: chance on every kind.
+    lookup = evaluate.split_classification(parts, evaluate.lookup_scorer(split.train_index))
+    assert {r["test_accuracy"] for r in lookup.values()} == {0.5}

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from keras_gauss.hierarchy import split_edges
+from keras_gauss.hierarchy import hierarchy_from_parents, split_edges
+from keras_gauss.hierarchy.closure import transitive_closure
 
 
 def keys(h, edges):
@@ -49,10 +50,65 @@ def test_seeded(full, split):
 
 def test_small_subtree(mammal):
     with pytest.raises(ValueError, match="transitive reduction"):
-        split_edges(mammal)  # 8000 > 5360 candidate edges
+        split_edges(mammal, val_size=4000, test_size=4000)  # 8000 > 5360 candidate edges
+    default = split_edges(mammal)  # the smaller of 4,000 and 10% of the 5,360 candidates
+    assert len(default.val) == len(default.test) == 536 and default.eligible == 5360
     s = split_edges(mammal, val_size=0.1, test_size=0.1, seed=3)
     candidates = len(mammal.edges) - len(mammal.basic_edges)
     assert len(s.val) == len(s.test) == round(0.1 * candidates)
     assert not mammal.index.contains(s.test_neg[:, 0], s.test_neg[:, 1]).any()
     with pytest.raises(ValueError, match="val_size"):
         split_edges(mammal, val_size=-1)
+
+
+@pytest.fixture(scope="module")
+def reduction(mammal):
+    return split_edges(mammal, method="reduction", seed=0)
+
+
+def test_reduction_split_holds_out_what_training_cannot_imply(mammal, reduction):
+    s = reduction
+    held_out = np.concatenate([s.val, s.test])
+    assert len(s.val) == len(s.test) == round(0.1 * s.eligible) == 118
+    # Held-out edges are edges of the transitive reduction, and none is a training edge.
+    assert np.isin(keys(mammal, held_out), keys(mammal, mammal.basic_edges)).all()
+    assert not np.isin(keys(mammal, held_out), keys(mammal, s.train)).any()
+    # The closure of the training edges does not contain them (a lookup cannot pass) ...
+    closure = transitive_closure(s.train, mammal.num_nodes)
+    assert not np.isin(keys(mammal, held_out), keys(mammal, closure)).any()
+    assert not s.train_index.contains(held_out[:, 0], held_out[:, 1]).any()
+    # ... and the training edges are already closed.
+    assert np.array_equal(closure, s.train)
+    # Every node is still in a training edge.
+    assert np.union1d(s.train[:, 0], s.train[:, 1]).size == mammal.num_nodes
+
+
+def test_every_node_keeps_an_edge_in_a_tiny_reduction_split():
+    # A star: holding out every leaf's only edge would isolate it; only deeper edges are eligible.
+    h = hierarchy_from_parents({"b": ["a"], "c": ["a"], "d": ["b"], "e": ["b"], "f": ["c"], "g": ["c"]})
+    s = split_edges(h, method="reduction", val_size=2, test_size=2, seed=0)
+    assert np.union1d(s.train[:, 0], s.train[:, 1]).size == h.num_nodes
+    with pytest.raises(ValueError, match="without isolating a node"):
+        split_edges(h, method="reduction", val_size=4, test_size=4)
+
+
+def test_extra_negatives_share_the_positives(full, mammal, reduction):
+    for split, h in ((reduction, mammal), (split_edges(mammal, seed=1), mammal)):
+        parts = split.parts()
+        for name in ("val", "test"):
+            pos = getattr(split, name)
+            assert np.array_equal(parts[f"{name}_reversed"][1], pos[:, ::-1])
+            sib_pos, sib_neg = parts[f"{name}_sibling"]
+            assert len(sib_pos) > 0.6 * len(pos)  # the root has no sibling
+            assert np.isin(keys(h, sib_pos), keys(h, pos)).all()
+            assert (sib_neg[:, 0] == sib_pos[:, 0]).all()
+            # the new general node shares a direct parent with the old one, and is unrelated
+            basic = {tuple(e) for e in h.basic_edges.tolist()}
+            for (c, p), (_, q) in zip(sib_pos.tolist(), sib_neg.tolist()):
+                assert q != p and any((q, r) in basic for r in h.index.ancestors(p) if (p, r) in basic)
+            assert not h.index.related(sib_neg[:, 0], sib_neg[:, 1]).any()
+
+
+def test_bad_method(mammal):
+    with pytest.raises(ValueError, match="--split"):
+        split_edges(mammal, method="random")

@@ -23,7 +23,7 @@ def mammal_run(tmp_path_factory):
 def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
     out, metrics = mammal_run
     assert sorted(p.name for p in out.iterdir()) == [
-        "metrics.json", "model.keras", "nodes.tsv", "run.json"]
+        "metrics.json", "model.keras", "nodes.tsv", "run.json", "split"]
     saved = json.loads((out / "metrics.json").read_text())
     for key in ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
                 "train_seconds", "config"):
@@ -100,3 +100,102 @@ def test_demo_writes_figure_and_model(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= metrics["edge_accuracy"] <= 1.0
     assert "edge accuracy" in capsys.readouterr().out
+
+
+def _epoch_negatives(edges, known, epochs=2):
+    from keras_gauss.hierarchy.dataset import make_dataset
+
+    ds = make_dataset(edges, known=known, batch_size=4096, negatives=5,
+                      reversed_negatives=True, seed=7)
+    return [np.concatenate([np.stack([x["neg_specific"], x["neg_general"]], -1) for x, _ in
+                            ds.as_numpy_iterator()]) for _ in range(epochs)]
+
+
+def test_negatives_come_from_training_knowledge_only(mammal):
+    from keras_gauss.hierarchy import hierarchy_from_parents, split_edges
+    from keras_gauss.hierarchy.train import training_edges
+
+    split = split_edges(mammal, method="reduction", seed=0)
+    held_out = np.concatenate([split.val, split.test])
+    n = mammal.num_nodes
+
+    def keys(e):
+        return e[:, 0].astype(np.int64) * n + e[:, 1]
+
+    assert not np.isin(keys(held_out), keys(split.train)).any()  # no held-out training positive
+    # The hierarchy in which the held-out edges do not exist (its edges are the
+    # training edges, same node ids), trained on all its edges.
+    names = mammal.nodes
+    parents = {name: [] for name in names}
+    for c, p in split.train.tolist():
+        parents[names[c]].append(names[p])
+    without = hierarchy_from_parents(parents, nodes=names)
+    assert np.array_equal(without.edges, split.train)
+
+    with_held_out = _epoch_negatives(*training_edges(mammal, split))
+    never_existed = _epoch_negatives(*training_edges(without, None))
+    for a, b in zip(with_held_out, never_existed):
+        assert np.array_equal(a, b)
+    # The sampler does draw held-out edges as negatives: it cannot know them.
+    drawn = np.concatenate([e.reshape(-1, 2) for e in with_held_out])
+    assert np.isin(keys(held_out), keys(drawn)).any()
+    # Knowing the full closure (the old behaviour) avoids them, so it draws other negatives.
+    full_knowledge = _epoch_negatives(split.train, mammal)
+    assert not np.array_equal(full_knowledge[0], with_held_out[0])
+
+
+def test_metrics_hold_every_negative_kind_and_the_baselines(mammal_run):
+    out, metrics = mammal_run
+    evaluation = metrics["evaluation"]
+    assert evaluation["split"] == "closure"
+    for scorer in ("model", "closure_lookup", "depth_difference"):
+        assert set(evaluation[scorer]) == {"random", "reversed", "sibling"}, scorer
+    # Every closure-split test edge follows from training edges: a lookup passes it.
+    assert evaluation["closure_lookup"]["random"]["test_accuracy"] == 1.0
+    assert metrics["test_reversed_accuracy"] == evaluation["model"]["reversed"]["test_accuracy"]
+
+
+def test_split_files_let_anyone_rescore_the_run(mammal_run):
+    from keras_gauss.hierarchy.closure import closure_index
+    from keras_gauss.metrics import threshold_classification
+
+    out, metrics = mammal_run
+    nodes = (out / "nodes.tsv").read_text().splitlines()
+    ids = {name: i for i, name in enumerate(nodes)}
+
+    def read(name):
+        rows = [line.split("\t") for line in (out / "split" / f"{name}.tsv").read_text().splitlines()]
+        pairs = np.array([[ids[r[0]], ids[r[1]]] for r in rows])
+        labels = np.array([r[2] == "1" for r in rows]) if len(rows[0]) == 3 else None
+        return pairs, labels
+
+    train, _ = read("train")
+    known = closure_index(train, len(nodes))
+    for kind, suffix in (("random", ""), ("reversed", "_reversed"), ("sibling", "_sibling")):
+        (vp, vl), (tp, tl) = read(f"val{suffix}"), read(f"test{suffix}")
+        scores = [known.contains(p[:, 0], p[:, 1]).astype(float) for p in (vp, tp)]
+        result = threshold_classification(scores[0][vl], scores[0][~vl], scores[1][tl], scores[1][~tl])
+        assert result["test_accuracy"] == metrics["evaluation"]["closure_lookup"][kind]["test_accuracy"]
+        assert len(tp) == sum(metrics["evaluation"]["sizes"][f"test{suffix}"])
+
+
+def test_poincare_peer_on_the_same_split(tmp_path):
+    pytest.importorskip("gensim")
+    config = WordNetConfig(**{**SMALL, "epochs": 1, "split": "reduction", "poincare_seconds": 0.1})
+    metrics = train_wordnet(config, tmp_path / "run", verbose=0)
+    poincare = metrics["evaluation"]["poincare"]
+    assert poincare["training"]["epochs"] >= 1 and poincare["training"]["dim"] == 50
+    assert set(poincare) == {"random", "reversed", "sibling", "training"}
+    # A distance is symmetric: a reversed edge scores exactly as the edge.
+    assert poincare["reversed"]["test_accuracy"] == 0.5
+
+
+def test_subtree_default_split_fits_and_says_so(tmp_path, capsys):
+    # Used to fail: "cannot hold out 4000 + 4000 edges" for the 5,360 eligible mammal edges.
+    out = tmp_path / "run"
+    assert main(["train-wordnet", "--root", "mammal.n.01", "--epochs", "1", "--dim", "2",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "536 validation + 536 test" in printed
+    assert "the smaller of 4,000 and 10% of 5,360 eligible edges" in printed
+    assert json.loads((out / "metrics.json").read_text())["evaluation"]["sizes"]["test"] == [536, 536]

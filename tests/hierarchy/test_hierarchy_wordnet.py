@@ -11,7 +11,7 @@ from keras_gauss.hierarchy import wordnet as W
 def isolated(monkeypatch):
     """Fresh reader/noun caches and a private copy of nltk.data.path."""
     monkeypatch.setattr(W, "_READERS", {})
-    monkeypatch.setattr(W, "_NOUNS", {})
+    monkeypatch.setattr(W, "_SYNSETS", {})
     monkeypatch.setattr(nltk.data, "path", list(nltk.data.path))
 
 
@@ -64,6 +64,19 @@ def test_reader_from_cache_matches_parser(tmp_path, isolated):
         assert sorted(h.name() for h in ref.hypernyms() + ref.instance_hypernyms()) == sorted(s.hypernyms)
     dog = wn.synset("dog.n.01")
     assert sorted(h.name() for h in dog.hypernyms()) == ["canine.n.02", "domestic_animal.n.01"]
+
+
+def test_verb_synsets_match_nltk():
+    wn = W.load_wordnet()
+    verbs = W.read_synsets(pos="v")
+    offsets = {o for senses in wn._lemma_pos_offset_map.values() for o in senses.get("v", ())}
+    assert len(verbs) == 13767 and {s.offset for s in verbs} == offsets
+    for s in random.Random(0).sample(verbs, 500):
+        ref = wn.synset(s.name)
+        assert ref.offset() == s.offset and ref.pos() == "v"
+        assert sorted(h.name() for h in ref.hypernyms()) == sorted(s.hypernyms)
+    with pytest.raises(ValueError, match="pos"):
+        W.read_synsets(pos="x")
 
 
 @pytest.mark.parametrize("found", ["corpora/wordnet", "corpora/wordnet.zip"])

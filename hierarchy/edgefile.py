@@ -1,0 +1,176 @@
+"""A user's own taxonomy: is-a pairs read from a TSV or CSV file.
+
+One pair a line, ``child<TAB>parent`` or ``child,parent`` (CSV quoting
+allowed), meaning *child is-a parent*. Blank lines and lines starting with
+``#`` are skipped. The first pair is read as a header when neither of its
+two names occurs anywhere else in the file (``child,parent``). Self-loops
+(``a, a``) and repeated pairs are dropped and counted; a cycle is an error
+that names one.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .closure import CycleError, Hierarchy, hierarchy_from_parents
+
+__all__ = ["EdgeFile", "EdgeFileError", "hierarchy_from_edge_file", "read_edge_file"]
+
+
+class EdgeFileError(ValueError):
+    """An edges file that cannot be used; the message names the file and the line or node."""
+
+
+@dataclass(frozen=True)
+class EdgeFile:
+    """The is-a pairs of an edges file.
+
+    Attributes:
+        path: the file.
+        pairs: unique ``(child, parent)`` name pairs, in file order, no self-loops.
+        lines: the line number of each pair's first occurrence.
+        header: the header line's two names, or ``None``.
+        self_loops: number of ``a, a`` lines dropped.
+        duplicates: number of repeated pairs dropped.
+    """
+
+    path: str
+    pairs: tuple[tuple[str, str], ...]
+    lines: tuple[int, ...]
+    header: tuple[str, str] | None
+    self_loops: int
+    duplicates: int
+
+    def parents(self) -> dict[str, list[str]]:
+        """``{child: [parents]}`` of the pairs."""
+        out: dict[str, list[str]] = {}
+        for child, parent in self.pairs:
+            out.setdefault(child, []).append(parent)
+        return out
+
+    def summary(self) -> str:
+        """One line: pairs read, and what was dropped."""
+        dropped = [f"{k} {what}" for k, what in ((self.self_loops, "self-loops"),
+                                                 (self.duplicates, "duplicate pairs")) if k]
+        header = f", header {self.header[0]!r}, {self.header[1]!r} skipped" if self.header else ""
+        return (f"{self.path}: {len(self.pairs):,} is-a pairs{header}"
+                + (f" ({', '.join(dropped)} dropped)" if dropped else ""))
+
+
+def read_edge_file(path: str | os.PathLike) -> EdgeFile:
+    """Reads the is-a pairs of a TSV or CSV file (see the module docstring).
+
+    Args:
+        path: the file; tab-separated if its first pair line holds a tab, else comma-separated.
+
+    Returns:
+        An :class:`EdgeFile`.
+
+    Raises:
+        EdgeFileError: the file is missing, not UTF-8 text, holds no pair, or a
+            line is not two non-empty names (the message names the line).
+
+    Example:
+        >>> read_edge_file("animals.tsv").pairs  # doctest: +SKIP
+        (('dog', 'mammal'), ('cat', 'mammal'), ('mammal', 'animal'))
+    """
+    name = str(path)
+    path = Path(path)
+    if not path.is_file():
+        raise EdgeFileError(f"--edges {name}: no such file.")
+    raw = path.read_bytes()
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw[:nul].count(b"\n") + 1
+        raise EdgeFileError(f"--edges {name}: line {line} is binary, not text (a NUL byte at byte {nul}).")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise EdgeFileError(f"--edges {name}: line {line} is not UTF-8 text (byte {error.start}).") from None
+
+    rows: list[tuple[int, list[str]]] = []
+    delimiter = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if delimiter is None:
+            delimiter = "\t" if "\t" in line else ","
+        try:
+            fields = next(csv.reader([line], delimiter=delimiter, strict=True))
+        except csv.Error as error:
+            raise EdgeFileError(f"--edges {name}: line {number}: {error}.") from None
+        fields = [f.strip() for f in fields]
+        if len(fields) != 2 or not all(fields):
+            form = "child<TAB>parent" if delimiter == "\t" else "child,parent"
+            raise EdgeFileError(
+                f"--edges {name}: line {number}: expected two names, {form}; got {line.strip()[:80]!r}."
+            )
+        if any("\t" in f for f in fields):
+            raise EdgeFileError(f"--edges {name}: line {number}: a name holds a TAB; "
+                                "names are written to TSV run files.")
+        rows.append((number, fields))
+    if not rows:
+        raise EdgeFileError(f"--edges {name}: no is-a pairs (the file is empty or all comments).")
+
+    header = None
+    if len(rows) > 1:
+        first = set(rows[0][1])
+        if not any(first & set(fields) for _, fields in rows[1:]):
+            header = tuple(rows[0][1])
+            rows = rows[1:]
+    seen: dict[tuple[str, str], int] = {}
+    self_loops = duplicates = 0
+    for number, (child, parent) in rows:
+        if child == parent:
+            self_loops += 1
+        elif (child, parent) in seen:
+            duplicates += 1
+        else:
+            seen[child, parent] = number
+    if not seen:
+        raise EdgeFileError(f"--edges {name}: no is-a pairs besides self-loops.")
+    return EdgeFile(name, tuple(seen), tuple(seen.values()), header, self_loops, duplicates)
+
+
+def hierarchy_from_edge_file(path: str | os.PathLike, root: str | None = None) -> tuple[Hierarchy, EdgeFile]:
+    """The transitive closure of an edges file, or of one node's subtree.
+
+    Args:
+        path: the edges file (see :func:`read_edge_file`).
+        root: keep only this node and its descendants.
+
+    Returns:
+        ``(hierarchy, edge_file)``.
+
+    Raises:
+        EdgeFileError: as :func:`read_edge_file`, and on a cycle (naming it and
+            its lines), an unknown ``root`` or one without descendants.
+
+    Example:
+        >>> h, _ = hierarchy_from_edge_file("animals.tsv", root="mammal")  # doctest: +SKIP
+    """
+    edge_file = read_edge_file(path)
+    parents = edge_file.parents()
+    try:
+        hierarchy = hierarchy_from_parents(parents)
+    except CycleError as error:
+        line = dict(zip(edge_file.pairs, edge_file.lines))
+        steps = zip(error.cycle[:-1], error.cycle[1:])
+        where = ", ".join(f"line {line[step]}" for step in steps)
+        raise EdgeFileError(
+            f"--edges {edge_file.path}: the is-a pairs have a cycle: "
+            f"{' -> '.join(error.cycle)} ({where})."
+        ) from None
+    if root is not None:
+        if root not in hierarchy.node_ids:
+            raise EdgeFileError(f"--root {root!r} is not a node of {edge_file.path}.")
+        try:
+            hierarchy = hierarchy_from_parents(parents, root=root)
+        except ValueError as error:
+            raise EdgeFileError(f"--root {root!r} in {edge_file.path}: {error}.") from None
+    return hierarchy, edge_file

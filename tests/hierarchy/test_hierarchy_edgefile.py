@@ -1,0 +1,150 @@
+"""train-hierarchy: a user's own is-a pairs (TSV/CSV), their closure, bad files, and EDAM."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_gauss.cli import main
+from keras_gauss.hierarchy.closure import transitive_closure
+from keras_gauss.hierarchy.edgefile import EdgeFileError, hierarchy_from_edge_file, read_edge_file
+
+
+def tree_pairs(depth=6):
+    """A complete binary tree of depth `depth` (node 'n1' the root, 'n{2i}', 'n{2i+1}' its children)."""
+    return [(f"n{c}", f"n{c // 2}") for c in range(2, 2 ** (depth + 1))]
+
+
+def test_tsv_with_header_comments_self_loops_and_duplicates(tmp_path):
+    path = tmp_path / "animals.tsv"
+    path.write_text("child\tparent\n# a comment\n\ndog\tmammal\n cat \t mammal\n"
+                    "mammal\tanimal\ndog\tdog\ndog\tmammal\ndog\tanimal\n")
+    edge_file = read_edge_file(path)
+    assert edge_file.header == ("child", "parent")
+    assert edge_file.pairs == (("dog", "mammal"), ("cat", "mammal"), ("mammal", "animal"),
+                               ("dog", "animal"))
+    assert edge_file.lines == (4, 5, 6, 9)
+    assert (edge_file.self_loops, edge_file.duplicates) == (1, 1)
+    assert "1 self-loops, 1 duplicate pairs dropped" in edge_file.summary()
+    h, _ = hierarchy_from_edge_file(path)
+    names = {(h.nodes[c], h.nodes[p]) for c, p in h.edges.tolist()}
+    assert names == {("dog", "mammal"), ("cat", "mammal"), ("mammal", "animal"),
+                     ("dog", "animal"), ("cat", "animal")}
+    # dog -> animal is implied by dog -> mammal -> animal: not a reduction edge
+    assert {(h.nodes[c], h.nodes[p]) for c, p in h.basic_edges.tolist()} == names - {
+        ("dog", "animal"), ("cat", "animal")}
+
+
+def test_csv_quoting_and_first_pair_is_data_when_its_names_recur(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('"hot dog",sandwich\nsandwich,food\n"fish, fried",food\n')
+    edge_file = read_edge_file(path)
+    assert edge_file.header is None
+    assert edge_file.pairs[0] == ("hot dog", "sandwich") and edge_file.pairs[2][0] == "fish, fried"
+
+
+def test_closure_of_a_random_dag_matches_repeated_squaring():
+    rng = np.random.default_rng(0)
+    n = 60
+    edges = np.array([(c, p) for c in range(1, n) for p in rng.choice(c, size=min(c, 2), replace=False)])
+    reach = np.zeros((n, n), bool)
+    reach[edges[:, 0], edges[:, 1]] = True
+    for _ in range(7):  # 2**7 > n: paths of any length
+        reach |= (reach.astype(int) @ reach.astype(int)) > 0
+    expected = np.argwhere(reach)
+    assert np.array_equal(transitive_closure(edges, n), expected)
+
+
+BAD_FILES = [
+    ("missing", None, "no such file"),
+    ("empty", b"", "no is-a pairs"),
+    ("comments", b"# only\n\n# comments\n", "no is-a pairs"),
+    ("binary", b"a\tb\n\x00\x01\x02\xff", "line 2 is binary"),
+    ("latin1", b"a\tb\ncaf\xe9\tb\n", "line 2 is not UTF-8"),
+    ("one_field", b"a\tb\nb\tc\nlonely\n", "line 3: expected two names"),
+    ("three_fields", b"a,b\nb,c,d\n", "line 2: expected two names"),
+    ("empty_name", b"a,b\n,c\n", "line 2: expected two names"),
+    ("cycle", b"a\tb\nx\ty\nb\tc\nc\ta\n", "cycle: "),
+    ("tab_in_name", b'a,b\n"b\tc",d\n', "line 2: a name holds a TAB"),
+]
+
+
+@pytest.mark.parametrize("name, content, message", BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_bad_edge_files_name_the_file_and_line(tmp_path, name, content, message):
+    path = tmp_path / f"{name}.tsv"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(EdgeFileError, match=message) as error:
+        hierarchy_from_edge_file(path)
+    assert str(path) in str(error.value)
+
+
+def test_cycle_error_names_the_cycle_and_its_lines(tmp_path):
+    path = tmp_path / "cycle.tsv"
+    path.write_text("a\tb\nx\ty\nb\tc\nc\ta\n")
+    with pytest.raises(EdgeFileError) as error:
+        hierarchy_from_edge_file(path)
+    message = str(error.value)
+    cycle = message.split("cycle: ")[1].split(" (")[0].split(" -> ")
+    assert cycle[0] == cycle[-1] and sorted(cycle[:-1]) == ["a", "b", "c"]
+    assert all(f"line {n}" in message for n in (1, 3, 4)) and "line 2" not in message
+
+
+@pytest.mark.parametrize("name, content, args, message", [
+    *[(n, c, [], m) for n, c, m in BAD_FILES],
+    ("tree", None, ["--root", "zebra"], "--root 'zebra' is not a node of"),
+    ("tree", None, ["--root", "n64"], "empty subtree"),
+], ids=[b[0] for b in BAD_FILES] + ["unknown_root", "leaf_root"])
+def test_train_hierarchy_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, name, content,
+                                                              args, message):
+    path = tmp_path / f"{name}.tsv"
+    if name == "tree":
+        path.write_text("".join(f"{c}\t{p}\n" for c, p in tree_pairs()))
+    elif content is not None:
+        path.write_bytes(content)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-hierarchy", "--edges", str(path), "--out", str(out), *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-gauss train-hierarchy: error: ") and message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([path.name] if path.exists() else [])
+
+
+def test_train_hierarchy_on_a_csv_tree(tmp_path, capsys):
+    path = tmp_path / "tree.csv"
+    path.write_text("child,parent\n" + "".join(f"{c},{p}\n" for c, p in tree_pairs()))
+    out = tmp_path / "run"
+    assert main(["train-hierarchy", "--edges", str(path), "--out", str(out), "--split", "reduction",
+                 "--dim", "4", "--epochs", "2", "--batch-size", "64"]) == 0
+    printed = capsys.readouterr().out
+    # 126 reduction edges, all eligible: 13 + 13 held out, and the output says why
+    assert "13 validation + 13 test" in printed
+    assert "default size: the smaller of 4,000 and 10% of 126 eligible edges" in printed
+    assert "closure lookup" in printed and "depth difference" in printed
+    metrics = json.loads((out / "metrics.json").read_text())
+    evaluation = metrics["evaluation"]
+    assert evaluation["split"] == "reduction"
+    assert set(evaluation["model"]) == {"random", "reversed", "sibling"}
+    assert evaluation["closure_lookup"]["random"]["test_accuracy"] == 0.5  # nothing to look up
+    assert json.loads((out / "run.json").read_text())["kind"] == "hierarchy"
+    # The split files name nodes; their positives are the held-out edges, none in train.tsv.
+    train = {tuple(line.split("\t")) for line in (out / "split" / "train.tsv").read_text().splitlines()}
+    rows = [line.split("\t") for line in (out / "split" / "test.tsv").read_text().splitlines()]
+    positives = {(a, b) for a, b, label in rows if label == "1"}
+    assert len(positives) == evaluation["sizes"]["test"][0] and not positives & train
+    assert all(a.startswith("n") for a, _, _ in rows)
+
+
+def test_edam_ontology_from_its_package(tmp_path):
+    pytest.importorskip("edam_ontology")
+    from keras_gauss.hierarchy.benchmark_data import write_edam_edges
+
+    path = tmp_path / "edam.tsv"
+    assert write_edam_edges(path) > 3000
+    h, edge_file = hierarchy_from_edge_file(path)
+    assert edge_file.header == ("child", "parent")
+    assert h.num_nodes > 2000 and len(h.edges) > 3 * len(h.basic_edges)
+    sub, _ = hierarchy_from_edge_file(path, root="operation_0004")  # "Operation"
+    assert 300 < sub.num_nodes < h.num_nodes

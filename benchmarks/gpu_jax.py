@@ -143,8 +143,12 @@ def corpus_model(vocab_size, lr, seed, energy="el", margin=0.5, dim=50, max_norm
 
 
 def _sync(model):
-    # model.fit returns after the last step was dispatched: read a weight.
-    float(model.get_layer("words").means.numpy()[0, 0])
+    # model.fit may return before the device is done: wait for the tables
+    # (reading one number, not copying a table to the host).
+    import jax
+
+    for variable in model.trainable_variables:
+        jax.block_until_ready(variable.value)
 
 
 def speed(data, batches, args, log):

@@ -6,6 +6,11 @@ constraints is shown beside it for contrast: it densifies the sparse
 gradient and projects every row of every table after each step.
 
     python benchmarks/step_scaling.py [--batch 1024] [--dim 50] [--steps 200]
+        [--backend tensorflow|jax]
+
+`--backend` picks Keras's backend (default: `KERAS_BACKEND`, else
+tensorflow); on JAX the model is a `keras_gauss.GaussianModel`, whose train
+step hands `SparseAdagrad` the touched rows.
 
 Prints a table and, last, `ratio <x>`: the SparseAdagrad step time at 1M rows
 over the time at 10k rows (goal: <= 1.3).
@@ -13,13 +18,27 @@ over the time at 10k rows (goal: <= 1.3).
 
 import argparse
 import os
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+
+def _backend_from_argv(argv):
+    """`--backend NAME` must be known before Keras is imported."""
+    for i, arg in enumerate(argv):
+        if arg == "--backend" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--backend="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+if _backend_from_argv(sys.argv[1:]):
+    os.environ["KERAS_BACKEND"] = _backend_from_argv(sys.argv[1:])
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 from keras import ops  # noqa: E402
 
 import keras_gauss as kg  # noqa: E402
@@ -35,9 +54,25 @@ def build_model(vocab, dim, optimizer):
     energy = kg.ELEnergy()(
         ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c
     )
-    model = keras.Model({"word": word, "candidates": candidates}, energy)
+    # GaussianModel: on JAX its train step updates the touched rows only
+    # (on TensorFlow it is a plain functional model).
+    model = kg.GaussianModel({"word": word, "candidates": candidates}, energy)
     model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
     return model
+
+
+def _repeat(x, y):
+    """The same batch forever: a tf.data pipeline on TensorFlow, a generator elsewhere."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(2)
+
+    def forever():
+        while True:
+            yield x, y
+
+    return forever()
 
 
 def time_step(vocab, dim, batch, steps, optimizer):
@@ -50,7 +85,7 @@ def time_step(vocab, dim, batch, steps, optimizer):
         "candidates": rng.integers(0, 10_000, (batch, 2)).astype("int32"),
     }
     y = np.tile(np.array([[1.0, 0.0]], "float32"), (batch, 1))
-    dataset = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(2)
+    dataset = _repeat(x, y)
     model.fit(dataset, steps_per_epoch=10, epochs=1, verbose=0, shuffle=False)  # warm up
     times = []
     for _ in range(3):  # the best of three runs: robust to a busy machine
@@ -65,6 +100,8 @@ def main():
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--backend", choices=("tensorflow", "jax"),
+                        help="Keras backend (default: KERAS_BACKEND)")
     parser.add_argument(
         "--no-keras-baseline",
         action="store_true",
@@ -81,6 +118,8 @@ def main():
         times = {v: time_step(v, args.dim, args.batch, steps, make()) for v in (10_000, 1_000_000)}
         rows.append((name, times[10_000], times[1_000_000]))
 
+    print(f"backend {keras.backend.backend()}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"batch {args.batch} (word, context, negative) triples, {args.dim}-d diagonal, 2 tables")
     print(f"{'optimizer':<16}{'10k rows ms/step':>18}{'1M rows ms/step':>18}{'ratio':>8}")
     for name, small, large in rows:

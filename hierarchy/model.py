@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.layers import KLEnergy
+from keras_gauss.models import GaussianModel
 
 INPUTS = ("general", "specific", "neg_general", "neg_specific")
 
@@ -78,4 +79,5 @@ def build_kl_model(
         "neg_general": neg_general,
         "neg_specific": neg_specific,
     }
-    return keras.Model(inputs, energy, name="gaussian_hierarchy")
+    # GaussianModel: on JAX its train step updates the touched rows only.
+    return GaussianModel(inputs, energy, name="gaussian_hierarchy")

@@ -23,6 +23,7 @@ if os.path.basename(sys.argv[0]) == "keras-gauss":
 # `keras-gauss` command start without importing TensorFlow or Keras.
 _EXPORTS = {
     "ELEnergy": "keras_gauss.layers",
+    "GaussianModel": "keras_gauss.models",
     "GaussianEmbedding": "keras_gauss.layers",
     "KLEnergy": "keras_gauss.layers",
     "MaxMarginRanking": "keras_gauss.losses",
@@ -44,8 +45,12 @@ __all__ = sorted([*_EXPORTS, "ops"])
 def require_backend():
     """Imports Keras's backend, or raises one clear `ImportError` naming the extra to install."""
     try:
-        import keras  # noqa: F401
-        import tensorflow  # noqa: F401
+        import keras
+
+        # The JAX backend (`KERAS_BACKEND=jax`) trains and loads without
+        # TensorFlow; only tf.data pipelines and serving exports need it.
+        if keras.backend.backend() != "jax":
+            import tensorflow  # noqa: F401
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError(
             "keras-gauss needs TensorFlow. Install it with the extra that fits "
@@ -62,6 +67,7 @@ def register_serializables():
     import keras_gauss.fused.model  # noqa: F401
     import keras_gauss.layers  # noqa: F401
     import keras_gauss.losses  # noqa: F401
+    import keras_gauss.models  # noqa: F401
     import keras_gauss.optimizers  # noqa: F401
 
 

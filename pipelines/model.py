@@ -27,6 +27,7 @@ from keras_gauss.layers import ENERGIES
 from keras_gauss.layers import ENERGY_LAYERS
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.layers import candidate_energies
+from keras_gauss.models import GaussianModel
 
 INPUTS = ("word", "context", "negatives")
 WORDS = "words"
@@ -119,7 +120,8 @@ def build_corpus_model(
     scores = candidate_energies(ENERGY_LAYERS[energy](name="energy"), words, contexts,
                                 word, context, negative)
     inputs = {"word": word, "context": context, "negatives": negative}
-    return keras.Model(inputs, scores, name=f"corpus_{energy}")
+    # GaussianModel: on JAX its train step updates the touched rows only.
+    return GaussianModel(inputs, scores, name=f"corpus_{energy}")
 
 
 def _fused_model(vocab_size, dim, negatives, energy, margin, table_kwargs):

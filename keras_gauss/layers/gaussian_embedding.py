@@ -99,8 +99,10 @@ class GaussianEmbedding(keras.layers.Layer):
             ) from None
         self.min_variance = self.variance_constraint.min_value
         self.max_variance = self.variance_constraint.max_value
-        # Sparse row updates and the id range check are not XLA friendly.
-        self.supports_jit = False
+        # Sparse row updates and the id range check are not XLA friendly on
+        # TensorFlow; JAX always compiles its steps (without jit every op
+        # would run on its own).
+        self.supports_jit = keras.backend.backend() == "jax"
 
     def build(self, input_shape=None):
         if self.built:
@@ -133,6 +135,8 @@ class GaussianEmbedding(keras.layers.Layer):
         return mean, var
 
     def _lookup(self, table, ids):
+        if keras.backend.backend() == "jax":
+            return self._lookup_jax(table, ids)
         if keras.backend.backend() != "tensorflow":
             return ops.take(table, ids, axis=0)
         import tensorflow as tf
@@ -141,6 +145,18 @@ class GaussianEmbedding(keras.layers.Layer):
         # table into a tensor (what `ops.take` does) keeps a reference alive
         # that makes the optimizer's row scatter copy the entire table.
         rows = tf.gather(table.value, ids)
+        return ops.cast(rows, self.compute_dtype)
+
+    def _lookup_jax(self, table, ids):
+        from keras_gauss.models.row_lookups import active_row_lookups
+
+        # Inside `GaussianModel`'s train step the lookup is differentiated
+        # row by row (see `keras_gauss.models.row_lookups`).
+        lookups = active_row_lookups()
+        if lookups is None:
+            rows = ops.take(table, ids, axis=0)
+        else:
+            rows = lookups.lookup(table, ids)
         return ops.cast(rows, self.compute_dtype)
 
     def _require_int_dtype(self, ids):

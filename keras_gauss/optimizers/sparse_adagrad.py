@@ -24,8 +24,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     the constraints hold after every step, also when `model.fit` runs
     several steps per call (`steps_per_execution > 1`). Dense gradients and
     constraints that are not row-wise take Keras's ordinary dense path.
-    Sparse gradients need the TensorFlow backend; with other backends the
-    optimizer runs the dense path.
+    Sparse gradients come from the TensorFlow backend (`tf.IndexedSlices`)
+    and, on JAX, from the train step of `keras_gauss.models.GaussianModel`
+    (row gradients); otherwise the optimizer runs the dense path.
 
     Defaults differ from Keras's `Adagrad` (0.001 and 0.1) on purpose: with
     a loss averaged over the batch, an embedding row receives a gradient of
@@ -47,6 +48,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
     >>> model.compile(optimizer=SparseAdagrad(0.05), loss=MaxMarginRanking())
     """
+
+    # `keras_gauss.models.GaussianModel` passes it row gradients on JAX.
+    supports_row_gradients = True
 
     def __init__(
         self,
@@ -100,6 +104,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         if _is_indexed_slices(gradient):
             self._sparse_update(gradient, variable, accumulator, constraint, lr)
             return
+        if _is_row_gradient(gradient):
+            self._row_update_jax(gradient, variable, accumulator, constraint, lr)
+            return
         gradient = ops.cast(gradient, variable.dtype)
         self.assign_add(accumulator, ops.square(gradient))
         self.assign_sub(
@@ -126,6 +133,29 @@ class SparseAdagrad(keras.optimizers.Optimizer):
             new_rows = constraint(new_rows)
         variable.scatter_update(tf.IndexedSlices(new_rows, rows))
 
+    def _row_update_jax(self, gradient, variable, accumulator, constraint, lr):
+        # JAX: the rows of `keras_gauss.models.GaussianModel`'s train step.
+        # `unique` needs a static size: the padding slots get the row index
+        # `len(table)`, which the gathers fill and the scatters drop.
+        from jax import numpy as jnp
+        from jax.ops import segment_sum
+
+        size = gradient.indices.shape[0]
+        rows, positions = jnp.unique(gradient.indices, size=size,
+                                     fill_value=variable.shape[0],
+                                     return_inverse=True)
+        values = segment_sum(gradient.values.astype(variable.dtype),
+                             jnp.reshape(positions, (-1,)), num_segments=size)
+        acc = accumulator.value
+        table = variable.value
+        acc_rows = acc.at[rows].get(mode="fill", fill_value=0) + jnp.square(values)
+        new_rows = table.at[rows].get(mode="fill", fill_value=0) - lr * values / jnp.sqrt(
+            acc_rows + self.epsilon)
+        if constraint is not None:
+            new_rows = constraint(new_rows)
+        accumulator.assign(acc.at[rows].set(acc_rows, mode="drop"))
+        variable.assign(table.at[rows].set(new_rows, mode="drop"))
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -148,6 +178,14 @@ def _is_indexed_slices(value):
     import tensorflow as tf
 
     return isinstance(value, tf.IndexedSlices)
+
+
+def _is_row_gradient(value):
+    if keras.backend.backend() != "jax":
+        return False
+    from keras_gauss.models.row_lookups import RowGradient
+
+    return isinstance(value, RowGradient)
 
 
 def _tf_variable(variable):

@@ -1,0 +1,115 @@
+import keras
+
+from keras_gauss.models.row_lookups import RowGradient
+from keras_gauss.models.row_lookups import RowLookups
+
+
+@keras.saving.register_keras_serializable(package="keras_gauss")
+class GaussianModel(keras.Model):
+    """A functional `keras.Model` whose JAX train step updates touched rows only.
+
+    Built like any functional model, `GaussianModel(inputs, outputs)`. On the
+    TensorFlow backend it is a plain functional model (the gradient of a
+    `GaussianEmbedding` lookup is already a `tf.IndexedSlices`). On the JAX
+    backend, with an optimizer that takes row gradients
+    (`keras_gauss.optimizers.SparseAdagrad`), `train_step` differentiates
+    the gathered rows of every `GaussianEmbedding` table instead of the
+    tables, so a step reads and writes only the rows of its batch, as on
+    TensorFlow: its cost does not grow with the vocabulary. Other
+    optimizers, and optimizers with gradient clipping, accumulation, EMA or
+    loss scaling, take Keras's ordinary (dense) step. The tables must be
+    read only through their `GaussianEmbedding` lookups (true of every model
+    keras-gauss builds).
+
+    The saved model (`model.save("m.keras")`) loads on any backend.
+
+    Args:
+        inputs, outputs, name, ...: as for a functional `keras.Model`.
+
+    Example:
+
+    >>> ids = keras.Input((), dtype="int32")
+    >>> mean, var = GaussianEmbedding(1000, 50)(ids)
+    >>> model = GaussianModel(ids, mean)
+    """
+
+    def train_step(self, *args, **kwargs):
+        if keras.backend.backend() != "jax" or not _takes_row_gradients(self.optimizer):
+            return super().train_step(*args, **kwargs)
+        return self._row_train_step(*args, **kwargs)
+
+    def _row_train_step(self, state, data):
+        import jax
+        from jax import numpy as jnp
+        from keras.src.trainers.data_adapters import data_adapter_utils
+
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
+        kwargs = {"training": True} if self._call_has_training_arg else {}
+
+        # 1. Which tables are looked up, with ids of what shapes (trace only).
+        recorder = RowLookups()
+
+        def forward(trainable_values):
+            with recorder:
+                return self.stateless_call(trainable_values, non_trainable, x, **kwargs)[0]
+
+        jax.eval_shape(forward, trainable)
+        if not recorder.records:
+            return super().train_step(state, data)
+        index = {id(v): i for i, v in enumerate(self.trainable_variables)}
+        lookups = [(index[id(v)], ids.shape, v) for v, ids in recorder.records]
+        table_indices = sorted({i for i, _, _ in lookups})
+        dense_indices = [i for i in range(len(trainable)) if i not in table_indices]
+        offsets = [jnp.zeros(tuple(shape) + (v.shape[-1],), v.dtype)
+                   for _, shape, v in lookups]
+
+        # 2. Differentiate the loss in the looked-up rows (and dense variables).
+        def loss_fn(offsets, dense_values):
+            values = list(trainable)
+            for i, value in zip(dense_indices, dense_values):
+                values[i] = value
+            rows = RowLookups(offsets)
+            with rows:
+                loss, aux = self.compute_loss_and_updates(
+                    values, non_trainable, metrics_values, x, y, sample_weight,
+                    training=True, optimizer_variables=optimizer_values)
+            if [id(v) for v, _ in rows.records] != [id(v) for *_, v in lookups]:
+                raise RuntimeError("GaussianModel: the lookups changed between traces.")
+            return loss, (aux, [ids for _, ids in rows.records])
+
+        dense_values = [trainable[i] for i in dense_indices]
+        (_, (aux, ids_list)), (row_grads, dense_grads) = jax.value_and_grad(
+            loss_fn, argnums=(0, 1), has_aux=True)(offsets, dense_values)
+        unscaled_loss, y_pred, non_trainable, metrics_values = aux
+
+        # 3. One RowGradient per table (all its lookups), dense grads for the rest.
+        grads = [None] * len(trainable)
+        for i, g in zip(dense_indices, dense_grads):
+            grads[i] = g
+        for i in table_indices:
+            variable = self.trainable_variables[i]
+            parts = [(ids, g) for (j, _, _), ids, g in zip(lookups, ids_list, row_grads)
+                     if j == i]
+            columns = variable.shape[-1]
+            grads[i] = RowGradient(
+                indices=jnp.concatenate([jnp.reshape(ids, (-1,)) for ids, _ in parts]),
+                values=jnp.concatenate([jnp.reshape(g, (-1, columns)) for _, g in parts]),
+                dense_shape=tuple(variable.shape),
+            )
+        trainable, optimizer_values = self.optimizer.stateless_apply(
+            optimizer_values, grads, trainable)
+        logs, metrics_values = self._update_metrics_variables(
+            metrics_values, unscaled_loss, x, y, y_pred, sample_weight)
+        return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+
+def _takes_row_gradients(optimizer):
+    """Whether `optimizer.apply` accepts `RowGradient`s unchanged."""
+    if not getattr(optimizer, "supports_row_gradients", False):
+        return False
+    return not (
+        optimizer.clipnorm or optimizer.clipvalue or optimizer.global_clipnorm
+        or optimizer.gradient_accumulation_steps or optimizer.use_ema
+        or optimizer.loss_scale_factor is not None
+    )

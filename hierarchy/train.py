@@ -117,6 +117,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.hierarchy import split_edges
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+    from keras_gauss.hierarchy.model import FusedKLTrainer
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
@@ -156,12 +157,19 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         loss = MaxMarginRanking(config.margin)
     else:
         loss = ThresholdedDivergence(config.threshold, config.margin)
-    model.compile(optimizer=SparseAdagrad(config.learning_rate), loss=loss)
+    optimizer = SparseAdagrad(config.learning_rate)
+    model.compile(optimizer=optimizer, loss=loss)
+    # The ranking loss trains with the fused step (same update, one op a
+    # step); the trainer shares `model`'s table and optimizer.
+    trainer = model
+    if config.loss == "ranking":
+        trainer = FusedKLTrainer(model, margin=config.margin)
+        trainer.compile(optimizer=optimizer)
     if verbose:
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
               f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
     start = time.perf_counter()
-    history = model.fit(dataset, epochs=config.epochs, verbose=verbose, shuffle=False)
+    history = trainer.fit(dataset, epochs=config.epochs, verbose=verbose, shuffle=False)
     train_seconds = time.perf_counter() - start
 
     table = model.get_layer("nodes")

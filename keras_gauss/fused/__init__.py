@@ -23,12 +23,14 @@ from keras_gauss.fused.skipgram import alias_table
 from keras_gauss.fused.skipgram import skipgram_train
 from keras_gauss.fused.skipgram import skipgram_triples
 from keras_gauss.fused.step import fused_available
+from keras_gauss.fused.step import pair_ranking_step
 from keras_gauss.fused.step import ranking_step
 
 __all__ = [
     "FusedRankingModel",
     "alias_table",
     "fused_available",
+    "pair_ranking_step",
     "ranking_step",
     "skipgram_train",
     "skipgram_triples",

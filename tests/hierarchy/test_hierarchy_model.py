@@ -1,0 +1,91 @@
+"""The hierarchy model's training step touches only the rows of its batch."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_gauss as kg
+from keras_gauss.hierarchy.model import FusedKLTrainer
+from keras_gauss.hierarchy.model import build_kl_model
+
+ROWS = 9973  # a prime no batch-sized tensor has as a dimension
+NEGATIVES = 3
+
+
+def _traced_step(model):
+    """The graph of one `train_step` with an unknown batch size (as `fit` on
+    `make_dataset` traces it)."""
+    ids = tf.TensorSpec((None,), tf.int32)
+    negatives = tf.TensorSpec((None, NEGATIVES), tf.int32)
+    x = {"general": ids, "specific": ids, "neg_general": negatives,
+         "neg_specific": negatives}
+    y = tf.TensorSpec((None, 1 + NEGATIVES), tf.float32)
+    step = tf.function(lambda x, y: model.train_step((x, y)))
+    return step.get_concrete_function(x, y).graph
+
+
+def _table_sized(graph):
+    """Ops of `graph` with an output of `ROWS` rows: a dense read, a densified
+    gradient or a constraint applied to a whole table."""
+    return [f"{op.type} {op.name} {t.shape}" for op in graph.get_operations()
+            for t in op.outputs if t.shape.rank and t.shape[0] == ROWS]
+
+
+def _compiled_model():
+    model = build_kl_model(ROWS, 8, negatives=NEGATIVES)
+    optimizer = kg.SparseAdagrad(0.1)
+    model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def test_keras_step_reads_and_writes_only_batch_rows():
+    model, _ = _compiled_model()
+    graph = _traced_step(model)
+    assert _table_sized(graph) == []
+    kinds = {op.type for op in graph.get_operations()}
+    assert {"ResourceGather", "ResourceScatterUpdate"} <= kinds
+
+
+def test_keras_step_check_catches_a_whole_table_constraint():
+    # The check above is able to fail: Keras's Adagrad densifies the sparse
+    # gradients and projects whole tables.
+    model = build_kl_model(ROWS, 8, negatives=NEGATIVES)
+    model.compile(optimizer="adagrad",
+                  loss=kg.MaxMarginRanking())
+    model.optimizer.build(model.trainable_variables)
+    assert _table_sized(_traced_step(model))
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_fused_trainer_step_is_one_op_without_table_reads(use_fused):
+    model, optimizer = _compiled_model()
+    trainer = FusedKLTrainer(model, use_fused=use_fused)
+    trainer.compile(optimizer=optimizer)
+    graph = _traced_step(trainer)
+    assert _table_sized(graph) == []
+    kinds = [op.type for op in graph.get_operations()]
+    if use_fused:
+        assert kinds.count("KerasGaussPairRankingStep") == 1
+        # No TensorFlow op touches the tables: no batch-sized intermediates.
+        assert not {"ResourceGather", "ResourceScatterUpdate"} & set(kinds)
+
+
+def test_fused_trainer_trains_the_model_table_and_saves_the_optimizer(tmp_path):
+    model, optimizer = _compiled_model()
+    trainer = FusedKLTrainer(model)
+    trainer.compile(optimizer=optimizer)
+    rng = np.random.default_rng(0)
+    x = {"general": rng.integers(0, ROWS, 64).astype("int32"),
+         "specific": rng.integers(0, ROWS, 64).astype("int32"),
+         "neg_general": rng.integers(0, ROWS, (64, NEGATIVES)).astype("int32"),
+         "neg_specific": rng.integers(0, ROWS, (64, NEGATIVES)).astype("int32")}
+    before = model.get_layer("nodes").means.numpy()
+    trainer.fit(x, np.zeros((64, 1 + NEGATIVES)), batch_size=32, verbose=0)
+    after = model.get_layer("nodes").means.numpy()
+    assert not np.array_equal(before, after)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_array_equal(loaded.get_layer("nodes").means.numpy(), after)
+    assert int(loaded.optimizer.iterations) == 2

@@ -81,7 +81,6 @@ def build_kl_model(
     return keras.Model(inputs, energy, name="gaussian_hierarchy")
 
 
-@keras.saving.register_keras_serializable(package="keras_gauss")
 class FusedKLTrainer(keras.Model):
     """Trains the table of a `build_kl_model` model with one fused op a step.
 
@@ -95,7 +94,7 @@ class FusedKLTrainer(keras.Model):
     and allocates nothing the size of the batch's candidate lists or of the
     table. The AdaGrad accumulators are those of the optimizer passed to
     `compile`; compile `model` with the same optimizer object to save its
-    state with `model`.
+    state with `model` (save `model`; the trainer holds no state of its own).
 
     Args:
         model: a model from `build_kl_model`.

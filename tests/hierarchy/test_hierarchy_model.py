@@ -1,4 +1,5 @@
-"""The hierarchy model's training step touches only the rows of its batch."""
+"""The hierarchy model's training step touches only the rows of its batch, and
+the fused trainer equals `fit` of the Keras model."""
 
 import keras
 import numpy as np
@@ -11,6 +12,7 @@ from keras_gauss.hierarchy.model import build_kl_model
 
 ROWS = 9973  # a prime no batch-sized tensor has as a dimension
 NEGATIVES = 3
+TOL = dict(rtol=1e-5, atol=1e-5)
 
 
 def _traced_step(model):
@@ -89,3 +91,57 @@ def test_fused_trainer_trains_the_model_table_and_saves_the_optimizer(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     np.testing.assert_array_equal(loaded.get_layer("nodes").means.numpy(), after)
     assert int(loaded.optimizer.iterations) == 2
+
+
+def _hierarchy_batch(rng, vocab, batch, negatives):
+    x = {"general": rng.integers(0, vocab, batch).astype("int32"),
+         "specific": rng.integers(0, vocab, batch).astype("int32"),
+         "neg_general": rng.integers(0, vocab, (batch, negatives)).astype("int32"),
+         "neg_specific": rng.integers(0, vocab, (batch, negatives)).astype("int32")}
+    y = np.zeros((batch, 1 + negatives), "float32")
+    y[:, 0] = 1.0
+    return x, y
+
+
+@pytest.mark.parametrize("use_fused", [True, False])
+def test_trainer_equals_keras_fit_of_the_hierarchy_model(use_fused):
+    rng = np.random.default_rng(5)
+    vocab, dim, negatives = 15, 5, 3
+    bounds = dict(max_norm=0.9, min_variance=0.4, max_variance=1.7)
+    keras_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
+    fused_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
+    values = [rng.uniform(-0.5, 0.5, (vocab, dim)).astype("float32"),
+              rng.uniform(0.5, 1.6, (vocab, dim)).astype("float32")]
+    for model in (keras_model, fused_model):
+        nodes = model.get_layer("nodes")
+        nodes.means.assign(values[0])
+        nodes.variances.assign(values[1])
+    # Two batches (the second smaller): the second step starts from the
+    # tables and accumulators the first one wrote.
+    x, y = _hierarchy_batch(rng, vocab, 48, negatives)
+    keras_model.compile(optimizer=kg.SparseAdagrad(0.3), loss=kg.MaxMarginRanking(0.7))
+    optimizer = kg.SparseAdagrad(0.3)
+    fused_model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking(0.7))
+    trainer = FusedKLTrainer(fused_model, margin=0.7, use_fused=use_fused)
+    trainer.compile(optimizer=optimizer)
+    fit = dict(batch_size=32, epochs=2, verbose=0, shuffle=False)
+    keras_loss = keras_model.fit(x, y, **fit).history["loss"]
+    fused_loss = trainer.fit(x, y, **fit).history["loss"]
+
+    np.testing.assert_allclose(fused_loss, keras_loss, **TOL)
+    for name in ("means", "variances"):
+        ours = getattr(fused_model.get_layer("nodes"), name)
+        theirs = getattr(keras_model.get_layer("nodes"), name)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **TOL)
+        theirs_acc = keras_model.optimizer._accumulators[
+            keras_model.optimizer._get_variable_index(theirs)]
+        np.testing.assert_allclose(
+            optimizer._accumulators[optimizer._get_variable_index(ours)].numpy(),
+            theirs_acc.numpy(), **TOL)
+    assert int(optimizer.iterations) == 4
+
+
+def test_trainer_refuses_other_optimizers():
+    trainer = FusedKLTrainer(build_kl_model(10, 4))
+    with pytest.raises(TypeError, match="SparseAdagrad"):
+        trainer.compile(optimizer=keras.optimizers.SGD(0.1))

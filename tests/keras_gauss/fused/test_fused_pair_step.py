@@ -1,15 +1,12 @@
-"""The fused pair ranking step: C++ op == pure TensorFlow step == Keras path
-of the hierarchy model (one shared table, KL energy, both sides corrupted)."""
+"""The fused pair ranking step: C++ op == pure TensorFlow step (one shared or
+two tables, both sides of a pair changing; the Keras path of the hierarchy
+model is compared in tests/hierarchy/test_hierarchy_model.py)."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_gauss as kg
 from keras_gauss.fused import pair_ranking_step
-from keras_gauss.hierarchy.model import FusedKLTrainer
-from keras_gauss.hierarchy.model import build_kl_model
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 
@@ -53,7 +50,7 @@ def test_fused_pair_step_equals_tf_step(energy, spherical, shared):
     tf_loss, reference = _run(values, accs, general, specific, False, **kwargs)
     assert fused_loss > 0
     np.testing.assert_allclose(fused_loss, tf_loss, **TOL)
-    for ours, theirs, before in zip(fused, reference, values + accs):
+    for ours, theirs in zip(fused, reference):
         np.testing.assert_allclose(ours, theirs, **TOL)
     assert not np.allclose(fused[0], values[0])  # the step moved the means
 
@@ -63,57 +60,3 @@ def test_pair_step_rejects_ids_outside_the_table(use_fused):
     values, accs = _values(np.random.default_rng(0), 5, 3, 3, 1)
     with pytest.raises(tf.errors.InvalidArgumentError, match="specific"):
         _run(values, accs, [[0, 1]], [[2, 5]], use_fused, learning_rate=0.1)
-
-
-def _hierarchy_batch(rng, vocab, batch, negatives):
-    x = {"general": rng.integers(0, vocab, batch).astype("int32"),
-         "specific": rng.integers(0, vocab, batch).astype("int32"),
-         "neg_general": rng.integers(0, vocab, (batch, negatives)).astype("int32"),
-         "neg_specific": rng.integers(0, vocab, (batch, negatives)).astype("int32")}
-    y = np.zeros((batch, 1 + negatives), "float32")
-    y[:, 0] = 1.0
-    return x, y
-
-
-@pytest.mark.parametrize("use_fused", [True, False])
-def test_trainer_equals_keras_fit_of_the_hierarchy_model(use_fused):
-    rng = np.random.default_rng(5)
-    vocab, dim, negatives = 15, 5, 3
-    bounds = dict(max_norm=0.9, min_variance=0.4, max_variance=1.7)
-    keras_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
-    fused_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
-    values = [rng.uniform(-0.5, 0.5, (vocab, dim)).astype("float32"),
-              rng.uniform(0.5, 1.6, (vocab, dim)).astype("float32")]
-    for model in (keras_model, fused_model):
-        nodes = model.get_layer("nodes")
-        nodes.means.assign(values[0])
-        nodes.variances.assign(values[1])
-    # Two batches (the second smaller): the second step starts from the
-    # tables and accumulators the first one wrote.
-    x, y = _hierarchy_batch(rng, vocab, 48, negatives)
-    keras_model.compile(optimizer=kg.SparseAdagrad(0.3), loss=kg.MaxMarginRanking(0.7))
-    optimizer = kg.SparseAdagrad(0.3)
-    fused_model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking(0.7))
-    trainer = FusedKLTrainer(fused_model, margin=0.7, use_fused=use_fused)
-    trainer.compile(optimizer=optimizer)
-    fit = dict(batch_size=32, epochs=2, verbose=0, shuffle=False)
-    keras_loss = keras_model.fit(x, y, **fit).history["loss"]
-    fused_loss = trainer.fit(x, y, **fit).history["loss"]
-
-    np.testing.assert_allclose(fused_loss, keras_loss, **TOL)
-    for name in ("means", "variances"):
-        ours = getattr(fused_model.get_layer("nodes"), name)
-        theirs = getattr(keras_model.get_layer("nodes"), name)
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **TOL)
-        theirs_acc = keras_model.optimizer._accumulators[
-            keras_model.optimizer._get_variable_index(theirs)]
-        np.testing.assert_allclose(
-            optimizer._accumulators[optimizer._get_variable_index(ours)].numpy(),
-            theirs_acc.numpy(), **TOL)
-    assert int(optimizer.iterations) == 4
-
-
-def test_trainer_refuses_other_optimizers():
-    trainer = FusedKLTrainer(build_kl_model(10, 4))
-    with pytest.raises(TypeError, match="SparseAdagrad"):
-        trainer.compile(optimizer=keras.optimizers.SGD(0.1))

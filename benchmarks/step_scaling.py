@@ -5,15 +5,23 @@ cost should not grow with the vocabulary. Keras's own `Adagrad` with the same
 constraints is shown beside it for contrast: it densifies the sparse
 gradient and projects every row of every table after each step.
 
+Two models: the corpus model (word and context tables, EL energy, batches of
+(word, context, negative) triples) and the hierarchy model
+(`keras_gauss.hierarchy.model.build_kl_model`: one shared table gathered for
+the general and the specific side of every edge, KL energy, 5 corrupted +
+1 reversed edge per positive, batches with an unknown batch dimension as
+`make_dataset` gives them), the latter trained by `model.fit` with
+`SparseAdagrad` and by the fused `FusedKLTrainer` that `train-wordnet` uses.
+
     python benchmarks/step_scaling.py [--batch 1024] [--dim 50] [--steps 200]
-        [--backend tensorflow|jax]
+        [--models corpus hierarchy] [--no-keras-baseline] [--backend tensorflow|jax]
 
 `--backend` picks Keras's backend (default: `KERAS_BACKEND`, else
-tensorflow); on JAX the model is a `keras_gauss.GaussianModel`, whose train
-step hands `SparseAdagrad` the touched rows.
+tensorflow); the models are `keras_gauss.GaussianModel`s, whose train step on
+JAX hands `SparseAdagrad` the touched rows. The fused path is TensorFlow's.
 
-Prints a table and, last, `ratio <x>`: the SparseAdagrad step time at 1M rows
-over the time at 10k rows (goal: <= 1.3).
+Prints a table and, last, `ratio <x>`: the largest SparseAdagrad / fused
+step time at 1M rows over the time at 10k rows (goal: <= 1.3 for each).
 """
 
 import argparse
@@ -42,6 +50,12 @@ import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 import keras_gauss as kg  # noqa: E402
+from keras_gauss.hierarchy.model import FusedKLTrainer  # noqa: E402
+from keras_gauss.hierarchy.model import build_kl_model  # noqa: E402
+
+TENSORFLOW = keras.backend.backend() == "tensorflow"
+
+HIERARCHY_NEGATIVES = 6  # the train-wordnet defaults: 5 corrupted + 1 reversed
 
 
 def build_model(vocab, dim, optimizer):
@@ -54,16 +68,46 @@ def build_model(vocab, dim, optimizer):
     energy = kg.ELEnergy()(
         ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c
     )
-    # GaussianModel: on JAX its train step updates the touched rows only
-    # (on TensorFlow it is a plain functional model).
     model = kg.GaussianModel({"word": word, "candidates": candidates}, energy)
     model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
     return model
 
 
+def corpus_data(batch):
+    rng = np.random.default_rng(0)
+    # The same ids at every vocabulary size: only the table size changes.
+    x = {
+        "word": rng.integers(0, 10_000, batch).astype("int32"),
+        "candidates": rng.integers(0, 10_000, (batch, 2)).astype("int32"),
+    }
+    y = np.tile(np.array([[1.0, 0.0]], "float32"), (batch, 1))
+    return _repeat(x, y)
+
+
+def hierarchy_data(batch):
+    rng = np.random.default_rng(0)
+    k = HIERARCHY_NEGATIVES
+    x = {
+        "general": rng.integers(0, 10_000, batch).astype("int32"),
+        "specific": rng.integers(0, 10_000, batch).astype("int32"),
+        "neg_general": rng.integers(0, 10_000, (batch, k)).astype("int32"),
+        "neg_specific": rng.integers(0, 10_000, (batch, k)).astype("int32"),
+    }
+    y = np.zeros((batch, 1 + k), "float32")
+    y[:, 0] = 1.0
+    if not TENSORFLOW:
+        return _repeat(x, y)
+    import tensorflow as tf
+
+    # Unbatch + batch: the batch dimension is unknown (None) to the traced
+    # step, as with `make_dataset`.
+    dataset = tf.data.Dataset.from_tensors((x, y)).unbatch().batch(batch)
+    return dataset.cache().repeat().prefetch(2)
+
+
 def _repeat(x, y):
     """The same batch forever: a tf.data pipeline on TensorFlow, a generator elsewhere."""
-    if keras.backend.backend() == "tensorflow":
+    if TENSORFLOW:
         import tensorflow as tf
 
         return tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(2)
@@ -75,22 +119,31 @@ def _repeat(x, y):
     return forever()
 
 
-def time_step(vocab, dim, batch, steps, optimizer):
+def build_trainer(model, vocab, dim, optimizer):
+    """The model `fit` runs: `(trainer, dataset maker)`."""
+    if model == "corpus":
+        trainer = build_model(vocab, dim, optimizer)
+        return trainer, corpus_data
+    network = build_kl_model(vocab, dim, negatives=HIERARCHY_NEGATIVES, max_norm=4.0)
+    if optimizer == "fused":  # the trainer of train-wordnet
+        optimizer = kg.SparseAdagrad(0.05)
+        network.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
+        trainer = FusedKLTrainer(network)
+        trainer.compile(optimizer=optimizer)
+        return trainer, hierarchy_data
+    network.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
+    return network, hierarchy_data
+
+
+def time_step(model, vocab, dim, batch, steps, optimizer):
     keras.utils.set_random_seed(0)
-    model = build_model(vocab, dim, optimizer)
-    rng = np.random.default_rng(0)
-    # The same ids at every vocabulary size: only the table size changes.
-    x = {
-        "word": rng.integers(0, 10_000, batch).astype("int32"),
-        "candidates": rng.integers(0, 10_000, (batch, 2)).astype("int32"),
-    }
-    y = np.tile(np.array([[1.0, 0.0]], "float32"), (batch, 1))
-    dataset = _repeat(x, y)
-    model.fit(dataset, steps_per_epoch=10, epochs=1, verbose=0, shuffle=False)  # warm up
+    trainer, data = build_trainer(model, vocab, dim, optimizer)
+    dataset = data(batch)
+    trainer.fit(dataset, steps_per_epoch=10, epochs=1, verbose=0, shuffle=False)  # warm up
     times = []
     for _ in range(3):  # the best of three runs: robust to a busy machine
         start = time.perf_counter()
-        model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
+        trainer.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
         times.append((time.perf_counter() - start) / steps * 1e3)
     return min(times)
 
@@ -100,32 +153,42 @@ def main():
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--backend", choices=("tensorflow", "jax"),
-                        help="Keras backend (default: KERAS_BACKEND)")
     parser.add_argument(
         "--no-keras-baseline",
         action="store_true",
         help="skip Keras's dense Adagrad (slow at 1M rows)",
     )
+    parser.add_argument("--models", nargs="+", choices=("corpus", "hierarchy"),
+                        default=["corpus", "hierarchy"])
+    parser.add_argument("--backend", choices=("tensorflow", "jax"),
+                        help="Keras backend (default: KERAS_BACKEND, else tensorflow)")
     args = parser.parse_args()
 
     rows = []
-    optimizers = [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))]
-    if not args.no_keras_baseline:
-        optimizers.append(("keras Adagrad", lambda: keras.optimizers.Adagrad(0.05)))
-    for name, make in optimizers:
-        steps = args.steps if name == "SparseAdagrad" else max(args.steps // 10, 5)
-        times = {v: time_step(v, args.dim, args.batch, steps, make()) for v in (10_000, 1_000_000)}
-        rows.append((name, times[10_000], times[1_000_000]))
+    paths = {
+        "corpus": [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))],
+        "hierarchy": [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))]
+        + ([("fused", lambda: "fused")] if TENSORFLOW else []),
+    }
+    for model in args.models:
+        optimizers = list(paths[model])
+        if not args.no_keras_baseline:
+            optimizers.append(("keras Adagrad", lambda: keras.optimizers.Adagrad(0.05)))
+        for name, make in optimizers:
+            steps = args.steps if name != "keras Adagrad" else max(args.steps // 10, 5)
+            times = {v: time_step(model, v, args.dim, args.batch, steps, make())
+                     for v in (10_000, 1_000_000)}
+            rows.append((model, name, times[10_000], times[1_000_000]))
 
-    print(f"backend {keras.backend.backend()}, load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"batch {args.batch} (word, context, negative) triples, {args.dim}-d diagonal, 2 tables")
-    print(f"{'optimizer':<16}{'10k rows ms/step':>18}{'1M rows ms/step':>18}{'ratio':>8}")
-    for name, small, large in rows:
-        print(f"{name:<16}{small:>18.2f}{large:>18.2f}{large / small:>8.2f}")
-    print(f"ratio {rows[0][2] / rows[0][1]:.2f}")
-
+    print(f"backend {keras.backend.backend()}, batch {args.batch}, {args.dim}-d diagonal; corpus: (word, context, negative) "
+          f"triples, 2 tables; hierarchy: edges with {HIERARCHY_NEGATIVES} negatives, "
+          "1 shared table; load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"{'model':<11}{'optimizer':<16}{'10k rows ms/step':>18}{'1M rows ms/step':>18}"
+          f"{'ratio':>8}")
+    for model, name, small, large in rows:
+        print(f"{model:<11}{name:<16}{small:>18.2f}{large:>18.2f}{large / small:>8.2f}")
+    ratios = [large / small for _, name, small, large in rows if name != "keras Adagrad"]
+    print(f"ratio {max(ratios):.2f}")
 
 if __name__ == "__main__":
     main()

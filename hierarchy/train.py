@@ -246,6 +246,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.hierarchy import make_dataset
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+    from keras_gauss.hierarchy.model import FusedKLTrainer
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.callbacks import FiniteLoss
     from keras_gauss.checks import check_model_finite
@@ -296,15 +297,22 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         loss = MaxMarginRanking(config.margin)
     else:
         loss = ThresholdedDivergence(config.threshold, config.margin)
-    model.compile(optimizer=SparseAdagrad(config.learning_rate), loss=loss)
+    optimizer = SparseAdagrad(config.learning_rate)
+    model.compile(optimizer=optimizer, loss=loss)
+    # The ranking loss trains with the fused step (same update, one op a
+    # step); the trainer shares `model`'s table and optimizer.
+    trainer = model
+    if config.loss == "ranking" and keras.backend.backend() == "tensorflow":
+        trainer = FusedKLTrainer(model, margin=config.margin)
+        trainer.compile(optimizer=optimizer)
     if verbose:
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
               f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
     start = time.perf_counter()
     progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
                                            epoch_size=len(train_edges))
-    history = model.fit(dataset, epochs=config.epochs, verbose=0, shuffle=False,
-                        callbacks=[progress, FiniteLoss()])
+    history = trainer.fit(dataset, epochs=config.epochs, verbose=0, shuffle=False,
+                          callbacks=[progress, FiniteLoss()])
     train_seconds = time.perf_counter() - start
     check_model_finite(model)
 

@@ -325,5 +325,268 @@ class RankingStepOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("KerasGaussRankingStep").Device(DEVICE_CPU),
                         RankingStepOp);
 
+
+// ---------------------------------------------------------------------------
+// Pair ranking step: every candidate is its own (general, specific) pair, so
+// both sides may change from candidate to candidate (the hierarchy model's
+// corrupted and reversed edges). Candidate 0 of each row is the positive:
+//   loss = mean_b sum_{j>0} max(0, margin - E(g_b0, s_b0) + E(g_bj, s_bj)),
+// with the general side in the word table and the specific side in the
+// context table (the same table, passed twice, for a hierarchy).
+
+REGISTER_OP("KerasGaussPairRankingStep")
+    .Input("word_means: resource")
+    .Input("word_variances: resource")
+    .Input("context_means: resource")
+    .Input("context_variances: resource")
+    .Input("word_means_accumulator: resource")
+    .Input("word_variances_accumulator: resource")
+    .Input("context_means_accumulator: resource")
+    .Input("context_variances_accumulator: resource")
+    .Input("general: int32")
+    .Input("specific: int32")
+    .Input("learning_rate: float")
+    .Input("margin: float")
+    .Input("epsilon: float")
+    .Input("max_norm: float")
+    .Input("min_variance: float")
+    .Input("max_variance: float")
+    .Output("loss: float")
+    .Attr("energy: {'el', 'kl'} = 'kl'")
+    .Attr("spherical: bool = false")
+    .SetIsStateful()
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Fused ranking step over (general, specific) pairs: general and specific are
+(B, 1 + k) ids, column 0 the positive pair. The general side is scored from
+the word table, the specific side from the context table (pass the same
+variables twice for a shared table); for energy 'kl', E = -KL(specific ||
+general). Returns the mean hinge loss before the update.
+)doc");
+
+class PairRankingStepOp : public OpKernel {
+ public:
+  explicit PairRankingStepOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::string energy;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("energy", &energy));
+    energy_ = energy == "kl" ? Energy::kKL : Energy::kEL;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("spherical", &spherical_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& general_t = ctx->input(8);
+    const Tensor& specific_t = ctx->input(9);
+    OP_REQUIRES(ctx, TensorShapeUtils::IsMatrix(general_t.shape()) &&
+                         general_t.dim_size(1) >= 1,
+                errors::InvalidArgument("`general` must have shape (B, 1 + k), got ",
+                                        general_t.shape().DebugString()));
+    OP_REQUIRES(ctx, specific_t.shape() == general_t.shape(),
+                errors::InvalidArgument("`specific` must have the shape of `general` ",
+                                        general_t.shape().DebugString(), ", got ",
+                                        specific_t.shape().DebugString()));
+    const int64_t batch = general_t.dim_size(0);
+    const int64_t list = general_t.dim_size(1);
+    StepVariables variables(ctx, spherical_, /*scalars=*/10);
+    if (!variables.ok()) return;
+    const float lr = variables.learning_rate();
+    const float margin = variables.margin();
+    const float eps = variables.epsilon();
+    const bool shared = variables.shared();
+    const int64_t d = variables.d();
+    const int64_t dv = variables.dv();
+    const int64_t n_tables = shared ? 1 : 2;
+    const Table tables[2] = {variables.table(0), variables.table(1)};
+
+    static const char* kOp = "KerasGaussPairRankingStep";
+    const int32_t* general = general_t.flat<int32_t>().data();
+    const int32_t* specific = specific_t.flat<int32_t>().data();
+    const int64_t n_pairs = batch * list;
+    OP_REQUIRES_OK(ctx, CheckIds(kOp, "general", general, n_pairs, tables[0].rows,
+                                 shared ? "shared" : "word"));
+    OP_REQUIRES_OK(ctx, CheckIds(kOp, "specific", specific, n_pairs, tables[1].rows,
+                                 shared ? "shared" : "context"));
+
+    Tensor* loss_out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &loss_out));
+    if (batch == 0) {
+      loss_out->scalar<float>()() = 0.f;
+      return;
+    }
+
+    mutex_lock scratch_lock(scratch_mu_);
+    // Occurrences: [0, n_pairs) general sides, [n_pairs, 2 n_pairs) specific.
+    const int64_t n_occ = 2 * n_pairs;
+    occ_mean_grad_.resize(n_occ * d);
+    occ_var_grad_.resize(n_occ * dv);
+    example_loss_.resize(batch);
+    auto worker_threads = ctx->device()->tensorflow_cpu_worker_threads();
+    const float scale = 1.0f / static_cast<float>(batch);
+
+    // ---- Phase 1: energies, loss and per-occurrence gradients ------------
+    {
+      const Table& gt = tables[0];
+      const Table& st = tables[shared ? 0 : 1];
+      float* gm = occ_mean_grad_.data();
+      float* gv = occ_var_grad_.data();
+      float* losses = example_loss_.data();
+      const bool sph = spherical_;
+      const Energy energy = energy_;
+      auto work = [&](int64_t begin, int64_t end) {
+        std::vector<float> tmp(list * 2 * d), energies(list), coef(list);
+        for (int64_t b = begin; b < end; ++b) {
+          if (b + 2 < end) {
+            for (int64_t j = 0; j < list; ++j) {
+              const int64_t p = (b + 2) * list + j;
+              PrefetchRow(gt.means + static_cast<int64_t>(general[p]) * d, d);
+              PrefetchRow(gt.variances + static_cast<int64_t>(general[p]) * dv, dv);
+              PrefetchRow(st.means + static_cast<int64_t>(specific[p]) * d, d);
+              PrefetchRow(st.variances + static_cast<int64_t>(specific[p]) * dv, dv);
+            }
+          }
+          auto rows = [&](int64_t j, const float** mg, const float** vg,
+                          const float** ms, const float** vs) {
+            const int64_t g = general[b * list + j], s = specific[b * list + j];
+            *mg = gt.means + g * d;
+            *vg = gt.variances + g * dv;
+            *ms = st.means + s * d;
+            *vs = st.variances + s * dv;
+          };
+          for (int64_t j = 0; j < list; ++j) {
+            const float *mg, *vg, *ms, *vs;
+            rows(j, &mg, &vg, &ms, &vs);
+            energies[j] = PairEnergy(energy, sph, d, mg, vg, ms, vs, tmp.data() + j * 2 * d);
+          }
+          double loss = 0.0;
+          float pos_coef = 0.f;
+          for (int64_t j = 1; j < list; ++j) {
+            const float h = margin - energies[0] + energies[j];
+            if (h > 0.f) {
+              loss += h;
+              coef[j] = scale;
+              pos_coef -= scale;
+            } else {
+              coef[j] = 0.f;
+            }
+          }
+          coef[0] = pos_coef;
+          losses[b] = static_cast<float>(loss);
+          for (int64_t j = 0; j < list; ++j) {
+            const int64_t p = b * list + j;
+            float* gmg = gm + p * d;
+            float* gvg = gv + p * dv;
+            float* gms = gm + (n_pairs + p) * d;
+            float* gvs = gv + (n_pairs + p) * dv;
+            std::fill(gmg, gmg + d, 0.f);
+            std::fill(gvg, gvg + dv, 0.f);
+            std::fill(gms, gms + d, 0.f);
+            std::fill(gvs, gvs + dv, 0.f);
+            if (coef[j] == 0.f) continue;
+            const float *mg, *vg, *ms, *vs;
+            rows(j, &mg, &vg, &ms, &vs);
+            AddPairGradients(energy, sph, d, coef[j], mg, vg, ms, vs,
+                             tmp.data() + j * 2 * d, gmg, gvg, gms, gvs);
+          }
+        }
+      };
+      const int64_t cost = list * d * 60 + 100;
+      Shard(worker_threads->num_threads, worker_threads->workers, batch, cost, work);
+    }
+
+    // ---- Phase 2: dedupe rows per table (CSR of occurrences) -------------
+    uniq_rows_.resize(n_occ);
+    row_offsets_.resize(n_occ + 2);
+    occ_order_.resize(n_occ);
+    occ_slot_.resize(n_occ);
+    row_table_.resize(n_occ);
+    int64_t n_total = 0;
+    for (int64_t t = 0; t < n_tables; ++t) {
+      std::vector<int32_t>& slot = slots_[t];
+      if (static_cast<int64_t>(slot.size()) != tables[t].rows) {
+        slot.assign(tables[t].rows, -1);
+      }
+      const int64_t first = n_total;
+      auto visit = [&](int64_t o, int32_t row) {
+        int32_t s = slot[row];
+        if (s < 0) {
+          s = static_cast<int32_t>(n_total++);
+          slot[row] = s;
+          uniq_rows_[s] = row;
+          row_table_[s] = static_cast<int8_t>(t);
+          row_offsets_[s + 1] = 0;
+        }
+        row_offsets_[s + 1]++;
+        occ_slot_[o] = s;
+      };
+      if (t == 0) {
+        for (int64_t p = 0; p < n_pairs; ++p) visit(p, general[p]);
+      }
+      if (t == 1 || shared) {
+        for (int64_t p = 0; p < n_pairs; ++p) visit(n_pairs + p, specific[p]);
+      }
+      for (int64_t s = first; s < n_total; ++s) slot[uniq_rows_[s]] = -1;
+    }
+    row_offsets_[0] = 0;
+    for (int64_t s = 0; s < n_total; ++s) row_offsets_[s + 1] += row_offsets_[s];
+    fill_.assign(row_offsets_.begin(), row_offsets_.begin() + n_total);
+    for (int64_t o = 0; o < n_occ; ++o) occ_order_[fill_[occ_slot_[o]]++] = o;
+
+    // ---- Phase 3: AdaGrad + constraints, once per unique row -------------
+    {
+      const float* gm = occ_mean_grad_.data();
+      const float* gv = occ_var_grad_.data();
+      auto update = [&](int64_t begin, int64_t end) {
+        std::vector<float> gmean(d), gvar(dv);
+        for (int64_t s = begin; s < end; ++s) {
+          if (s + 2 < end) {
+            const int64_t ns = s + 2;
+            const Table& nt = tables[row_table_[ns]];
+            const int64_t nrow = uniq_rows_[ns];
+            PrefetchRow(nt.means + nrow * d, d);
+            PrefetchRow(nt.mean_acc + nrow * d, d);
+            PrefetchRow(nt.variances + nrow * dv, dv);
+            PrefetchRow(nt.var_acc + nrow * dv, dv);
+          }
+          const Table& tb = tables[row_table_[s]];
+          const int64_t row = uniq_rows_[s];
+          std::fill(gmean.begin(), gmean.end(), 0.f);
+          std::fill(gvar.begin(), gvar.end(), 0.f);
+          for (int64_t p = row_offsets_[s]; p < row_offsets_[s + 1]; ++p) {
+            const int64_t o = occ_order_[p];
+            const float* src = gm + o * d;
+            for (int64_t i = 0; i < d; ++i) gmean[i] += src[i];
+            const float* vsrc = gv + o * dv;
+            for (int64_t i = 0; i < dv; ++i) gvar[i] += vsrc[i];
+          }
+          UpdateRow(tb, row, d, dv, gmean.data(), gvar.data(), 1.0f, lr, eps);
+        }
+      };
+      const int64_t cost =
+          (d + dv) * 30 * std::max<int64_t>(1, n_occ / std::max<int64_t>(1, n_total));
+      Shard(worker_threads->num_threads, worker_threads->workers, n_total, cost, update);
+    }
+
+    double total = 0.0;
+    for (int64_t b = 0; b < batch; ++b) total += example_loss_[b];
+    loss_out->scalar<float>()() = static_cast<float>(total / batch);
+  }
+
+ private:
+  Energy energy_;
+  bool spherical_;
+  mutex scratch_mu_;
+  std::vector<float> occ_mean_grad_, occ_var_grad_, example_loss_;
+  std::vector<int32_t> slots_[2];
+  std::vector<int32_t> uniq_rows_;
+  std::vector<int64_t> row_offsets_, fill_, occ_order_;
+  std::vector<int32_t> occ_slot_;
+  std::vector<int8_t> row_table_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("KerasGaussPairRankingStep").Device(DEVICE_CPU),
+                        PairRankingStepOp);
+
 }  // namespace
 }  // namespace tensorflow

@@ -369,3 +369,160 @@ def _check_ids(ids, rows, name, table):
         tf.debugging.assert_non_negative(ids, message=message),
         tf.debugging.assert_less(ids, tf.cast(rows, ids.dtype), message=message),
     ]
+
+
+def pair_ranking_step(
+    tables,
+    accumulators,
+    general,
+    specific,
+    learning_rate,
+    margin=1.0,
+    epsilon=1e-7,
+    max_norm=None,
+    min_variance=None,
+    max_variance=None,
+    energy="kl",
+    use_fused=None,
+):
+    """One max-margin ranking step over `(general, specific)` pairs, in place.
+
+    Like `ranking_step`, but each candidate is its own pair, so both sides
+    can change from candidate to candidate (the hierarchy model's corrupted
+    and reversed edges): row `b` holds the positive pair in column 0 and its
+    `k` negatives after it, and the loss is
+    `mean_b sum_{j>0} max(0, margin - E(g_b0, s_b0) + E(g_bj, s_bj))`. The
+    general side is read from the word table, the specific side from the
+    context table; for `"kl"`, `E = -KL(N_specific || N_general)`. One step
+    equals one `fit` step of `keras_gauss.hierarchy.model.build_kl_model`
+    with `MaxMarginRanking` and `SparseAdagrad`, up to float rounding.
+
+    Args:
+        tables: `(word_means, word_variances, context_means,
+            context_variances)`; the same two variables twice for a shared
+            table (a hierarchy).
+        accumulators: the 4 AdaGrad accumulators, shaped like `tables`.
+        general: `(B, 1 + k)` int32 ids of the general sides.
+        specific: `(B, 1 + k)` int32 ids of the specific sides.
+        learning_rate, margin, epsilon, max_norm, min_variance,
+            max_variance, energy, use_fused: as in `ranking_step`
+            (`energy` defaults to `"kl"` here).
+
+    Returns:
+        The mean loss of the batch before the update (a float32 scalar).
+
+    Example:
+
+    >>> means = tf.Variable(tf.random.uniform((100, 8), -0.05, 0.05))
+    >>> variances = tf.Variable(tf.ones((100, 8)))
+    >>> accs = [tf.Variable(tf.fill(v.shape, 1e-6)) for v in (means, variances)]
+    >>> loss = pair_ranking_step((means, variances) * 2, accs * 2,
+    ...                          general=[[1, 7]], specific=[[2, 2]],
+    ...                          learning_rate=0.1)
+    """
+    if energy not in ENERGIES:
+        raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
+    tables, accumulators = _inputs(tables, accumulators)
+    use_fused = _resolve_use_fused(use_fused)
+    general = tf.convert_to_tensor(general, tf.int32)
+    specific = tf.convert_to_tensor(specific, tf.int32)
+    kwargs = dict(
+        learning_rate=learning_rate,
+        margin=margin,
+        epsilon=epsilon,
+        max_norm=_pair(max_norm, "max_norm"),
+        min_variance=_pair(min_variance, "min_variance"),
+        max_variance=_pair(max_variance, "max_variance"),
+        energy=energy,
+    )
+    if use_fused:
+        module = _build.load()
+        inf = float("inf")
+        return module.keras_gauss_pair_ranking_step(
+            *[v.handle for v in tables],
+            *[v.handle for v in accumulators],
+            general=general,
+            specific=specific,
+            learning_rate=tf.cast(learning_rate, tf.float32),
+            margin=tf.cast(margin, tf.float32),
+            epsilon=tf.cast(epsilon, tf.float32),
+            max_norm=tf.constant(kwargs["max_norm"] or (0.0, 0.0), tf.float32),
+            min_variance=tf.constant(kwargs["min_variance"] or (-inf, -inf), tf.float32),
+            max_variance=tf.constant(kwargs["max_variance"] or (inf, inf), tf.float32),
+            energy=energy,
+            spherical=_spherical(tables),
+        )
+    return _tf_pair_step(tables, accumulators, general, specific, **kwargs)
+
+
+def _tf_pair_step(
+    tables,
+    accumulators,
+    general,
+    specific,
+    learning_rate,
+    margin,
+    epsilon,
+    max_norm,
+    min_variance,
+    max_variance,
+    energy,
+):
+    """The pure TensorFlow `pair_ranking_step`."""
+    word_means, word_vars, context_means, context_vars = tables
+    _spherical(tables)
+    shared = word_means is context_means
+    checks = _check_ids(general, word_means.shape[0], "general", "word") + _check_ids(
+        specific, context_means.shape[0], "specific", "context"
+    )
+    with tf.control_dependencies(checks):
+        rows = [
+            tf.gather(word_means, general),
+            tf.gather(word_vars, general),
+            tf.gather(context_means, specific),
+            tf.gather(context_vars, specific),
+        ]
+    with tf.GradientTape() as tape:
+        tape.watch(rows)
+        mean_g, var_g, mean_s, var_s = rows
+        var_g = tf.broadcast_to(var_g, tf.shape(mean_g))
+        var_s = tf.broadcast_to(var_s, tf.shape(mean_s))
+        if energy == "el":
+            energies = gauss_ops.el_energy(mean_g, var_g, mean_s, var_s)
+        else:
+            energies = gauss_ops.kl_energy(mean_g, var_g, mean_s, var_s)
+        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
+        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
+    grads = tape.gradient(loss, rows)
+    dim = word_means.shape[-1]
+    var_dim = word_vars.shape[-1]
+    flat = lambda g, columns: tf.reshape(g, [-1, columns])  # noqa: E731
+    groups = [
+        (word_means, word_vars, accumulators[0], accumulators[1], 0,
+         tf.reshape(general, [-1]), flat(grads[0], dim), flat(grads[1], var_dim)),
+        (context_means, context_vars, accumulators[2], accumulators[3], 1,
+         tf.reshape(specific, [-1]), flat(grads[2], dim), flat(grads[3], var_dim)),
+    ]
+    if shared:
+        (a, b) = groups
+        groups = [a[:5] + tuple(tf.concat([x, y], 0) for x, y in zip(a[5:], b[5:]))]
+    lr = tf.cast(learning_rate, tf.float32)
+    updates = []
+    for means, variances, mean_acc, var_acc, side, ids, g_mean, g_var in groups:
+        unique, positions = tf.unique(ids)
+        count = tf.shape(unique)[0]
+        g_mean = tf.math.unsorted_segment_sum(g_mean, positions, count)
+        g_var = tf.math.unsorted_segment_sum(g_var, positions, count)
+        new_means = _adagrad(means, mean_acc, unique, g_mean, lr, epsilon)
+        if max_norm is not None and max_norm[side] > 0:
+            norms = tf.sqrt(tf.reduce_sum(tf.square(new_means), -1, keepdims=True))
+            new_means = new_means * tf.minimum(1.0, max_norm[side] / tf.maximum(norms, 1e-30))
+        new_vars = _adagrad(variances, var_acc, unique, g_var, lr, epsilon)
+        if min_variance is not None:
+            new_vars = tf.maximum(new_vars, min_variance[side])
+        if max_variance is not None:
+            new_vars = tf.minimum(new_vars, max_variance[side])
+        updates.append(means.scatter_update(tf.IndexedSlices(new_means, unique)))
+        updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
+    with tf.control_dependencies(updates):
+        return tf.identity(loss)

@@ -100,14 +100,17 @@ inline bool AnyNonzero(const float* x, int64_t n) {
 inline float VecLog(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
-  float e = static_cast<float>(static_cast<int32_t>(bits >> 23) - 127);
-  bits = (bits & 0x007FFFFFu) | 0x3F800000u;
+  // The mantissa m in [sqrt(1/2), sqrt(2)) and the exponent e, in integer
+  // arithmetic without a branch or a float compare (so that GCC vectorises
+  // the loops calling it; m * 0.5 is exact, so this equals the textbook
+  // `if (m > sqrt(2)) { m *= 0.5; e += 1; }`).
+  const uint32_t mantissa = bits & 0x007FFFFFu;
+  const uint32_t big = (mantissa | 0x3F800000u) > 0x3FB504F3u ? 1u : 0u;  // m > 1.41421356f
+  const float e = static_cast<float>(static_cast<int32_t>(bits >> 23) - 127 +
+                                     static_cast<int32_t>(big));
+  bits = mantissa | (0x3F800000u - (big << 23));
   float m;
   std::memcpy(&m, &bits, sizeof(m));
-  if (m > 1.41421356f) {
-    m *= 0.5f;
-    e += 1.0f;
-  }
   const float f = m - 1.0f;
   const float z = f * f;
   float y = 7.0376836292e-2f;

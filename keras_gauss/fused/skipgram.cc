@@ -50,9 +50,15 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "gauss_math.h"
 #include "tensorflow/core/framework/op.h"
@@ -76,6 +82,8 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 constexpr uint64_t kShuffleSalt = 0xD1B54A32D192ED03ULL;
 // How many triples ahead the rows are prefetched.
 constexpr int64_t kAhead = 4;
+// How many rows ahead Flush prefetches the rows it updates.
+constexpr int64_t kFlushAhead = 8;
 // Blocks of sentences per thread when several threads share a chunk.
 constexpr int64_t kBlocksPerThread = 8;
 
@@ -83,6 +91,44 @@ inline uint64_t Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
+}
+
+// Backs the 2 MB-aligned interior of a table's buffer with huge pages where
+// Linux allows it (transparent huge pages in "always" or "madvise" mode):
+// the op reads rows all over tables of tens to hundreds of MB, and with 4 KB
+// pages nearly every row read also misses the TLB. MADV_COLLAPSE (Linux 6.1+)
+// moves the pages already there into huge ones now; older kernels ignore it
+// and khugepaged does it over time. Done once per buffer (the contents do
+// not change); failures are ignored (the memory stays as it was).
+void AdviseHugePages(const float* data, int64_t count) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end =
+      (reinterpret_cast<uintptr_t>(data) + sizeof(float) * count) & ~(kHuge - 1);
+  if (end <= begin) return;
+  static std::mutex mu;
+  static std::set<std::pair<uintptr_t, uintptr_t>>* done =
+      new std::set<std::pair<uintptr_t, uintptr_t>>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (done->size() > 4096) done->clear();
+    if (!done->insert({begin, end}).second) return;
+  }
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  constexpr int kCollapse = 25;  // MADV_COLLAPSE, absent from older headers
+  madvise(reinterpret_cast<void*>(begin), end - begin, kCollapse);
+#else
+  (void)data;
+  (void)count;
+#endif
+}
+
+void AdviseHugePages(const Table& tb, int64_t d, int64_t dv) {
+  AdviseHugePages(tb.means, tb.rows * d);
+  AdviseHugePages(tb.variances, tb.rows * dv);
+  AdviseHugePages(tb.mean_acc, tb.rows * d);
+  AdviseHugePages(tb.var_acc, tb.rows * dv);
 }
 
 // What the triples of a chunk are drawn from.
@@ -380,8 +426,9 @@ class Worker {
     // every row of the tables once.
     const int64_t max_slots = std::min<int64_t>(
         batch * (2 + negatives), tables_[0].rows + (shared ? 0 : tables_[1].rows));
-    gm_.resize(max_slots * d);
-    gv_.resize(max_slots * dv);
+    // A slot's mean and variance gradients side by side (one block of
+    // d + dv floats): fewer cache lines than two separate arrays.
+    grad_.resize(max_slots * (d + dv));
     rows_.reserve(max_slots);
     row_table_.reserve(max_slots);
     tmp_.resize((1 + negatives) * 2 * d);
@@ -426,14 +473,13 @@ class Worker {
       for (int64_t j = 0; j <= k_; ++j) {
         cand_slot_[j] = coef_[j] != 0.f ? Slot(1, static_cast<int32_t>(cid(j))) : -1;
       }
-      float* gmw = gm_.data() + static_cast<int64_t>(sw) * d;
-      float* gvw = gv_.data() + static_cast<int64_t>(sw) * dv;
+      float* gmw = Grad(sw);
+      float* gvw = gmw + d;
       for (int64_t j = 0; j <= k_; ++j) {
         if (coef_[j] == 0.f) continue;
         AddPairGradients(energy_, sph_, d, coef_[j], mw, vw, ct.means + cid(j) * d,
                          ct.variances + cid(j) * dv, tmp_.data() + j * 2 * d, gmw, gvw,
-                         gm_.data() + static_cast<int64_t>(cand_slot_[j]) * d,
-                         gv_.data() + static_cast<int64_t>(cand_slot_[j]) * dv);
+                         Grad(cand_slot_[j]), Grad(cand_slot_[j]) + d);
       }
     }
     ++pairs_;
@@ -495,13 +541,14 @@ class Worker {
     const float scale = 1.0f / static_cast<float>(count_);
     const int64_t n = static_cast<int64_t>(rows_.size());
     for (int64_t s = 0; s < n; ++s) {
-      if (s + kAhead < n) {
-        keras_gauss::PrefetchRows(tables_[row_table_[s + kAhead]], rows_[s + kAhead],
-                                  d_, dv_);
+      if (s + kFlushAhead < n) {
+        keras_gauss::PrefetchRows(tables_[row_table_[s + kFlushAhead]],
+                                  rows_[s + kFlushAhead], d_, dv_);
+        keras_gauss::PrefetchRow(Grad(s + kFlushAhead), d_ + dv_);
       }
       const int t = row_table_[s];
-      const float* gm = gm_.data() + s * d_;
-      const float* gv = gv_.data() + s * dv_;
+      const float* gm = Grad(s);
+      const float* gv = gm + d_;
       // A summed gradient can be exactly zero (the positive context drawn
       // as its own negative): such a row is left alone, as in the
       // TensorFlow implementation.
@@ -526,10 +573,7 @@ class Worker {
       slots[row] = s;
       rows_.push_back(row);
       row_table_.push_back(static_cast<int8_t>(t));
-      std::fill(gm_.begin() + static_cast<int64_t>(s) * d_,
-                gm_.begin() + static_cast<int64_t>(s + 1) * d_, 0.f);
-      std::fill(gv_.begin() + static_cast<int64_t>(s) * dv_,
-                gv_.begin() + static_cast<int64_t>(s + 1) * dv_, 0.f);
+      std::fill(Grad(s), Grad(s) + d_ + dv_, 0.f);
     }
     return s;
   }
@@ -544,7 +588,9 @@ class Worker {
   std::vector<int32_t> slot_[2];
   std::vector<int32_t> rows_;
   std::vector<int8_t> row_table_;
-  std::vector<float> gm_, gv_, tmp_, energies_, coef_;
+  float* Grad(int64_t slot) { return grad_.data() + slot * (d_ + dv_); }
+
+  std::vector<float> grad_, tmp_, energies_, coef_;
   std::vector<int32_t> cand_slot_;
   std::vector<int64_t> owner_;
   std::vector<float> single_;
@@ -572,6 +618,7 @@ class SkipgramTrainOp : public OpKernel {
     const float margin = variables.margin();
     const float eps = variables.epsilon();
     const Table tables[2] = {variables.table(0), variables.table(1)};
+    for (const Table& tb : tables) AdviseHugePages(tb, variables.d(), variables.dv());
     // A token is a centre (word table) and a context (context table).
     const int64_t rows = std::min(tables[0].rows, tables[1].rows);
     Skipgram sg = spec_;

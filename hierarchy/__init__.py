@@ -10,7 +10,7 @@ Example:
     >>> own, _ = hierarchy_from_edge_file("my_taxonomy.tsv")  # doctest: +SKIP
 """
 
-import importlib
+from keras_gauss._lazy import lazy_exports
 
 # Each public name loads its module on first use (PEP 562): importing the
 # package (e.g. for the `keras-gauss` command's parser) imports neither NLTK
@@ -49,9 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -7,7 +7,7 @@ Example:
     >>> model.fit(ds, epochs=5)  # doctest: +SKIP
 """
 
-import importlib
+from keras_gauss._lazy import lazy_exports
 
 # Each public name loads its module on first use (PEP 562): importing the
 # package, or one light module of it, does not import TensorFlow.
@@ -26,12 +26,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [

@@ -3,7 +3,7 @@ variables) and `ProgressLogger` (a progress bar on a terminal, one line per
 epoch otherwise). `FiniteLoss` stops training on a non-finite loss. `Phase` prints one line for a long
 step. The classes load on first use (`Phase` needs no Keras)."""
 
-import importlib
+from keras_gauss._lazy import lazy_exports
 
 _EXPORTS = {
     "ProgressLogger": "progress",
@@ -15,9 +15,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -16,7 +16,7 @@ The command line is `keras-gauss export RUN_DIR --format ... --out ...`.
 Out-of-vocabulary conventions are in `keras_gauss.export.serving`.
 """
 
-import importlib
+from keras_gauss._lazy import lazy_exports
 
 # Each public name loads its module on first use (PEP 562): the `keras-gauss`
 # command's parser imports `keras_gauss.export.cli` without TensorFlow.
@@ -39,9 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

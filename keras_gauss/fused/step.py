@@ -288,19 +288,7 @@ def _tf_step(
             tf.gather(context_means, candidates),
             tf.gather(context_vars, candidates),
         ]
-    with tf.GradientTape() as tape:
-        tape.watch(rows)
-        mean_w, var_w, mean_c, var_c = rows
-        mean_w, var_w = mean_w[:, None], var_w[:, None]
-        var_w = tf.broadcast_to(var_w, tf.shape(mean_w))
-        var_c = tf.broadcast_to(var_c, tf.shape(mean_c))
-        if energy == "el":
-            energies = gauss_ops.el_energy(mean_w, var_w, mean_c, var_c)
-        else:
-            energies = gauss_ops.kl_energy(mean_w, var_w, mean_c, var_c)
-        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
-        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
-    grads = tape.gradient(loss, rows)
+    loss, grads = _ranking_loss_and_gradients(rows, energy, margin, first_per_row=True)
     dim = word_means.shape[-1]
     var_dim = word_vars.shape[-1]
     groups = [
@@ -482,18 +470,7 @@ def _tf_pair_step(
             tf.gather(context_means, specific),
             tf.gather(context_vars, specific),
         ]
-    with tf.GradientTape() as tape:
-        tape.watch(rows)
-        mean_g, var_g, mean_s, var_s = rows
-        var_g = tf.broadcast_to(var_g, tf.shape(mean_g))
-        var_s = tf.broadcast_to(var_s, tf.shape(mean_s))
-        if energy == "el":
-            energies = gauss_ops.el_energy(mean_g, var_g, mean_s, var_s)
-        else:
-            energies = gauss_ops.kl_energy(mean_g, var_g, mean_s, var_s)
-        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
-        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
-    grads = tape.gradient(loss, rows)
+    loss, grads = _ranking_loss_and_gradients(rows, energy, margin, first_per_row=False)
     dim = word_means.shape[-1]
     var_dim = word_vars.shape[-1]
     flat = lambda g, columns: tf.reshape(g, [-1, columns])  # noqa: E731
@@ -526,3 +503,25 @@ def _tf_pair_step(
         updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
     with tf.control_dependencies(updates):
         return tf.identity(loss)
+
+
+def _ranking_loss_and_gradients(rows, energy, margin, first_per_row):
+    """The mean max-margin ranking loss of gathered rows and its gradients.
+
+    `rows` is `[mean_a, var_a, mean_b, var_b]`: `b` holds each example's
+    candidates `(batch, k, d)`, the first one positive; `a` is `(batch, d)`
+    (one row per example, `first_per_row=True`) or `(batch, k, d)`. Returns
+    `(loss, gradients of rows)`.
+    """
+    with tf.GradientTape() as tape:
+        tape.watch(rows)
+        mean_a, var_a, mean_b, var_b = rows
+        if first_per_row:
+            mean_a, var_a = mean_a[:, None], var_a[:, None]
+        var_a = tf.broadcast_to(var_a, tf.shape(mean_a))
+        var_b = tf.broadcast_to(var_b, tf.shape(mean_b))
+        energy_of = gauss_ops.el_energy if energy == "el" else gauss_ops.kl_energy
+        energies = energy_of(mean_a, var_a, mean_b, var_b)
+        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
+        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
+    return loss, tape.gradient(loss, rows)

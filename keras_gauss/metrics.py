@@ -118,6 +118,17 @@ def _ranking_stats(scores: np.ndarray, relevant: np.ndarray, ignore: np.ndarray)
     return ap, rank_sum, num_rel
 
 
+def _labels_and_scores(labels, scores):
+    """Flat bool labels and float64 scores of equal length, no NaN score, or `ValueError`."""
+    labels = np.asarray(labels, dtype=bool).ravel()
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    if labels.shape != scores.shape:
+        raise ValueError("labels and scores must have the same length")
+    if np.isnan(scores).any():
+        raise ValueError("scores must not be NaN")
+    return labels, scores
+
+
 def average_precision(labels, scores) -> float:
     """Average precision of ranking items by descending score (scikit-learn compatible).
 
@@ -136,12 +147,7 @@ def average_precision(labels, scores) -> float:
         >>> average_precision([1, 0, 1], [0.9, 0.8, 0.7])  # (1/1 + 2/3) / 2
         0.8333333333333333
     """
-    labels = np.asarray(labels, dtype=bool).ravel()
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    if labels.shape != scores.shape:
-        raise ValueError("labels and scores must have the same length")
-    if np.isnan(scores).any():
-        raise ValueError("scores must not be NaN")
+    labels, scores = _labels_and_scores(labels, scores)
     if not labels.any():
         return math.nan
     ap, _, _ = _ranking_stats(scores[None, :], labels[None, :], np.zeros((1, len(labels)), bool))
@@ -164,12 +170,7 @@ def best_f1(labels, scores) -> tuple[float, float]:
         >>> best_f1([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1])  # threshold 0.7: P = 2/3, R = 1
         (0.8, 0.7)
     """
-    labels = np.asarray(labels, dtype=bool).ravel()
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    if labels.shape != scores.shape:
-        raise ValueError("labels and scores must have the same length")
-    if np.isnan(scores).any():
-        raise ValueError("scores must not be NaN")
+    labels, scores = _labels_and_scores(labels, scores)
     num_pos = int(labels.sum())
     if not num_pos:
         return math.nan, math.nan

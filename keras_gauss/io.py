@@ -118,9 +118,13 @@ def check_output_dir(path, overwrite=False, need_bytes=MIN_FREE_BYTES):
             f"{path} is the working directory (or holds it); give a new "
             "sub-directory, e.g. --out runs/NAME.")
     if path.parent.is_dir():
-        with _parent_lock(path.parent), contextlib.suppress(OSError):
-            recover(path)  # (an unwritable parent is reported below)
-    _check_replaceable(path, overwrite)
+        # Under the lock writers replace under: never a half-swapped directory.
+        with _parent_lock(path.parent):
+            with contextlib.suppress(OSError):
+                recover(path)  # (an unwritable parent is reported below)
+            _check_replaceable(path, overwrite)
+    else:
+        _check_replaceable(path, overwrite)
     check_writable(path, need_bytes)
     return path
 

@@ -55,7 +55,8 @@ def held_out_table(title, evaluation):
         lines.append(f"{label:<22}{cells}")
     if "poincare" in evaluation:
         info = evaluation["poincare"]["training"]
-        lines.append(f"  (Poincare: {info['dim']}-d, {info['epochs']} epochs in "
+        epochs = f"{info['epochs']} epoch" + ("s" if info["epochs"] != 1 else "")
+        lines.append(f"  (Poincare: {info['dim']}-d, {epochs} in "
                      f"{info['train_seconds']:.0f} s, {info['negative']} negatives, "
                      f"burn-in {info['burn_in']}; ours trained {evaluation['model_seconds']:.0f} s)")
     return "\n".join(lines)

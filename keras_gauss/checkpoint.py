@@ -312,3 +312,33 @@ def fit_checkpoint(checkpointer, model, trainer, start=(0, 0), arrays=None, posi
                 checkpointer.save(state, model_arrays(model, trainer.optimizer, trainer))
 
     return FitCheckpoint()
+
+
+def checkpoint_arguments(parser):
+    """`--checkpoint-every MINUTES` and `--resume DIR` (train-corpus, train-wordnet,
+    train-hierarchy)."""
+    parser.add_argument("--checkpoint-every", type=float, default=DEFAULT_MINUTES,
+                        metavar="MINUTES",
+                        help="save the tables, optimizer state and position in the data "
+                             "to OUT/.checkpoint/ this often, between two steps (0: never; "
+                             "removed when the run is written; default: %(default)s)")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="continue the killed run in DIR from its checkpoint; give the "
+                             "command's other settings as before (--out may be left out). "
+                             "One thread, --engine keras or fused-step and the hierarchy "
+                             "trainers end with the tables of an uninterrupted run, bit for bit")
+
+
+def output_dir(args):
+    """The run directory of a training command: `--out`, or `--resume`'s."""
+    import os
+
+    from keras_gauss.cli import CommandError
+
+    if args.resume is None and args.out is None:
+        raise CommandError("give --out DIR (the run directory to write), or --resume DIR.")
+    if args.resume is not None and args.out is not None \
+            and os.path.abspath(args.out) != os.path.abspath(args.resume):
+        raise CommandError(f"--resume {args.resume} continues the run in that directory; "
+                           f"leave out --out {args.out} (or give the same directory).")
+    return args.resume if args.resume is not None else args.out

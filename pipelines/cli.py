@@ -4,6 +4,7 @@ import os
 
 
 def add_parser(subparsers):
+    from keras_gauss.checkpoint import checkpoint_arguments
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -30,7 +31,7 @@ def add_parser(subparsers):
     train.add_argument("--out", default=None, help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
-    add_checkpoint_arguments(train)
+    checkpoint_arguments(train)
     for field in ("dim", "epochs", "window", "negatives", "min_count", "max_size",
                   "sample", "batch_size", "learning_rate", "margin", "max_norm",
                   "min_variance", "max_variance", "init_variance", "seed"):
@@ -102,41 +103,12 @@ def add_parser(subparsers):
     neighbors.set_defaults(handler=run_neighbors)
 
 
-def add_checkpoint_arguments(parser):
-    """`--checkpoint-every MINUTES` and `--resume DIR` (train-corpus, train-wordnet,
-    train-hierarchy)."""
-    from keras_gauss.checkpoint import DEFAULT_MINUTES
-
-    parser.add_argument("--checkpoint-every", type=float, default=DEFAULT_MINUTES,
-                        metavar="MINUTES",
-                        help="save the tables, optimizer state and position in the data "
-                             "to OUT/.checkpoint/ this often, between two steps (0: never; "
-                             "removed when the run is written; default: %(default)s)")
-    parser.add_argument("--resume", default=None, metavar="DIR",
-                        help="continue the killed run in DIR from its checkpoint; give the "
-                             "command's other settings as before (--out may be left out). "
-                             "One thread, --engine keras or fused-step and the hierarchy "
-                             "trainers end with the tables of an uninterrupted run, bit for bit")
-
-
-def output_dir(args):
-    """The run directory of a training command: `--out`, or `--resume`'s."""
-    from keras_gauss.cli import CommandError
-
-    if args.resume is None and args.out is None:
-        raise CommandError("give --out DIR (the run directory to write), or --resume DIR.")
-    if args.resume is not None and args.out is not None \
-            and os.path.abspath(args.out) != os.path.abspath(args.resume):
-        raise CommandError(f"--resume {args.resume} continues the run in that directory; "
-                           f"leave out --out {args.out} (or give the same directory).")
-    return args.resume if args.resume is not None else args.out
-
-
 def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.cli import CommandError
     from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import output_dir
     from keras_gauss.checks import TrainingDivergedError
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig

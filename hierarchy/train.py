@@ -368,6 +368,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     fit_by_epoch(trainer, epoch_dataset, config.epochs,
                  [saving, progress, FiniteLoss(), record], start=first)
     train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
     check_model_finite(model)
 
     table = model.get_layer("nodes")

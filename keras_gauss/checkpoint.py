@@ -22,6 +22,7 @@ Example:
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -149,8 +150,9 @@ def load_for_resume(out_dir, kind, settings):
 
 
 def variable_arrays(prefix, variables):
-    """`{prefix/i: value}` of a list of variables."""
-    return {f"{prefix}/{i}": np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+    """`{prefix/i: value}` of a list of variables: copies, which later steps
+    (some update the tables in place) do not change."""
+    return {f"{prefix}/{i}": np.array(v.numpy() if hasattr(v, "numpy") else v, copy=True)
             for i, v in enumerate(variables)}
 
 
@@ -172,6 +174,9 @@ def restore_variables(prefix, variables, arrays):
 class Checkpointer:
     """Writes a checkpoint when `minutes` have passed since the last one.
 
+    Training pauses only to copy the arrays: the file is written by a
+    background thread (one at a time; `wait` joins it and raises its error).
+
     Args:
         out_dir: the run directory being built.
         minutes: minutes between checkpoints (0: never).
@@ -189,19 +194,42 @@ class Checkpointer:
         self.extra = dict(extra or {})
         self.count = 0
         self.last = time.monotonic()
+        self._thread = None
+        self._error = None
 
     def due(self):
         """True when a checkpoint should be written now (one clock read)."""
         return self.seconds > 0 and time.monotonic() - self.last >= self.seconds
 
     def save(self, position, arrays):
-        """Writes the checkpoint: `position` (JSON-able) and `arrays`."""
+        """Starts writing the checkpoint: `position` (JSON-able) and `arrays`
+        (copies, not to be changed)."""
+        self.wait()
         self.count += 1
         state = {"format": FORMAT, "kind": self.kind, "settings": self.settings,
-                 **self.extra, **position}
-        write_checkpoint(self.out_dir, state, arrays, self.count)
+                 **self.extra, **json.loads(json.dumps(position))}
+        count = self.count
+
+        def write():
+            try:
+                write_checkpoint(self.out_dir, state, arrays, count)
+                _kill_hook(KILL_AFTER, count)
+            except BaseException as error:  # raised by `wait`
+                self._error = error
+
+        self._thread = threading.Thread(target=write, name="keras-gauss-checkpoint",
+                                        daemon=True)
+        self._thread.start()
         self.last = time.monotonic()
-        _kill_hook(KILL_AFTER, self.count)
+
+    def wait(self):
+        """Waits for the checkpoint being written; raises its error, if any."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
 
 def fit_by_epoch(trainer, epoch_dataset, epochs, callbacks=(), start=(0, 0),

@@ -633,6 +633,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
                          on_epoch_begin=mark)
         pairs = int(counter.numpy())
     train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
     check_model_finite(model)
     tokens = vocab.total * config.epochs
     if not pairs:

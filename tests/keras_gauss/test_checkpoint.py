@@ -28,9 +28,19 @@ def test_a_new_checkpoint_replaces_the_old_one_whole(tmp_path):
     saver = Checkpointer(tmp_path, 1e-9, "corpus", {"epochs": 2})
     for step in (1, 2):
         saver.save({"epoch": 0, "step": step}, {"table/0": np.full(3, step)})
+    saver.wait()
     state, arrays = checkpoint.read_checkpoint(tmp_path)
     assert state["step"] == 2 and arrays["table/0"].tolist() == [2, 2, 2]
     assert [p.name for p in (tmp_path / ".checkpoint").iterdir()] == ["state.npz"]
+
+
+def test_write_errors_surface_in_wait(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    saver = Checkpointer(tmp_path / "file", 1, "corpus", {})
+    saver.save({}, {"table/0": np.zeros(2)})  # training goes on meanwhile
+    with pytest.raises(OSError):
+        saver.wait()
+    saver.wait()  # raised once
 
 
 def test_due_follows_the_clock_and_zero_never(tmp_path):
@@ -54,7 +64,9 @@ def test_load_for_resume_checks(tmp_path):
     (tmp_path / "run.json").write_text("{}")
     with pytest.raises(CheckpointError, match="finished"):
         checkpoint.load_for_resume(tmp_path, "corpus", settings)
-    Checkpointer(tmp_path, 1, "corpus", settings).save({"epoch": 0}, {})
+    saver = Checkpointer(tmp_path, 1, "corpus", settings)
+    saver.save({"epoch": 0}, {})
+    saver.wait()
     assert checkpoint.load_for_resume(tmp_path, "corpus", settings)[0]["epoch"] == 0
     with pytest.raises(CheckpointError, match="not a hierarchy run"):
         checkpoint.load_for_resume(tmp_path, "hierarchy", settings)
@@ -67,7 +79,9 @@ def test_load_for_resume_checks(tmp_path):
 
 def test_refuse_unfinished(tmp_path):
     checkpoint.refuse_unfinished(tmp_path, overwrite=False)  # nothing there
-    Checkpointer(tmp_path, 1, "corpus", {}).save({}, {})
+    saver = Checkpointer(tmp_path, 1, "corpus", {})
+    saver.save({}, {})
+    saver.wait()
     with pytest.raises(CheckpointError, match="--resume"):
         checkpoint.refuse_unfinished(tmp_path, overwrite=False)
     checkpoint.refuse_unfinished(tmp_path, overwrite=True)

@@ -154,22 +154,29 @@ def same_output(shown, printed, tol=Tolerance()):
     want = [line for line in shown.splitlines() if line.strip()]
     got = [line for line in printed.splitlines() if line.strip()]
 
+    deepest = [(-1, None)]  # the mismatch furthest into the README's lines
+
+    def fail(i, problem):
+        if i > deepest[0][0]:
+            deepest[0] = (i, problem)
+        return problem
+
     def match(i, j):
         if i == len(want):
-            return None if j == len(got) else f"extra printed line: {got[j]!r}"
+            return None if j == len(got) else fail(i, f"extra printed line: {got[j]!r}")
         if want[i].strip() == "...":
             for k in range(j, len(got) + 1):
                 if match(i + 1, k) is None:
                     return None
-            return f"nothing printed matches the lines after '...' (from {want[i + 1:i + 2]!r})"
+            return fail(i, "no match after '...'")
         if j == len(got):
-            return f"missing line: {want[i]!r}"
+            return fail(i, f"missing line: {want[i]!r}")
         problem = line_problem(want[i], got[j], tol)
         if problem:
-            return f"README {want[i].strip()!r}\n  printed {got[j].strip()!r}: {problem}"
+            return fail(i, f"README {want[i].strip()!r}\n  printed {got[j].strip()!r}: {problem}")
         return match(i + 1, j + 1)
 
-    return match(0, 0)
+    return None if match(0, 0) is None else deepest[0][1]
 
 
 def console_steps(block):
@@ -345,16 +352,18 @@ def check_corpus_news(blocks, workdir):
 
 
 def check_speed(blocks, workdir):
-    """The ratio to gensim: noisy on a shared machine, so only its range is checked (0.8x-1.6x)."""
+    """The README's ratios to gensim. They are noisy on a shared machine, so the check
+    is that the op's ratio is still above the 1.25 target and below 2.5 (the README
+    shows 1.56-1.74), and train_corpus's between 1.25 and 3.5 (the README: 2.19)."""
     (block,) = blocks
     (command,) = shell_commands(block.text)
     printed = run(command, workdir)
-    ratios = [_value(m) for m in re.findall(r"ours, fused op, ids in memory.*?(\d+\.\d+)\s*$",
-                                            printed, re.M)]
     print(printed)
-    assert ratios, "no ratio printed"
-    low, high = 1.56 * 0.8, 1.74 * 1.6
-    assert all(low <= r <= high for r in ratios), f"ratio {ratios} outside [{low:.2f}, {high:.2f}]"
+    for row, low, high in (("ours, fused op, ids in memory", 1.25, 2.5),
+                           ("ours, train_corpus fused", 1.25, 3.5)):
+        ratios = [_value(r) for r in re.findall(rf"{row}.*?(\d+\.\d+)\s+\S+\s*$", printed, re.M)]
+        assert ratios, f"no row {row!r} printed"
+        assert all(low <= r <= high for r in ratios), f"{row}: {ratios} outside [{low}, {high}]"
 
 
 CHECKS = {

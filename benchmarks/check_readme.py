@@ -3,7 +3,9 @@
     nice -n 19 python benchmarks/check_readme.py [--only ID ...] [--skip ID ...]
         [--workdir DIR] [--keep]
 
-Every fenced block of README.md carries a marker on the line before it:
+Every fenced block of README.md carries a marker on the line before it (or,
+where the text before a block must stay as it is, on the line right after
+its closing fence):
 
     <!-- check: test ID -->          run by tests/test_readme.py (fast)
     <!-- check: script ID -->        run by this script (minutes, shared data)
@@ -75,6 +77,10 @@ def readme_blocks(path=ROOT / "README.md"):
             i += 1
         block = Block(match["lang"], "\n".join(lines[start + 1:i]) + "\n", start + 1)
         marker = MARKER.match(lines[start - 1]) if start else None
+        after = lines[i + 1] if i + 1 < len(lines) else ""
+        if marker is None and MARKER.match(after) and not (
+                i + 2 < len(lines) and FENCE.match(lines[i + 2])):
+            marker = MARKER.match(after)  # a marker right after the closing fence
         if marker:
             block.kinds = tuple(marker["kinds"].split(","))
             block.id = marker["id"]

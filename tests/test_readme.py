@@ -128,7 +128,8 @@ def test_an_unmarked_block_fails(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("<!-- check: test help -->\n```bash\nkeras-gauss --help\n```\n\n"
                       "```bash\nkeras-gauss demo\n```\n\n"
-                      "<!-- check: script nowhere -->\n```bash\nls\n```\n")
+                      "<!-- check: script nowhere -->\n```bash\nls\n```\n\n"
+                      "```bash\nkeras-gauss --version\n```\n<!-- check: test help -->\n")
     problems = unchecked_blocks(readme, TEST_CHECKS, check_readme.CHECKS)
     assert problems == ["README.md line 6: no `<!-- check: test|script ID -->` marker",
                         "README.md line 11: no script check 'nowhere'"]

@@ -63,14 +63,15 @@ def run_console(blocks, workdir, tol=Tolerance(), compare=True):
                                          f"--- printed ---\n{printed}")
 
 
-def run_python(blocks, workdir):
-    """Runs the `python` blocks in `workdir`; returns what they printed."""
+def run_python(blocks, workdir, namespace=None):
+    """Runs the `python` blocks in `workdir` (in `namespace`); returns what they printed."""
     code = "".join(b.text for b in blocks if b.lang == "python")
     out, cwd = io.StringIO(), os.getcwd()
     os.chdir(workdir)
     try:
         with contextlib.redirect_stdout(out):
-            exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+            exec(compile(code, "README.md", "exec"), {"__name__": "readme"} if namespace is None
+                 else namespace)
     finally:
         os.chdir(cwd)
     return out.getvalue()
@@ -164,7 +165,10 @@ def check_ci(blocks, project):
 
 
 def check_quick_start(blocks, project):
-    printed = run_python(blocks, project)
+    namespace = {"__name__": "readme"}
+    printed = run_python(blocks, project, namespace)
+    # it trains: 4096 triples in batches of 256
+    assert int(namespace["model"].optimizer.iterations.numpy()) == 16
     (shown,) = [b.text for b in blocks if b.lang == "text"]
     assert check_readme.same_output(shown, printed) is None, printed
 

@@ -229,6 +229,8 @@ def run(command, workdir, timeout=1800):
     argv = shlex.split(command, comments=True)
     if argv[0] in ("keras-gauss", "python", "python3"):
         argv[0] = _bin("keras-gauss") if argv[0] == "keras-gauss" else sys.executable
+    if len(argv) > 1 and argv[1].startswith(("benchmarks/", "examples/")):
+        argv[1] = str(ROOT / argv[1])  # the project's scripts, as from the repository root
     print(f"$ {command}", flush=True)
     start = time.perf_counter()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", COLUMNS="80")

@@ -120,7 +120,8 @@ def run_demo(args):
         f"edge accuracy {metrics['edge_accuracy']:.3f} "
         f"(true edges scored above their reversal), "
         f"{metrics['containment']:.0%} of children's ellipses inside their parents', "
-        f"{metrics['train_seconds']:.1f} s; figure: {out / 'synthetic_hierarchy.png'}"
+        f"{metrics['train_seconds']:.1f} s; "
+        f"figure: {os.path.join(args.out, 'synthetic_hierarchy.png')}"
     )
 
 
@@ -175,7 +176,8 @@ def evaluation_table(evaluation):
         if key not in evaluation:
             continue
         cells = "".join(
-            f"{evaluation[key][kind]['test_accuracy']:>14.3f}" if kind in evaluation[key]
+            f"{evaluation[key][kind]['test_accuracy']:>14.3f}"
+            if evaluation[key].get(kind, {}).get("test_accuracy") is not None
             else f"{'n/a':>14}" for kind in kinds)
         lines.append(f"{label:<32}{cells}")
     return "\n".join(lines)

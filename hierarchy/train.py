@@ -15,9 +15,8 @@ class WordNetConfig:
     `SparseAdagrad`. Each positive edge gets five negatives (one side
     replaced by a random node that is neither ancestor nor descendant of the
     kept side, the paper's rule) plus its reversal, which teaches direction:
-    with one plain negative the test accuracy is as high but HyperLex and
-    Baroni 2012 suffer (.49 / .75 against .60 / .92). About 17 s an epoch
-    here; `benchmarks/wordnet.py` has the figures.
+    with one plain negative HyperLex and Baroni 2012 suffer
+    (`benchmarks/README.md` has the figures).
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead

@@ -21,87 +21,37 @@ MAX_WINDOW = 2**20
 class CorpusConfig:
     """Settings of a corpus run (all saved in `metrics.json`).
 
-    The paper fixes: 50 dimensions, diagonal covariances, separate word and
-    context tables, one negative per positive, word2vec's subsampling,
-    AdaGrad, minibatches of "20 sentences worth of tokens and contexts" and
-    one pass over its 3-billion-token corpus. It leaves open the window, the
-    margin and the bounds `C`, `m`, `M`; the defaults below were picked on
-    `news2017.txt.gz` (2M tokens; `benchmarks/corpus_quality.py`):
+    Defaults are the paper's one-pass settings (50-d diagonal, separate
+    word and context tables, one negative, AdaGrad, minibatches of "20
+    sentences' worth"), with a window, margin and bounds it leaves open;
+    `benchmarks/README.md` ("Why `CorpusConfig`'s defaults") says how they
+    were chosen. For ~20 passes over a few million tokens use
+    `batch_size=16384, learning_rate=0.4, sample=1e-3, window=15`.
 
-    - `engine="fused"`: the fast C++ path (one epoch of news2017 in seconds
-      instead of the `"keras"` engine's minute), same model and run files.
-    - `batch_size=2048`: the paper's minibatches of "20 sentences worth":
-      on news2017 subsampling keeps 56% of the tokens and a kept token has
-      10.9 pairs at window 10, so 20 sentences of ~25 tokens are ~3,000
-      pairs. Minibatches are also faster in the fused op than per-pair
-      updates (`batch_size=1`, as word2gauss and word2vec update): a
-      frequent row is updated once per batch, not once per pair.
-    - For many passes over a small corpus, larger minibatches: the 20-epoch
-      recipe of `benchmarks/corpus_quality.py` is `batch_size=16384,
-      learning_rate=0.4, sample=1e-3, window=15`. A row gets one AdaGrad
-      step per minibatch it is in, so 20 passes with the paper's
-      minibatches give the frequent words 20 times the steps of one pass.
-      On news2017 (20 epochs, four seeds each) minibatches of 2048 score
-      WordSim353 .526 but SimLex-999 only .185; 16384 with lr 0.4 .505 and
-      .199 (eight runs), and a better similarity by distributions (WordSim353
-      d .40 against .35); with sample 1e-3 and window 15 as well, .530 and
-      .212. The sweep is tabled in the benchmark.
-    - `sample=1e-4`: word2vec's subsampling rule. 1e-3 (the word2vec tool's
-      and gensim's default) keeps more of the frequent words; on news2017
-      1e-4 scored better on WordSim353 (.512 against .491 for the fused
-      engine with minibatches of 2048, 20 epochs; .533 against .484 with
-      `batch_size=1`) for about the same SimLex (.190 / .192; .203 / .202).
-      The word2vec
-      paper uses 1e-5 on billions of tokens; on a few million tokens 1e-5
-      throws away most of them.
-    - `learning_rate=0.2`, `margin=0.5`: the settings that scored best in a
-      3-epoch sweep (table in `benchmarks/corpus_quality.py`): WordSim353
-      .431 / SimLex .175 (cosine of means) against .362 / .115 with
-      `SparseAdagrad`'s 0.1 and margin 1; lr 0.05 was worse (.307), 0.5
-      (.412) and 1.0 (.352) too; margins 0.25-1 differ by <= .03.
-    - `window=10` with word2vec's reduced window (each centre's reach drawn
-      from 1..10; 5.5 contexts a side on average). On news2017, 20 epochs,
-      four runs each (seeds 0-2, Hogwild): WordSim353 .525-.541 (mean
-      .533) against .475-.501 (mean .485) with word2vec's and gensim's
-      default window 5, for about the same SimLex-999 (.169-.206, mean
-      .186, against .165-.226, mean .190); window 7 scored .514 / .185
-      (one run). An epoch has ~1.8x the pairs of window 5.
-    - `max_norm=4` (`C`): in 20 epochs with `C=2` (the library's default)
-      65% of the word means end on the bound, and the similarity by
-      distributions ("d") suffers (WordSim353 d .23-.29); with `C=4` 0.3%
-      do and d rises to .39-.40, with the same similarity by means. (In the
-      3-epoch sweep the bound was rarely reached and made no difference.)
-    - `min_variance=0.05` (`m`), `max_variance=5` (`M`), initial variance
-      1: the library's defaults.
-    - `epochs=1`: the paper's single pass. A corpus of a few million tokens
-      needs ~20 passes (`benchmarks/corpus_quality.py --epochs 20`; its
-      docstring and the README have the scores of these defaults beside
-      gensim's).
-    - `min_count=5`: the paper drops words seen fewer than 100 times in 3B
-      tokens; 5 is word2vec's default for small corpora.
+    Example: `train_corpus(CorpusConfig(epochs=20), "corpus.txt", "runs/mine")`
 
     Attributes:
-        dim: embedding dimension `d`.
-        covariance: `"diagonal"` or `"spherical"`.
+        dim: embedding dimension `d` (50).
+        covariance: `"diagonal"` (default) or `"spherical"`.
         energy: `"el"` (expected likelihood, symmetric) or `"kl"`
             (`E(w, c) = -KL(N_c || N_w)`).
-        epochs: passes over the corpus.
-        window: largest distance between a word and its context.
+        epochs: passes over the corpus (1).
+        window: largest distance between a word and its context (10).
         dynamic_window: draw each centre's window from `1..window`
             (word2vec's reduced window).
-        negatives: negative contexts per positive pair.
-        sample: subsampling threshold of frequent words (0: off).
-        min_count: drop words seen fewer times.
+        negatives: negative contexts per positive pair (1).
+        sample: subsampling threshold of frequent words (1e-4; 0: off).
+        min_count: drop words seen fewer times (5).
         max_size: keep at most this many words (`None`: all).
-        batch_size: (word, context) pairs per AdaGrad step (per thread for
-            the `"fused"` engine).
-        learning_rate: `SparseAdagrad` learning rate.
-        margin: margin of the max-margin ranking loss.
-        max_norm: mean norm bound `C`.
-        min_variance: variance bound `m`.
-        max_variance: variance bound `M`.
-        init_variance: starting variance of every Gaussian.
-        seed: random seed of the data stream and the initialisation.
+        batch_size: (word, context) pairs per AdaGrad step, per thread for
+            the `"fused"` engine (2048).
+        learning_rate: `SparseAdagrad` learning rate (0.2).
+        margin: margin of the max-margin ranking loss (0.5).
+        max_norm: mean norm bound `C` (4).
+        min_variance: variance bound `m` (0.05).
+        max_variance: variance bound `M` (5).
+        init_variance: starting variance of every Gaussian (1).
+        seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same):
             - `"keras"`: the `tf.data` skip-gram stream
               (`keras_gauss.pipelines.make_skipgram_dataset`) into `model.fit` of the
@@ -113,8 +63,8 @@ class CorpusConfig:
               `keras_gauss.fused.skipgram_train`, which draws the windows,
               subsampling and negatives itself and runs the same minibatch
               ranking steps in C++ on `threads` threads (Hogwild across
-              threads, as word2vec; no per-pair tensors at all). About 10x
-              faster than `"keras"`. With several epochs and a corpus of at
+              threads, as word2vec; no per-pair tensors at all); the
+              default. With several epochs and a corpus of at
               most 2^28 tokens, the token ids of the first epoch are kept in
               memory for the next ones (larger corpora stream every epoch).
               Without a C++ compiler (the op cannot be built) `train_corpus`

@@ -1,20 +1,288 @@
-"""The README's Python blocks run as written."""
+"""Every code block of README.md is run, by this file or by `benchmarks/check_readme.py`.
 
+A block is marked on the line before it with `<!-- check: test ID -->`
+(checked here, by `TEST_CHECKS[ID]`), `<!-- check: script ID -->` (checked
+by `python benchmarks/check_readme.py`, which needs minutes and the shared
+data) or `<!-- check: test,script ID -->` (both: here on tiny data, there on
+the real run with the figures). `test_every_block_is_checked` fails on an
+unmarked block or a marker without its check. The commands run in a
+temporary directory where `../shared/data` is the project's shared data;
+`keras-gauss` commands run in this process (`keras_gauss.cli.main`), so
+TensorFlow is imported once.
+"""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
 import pathlib
-import re
+import shlex
+import subprocess
+import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+_spec = importlib.util.spec_from_file_location("check_readme", ROOT / "benchmarks" / "check_readme.py")
+check_readme = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_readme)
+Tolerance = check_readme.Tolerance
 
 
-def _python_blocks():
-    text = (ROOT / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+def keras_gauss(command, workdir):
+    """Runs a `keras-gauss ...` command line in this process, in `workdir`; returns its stdout."""
+    from keras_gauss import cli
+
+    argv = shlex.split(command, comments=True)
+    assert argv[0] == "keras-gauss", command
+    out = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = cli.main(argv[1:])
+    except SystemExit as exit:
+        code = exit.code
+    finally:
+        os.chdir(cwd)
+    assert not code, f"`{command}` exited {code}:\n{out.getvalue()}"
+    return out.getvalue()
 
 
-def test_quick_start_trains():
-    (block,) = [b for b in _python_blocks() if "model.fit(x, y" in b]
-    namespace = {}
-    exec(compile(block, "README.md", "exec"), namespace)
-    means, variances = namespace["means"], namespace["variances"]
-    assert tuple(means.shape) == (3, 50) and tuple(variances.shape) == (3, 50)
-    assert float(namespace["model"].optimizer.iterations.numpy()) == 16
+def run_console(blocks, workdir, tol=Tolerance(), compare=True):
+    """Runs each `$ ` command of the console blocks; compares its output with the README's."""
+    for block in blocks:
+        for command, shown in check_readme.console_steps(block):
+            printed = keras_gauss(command, workdir)
+            if compare:
+                problem = check_readme.same_output(shown, printed, tol)
+                assert problem is None, (f"README.md line {block.line}: `{command}`\n{problem}\n"
+                                         f"--- printed ---\n{printed}")
+
+
+def run_python(blocks, workdir, namespace=None):
+    """Runs the `python` blocks in `workdir` (in `namespace`); returns what they printed."""
+    code = "".join(b.text for b in blocks if b.lang == "python")
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "README.md", "exec"), {"__name__": "readme"} if namespace is None
+                 else namespace)
+    finally:
+        os.chdir(cwd)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    return check_readme.blocks_by_id("test")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A working directory with `../shared` linked to the shared data, as from the repository root."""
+    top = tmp_path_factory.mktemp("readme")
+    (top / "project").mkdir()
+    if SHARED.is_dir():
+        (top / "shared").symlink_to(SHARED)
+    return top / "project"
+
+
+@pytest.fixture(scope="module")
+def wordnet_run(project):
+    """A tiny stand-in for the main job's `runs/wordnet`: the mammal subtree, 10-d, 1 epoch."""
+    keras_gauss("keras-gauss train-wordnet --root mammal.n.01 --dim 10 --epochs 1 "
+                "--reconstruction-nodes 50 --out runs/wordnet --quiet", project)
+    return project / "runs" / "wordnet"
+
+
+# --- the markers ---------------------------------------------------------------
+
+def unchecked_blocks(path, test_checks, script_checks):
+    """Why each block of the Markdown file `path` is not checked (empty: all are)."""
+    problems = []
+    for block in check_readme.readme_blocks(path):
+        where = f"{pathlib.Path(path).name} line {block.line}"
+        if not block.kinds:
+            problems.append(f"{where}: no `<!-- check: test|script ID -->` marker")
+        for kind in block.kinds:
+            checks = {"test": test_checks, "script": script_checks}.get(kind)
+            if checks is None:
+                problems.append(f"{where}: unknown kind {kind!r}")
+            elif block.id not in checks:
+                problems.append(f"{where}: no {kind} check {block.id!r}")
+    return problems
+
+
+def test_every_block_is_checked():
+    assert unchecked_blocks(ROOT / "README.md", TEST_CHECKS, check_readme.CHECKS) == []
+    # and no check is left without its block
+    assert set(TEST_CHECKS) == set(check_readme.blocks_by_id("test"))
+    assert set(check_readme.CHECKS) == set(check_readme.blocks_by_id("script"))
+
+
+def test_an_unmarked_block_fails(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- check: test help -->\n```bash\nkeras-gauss --help\n```\n\n"
+                      "```bash\nkeras-gauss demo\n```\n\n"
+                      "<!-- check: script nowhere -->\n```bash\nls\n```\n\n"
+                      "```bash\nkeras-gauss --version\n```\n<!-- check: test help -->\n")
+    problems = unchecked_blocks(readme, TEST_CHECKS, check_readme.CHECKS)
+    assert problems == ["README.md line 6: no `<!-- check: test|script ID -->` marker",
+                        "README.md line 11: no script check 'nowhere'"]
+
+
+def test_same_output():
+    same = check_readme.same_output
+    tol = Tolerance(abs=0.01)
+    assert same("acc  0.975\n...\ndone", "acc 0.98\nx\ny\ndone", tol) is None
+    assert "not within" in same("acc  0.975", "acc 0.95", tol)
+    assert "is not 82,115" in same("82,115 nodes", "82,116 nodes", tol)  # integers exact
+    assert same("dog.n.01  -1.5", "dog.n.02  -1.5", tol) == (
+        "README 'dog.n.01  -1.5'\n  printed 'dog.n.02  -1.5': text differs")
+    assert same("Epoch 1/2: 100 edges in 1.0 s (100 edges/s)",  # times and rates: any
+                "Epoch 1/2: 100 edges in 7.3 s (14 edges/s)", tol) is None
+    assert same("figure: .../x.png", "figure: /tmp/a/x.png", tol) is None
+    assert "missing line" in same("a\nb", "a", tol)
+    assert "extra printed line" in same("a", "a\nb", tol)
+
+
+# --- the blocks marked `test` -----------------------------------------------------
+
+def check_ci(blocks, project):
+    """The README's test command is what `.ci/run` runs, after installing as the README says."""
+    (block,) = blocks
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == block.text.strip()
+    (setup,) = check_readme.blocks_by_id("script")["main-job"][:1]
+    install = [c.strip() for c in setup.text.split("&&") if "pip install" in c]
+    assert install and any(line.endswith(install[0].split("pip install")[1].strip())
+                           for line in ci if "pip install" in line), (install, ci)
+
+
+def check_quick_start(blocks, project):
+    namespace = {"__name__": "readme"}
+    printed = run_python(blocks, project, namespace)
+    # it trains: 4096 triples in batches of 256
+    assert int(namespace["model"].optimizer.iterations.numpy()) == 16
+    (shown,) = [b.text for b in blocks if b.lang == "text"]
+    assert check_readme.same_output(shown, printed) is None, printed
+
+
+def check_demo(blocks, project):
+    run_console(blocks, project, Tolerance(abs=0.02, rel=0.05))
+
+
+EXTRA_EDGES = "".join(f"{leaf}\t{parent}\n" for parent, leaves in {
+    "mammal": ["horse", "whale", "bat", "mouse"], "bird": ["robin", "eagle", "owl", "penguin"],
+    "fish": ["salmon", "shark", "trout"], "animal": ["bird", "fish"],
+    "dog": ["puppy", "terrier", "poodle"], "cat": ["kitten", "lion", "tiger"]}.items()
+    for leaf in leaves)
+
+
+def check_edges(blocks, project):
+    """The format example reads as shown; the test's file adds more pairs in the same format
+    (a split needs more edges than the example has)."""
+    from keras_gauss.hierarchy.edgefile import read_edge_file
+
+    (block,) = blocks
+    path = project / "edges.tsv"
+    path.write_text(block.text)
+    edges = read_edge_file(str(path))
+    assert list(edges.pairs) == [("dog", "mammal"), ("cat", "mammal"), ("mammal", "animal")]
+    path.write_text(block.text + EXTRA_EDGES)
+
+
+def check_own_hierarchy(blocks, project):
+    if not (project / "edges.tsv").exists():
+        check_edges(check_readme.blocks_by_id("test")["edges"], project)
+    (block,) = blocks
+    check_readme.run_bash(block, project, keras_gauss)
+    assert json.loads((project / "runs/mine/metrics.json").read_text())["test_accuracy"] >= 0
+
+
+def check_corpus(blocks, project):
+    words = ["music", "song", "band", "guitar", "piano", "drum", "river", "lake", "boat",
+             "water", "fish", "rain"]
+    lines = [" ".join(words[(i * 7 + j * 3) % 6 + 6 * (i % 2)] for j in range(12))
+             for i in range(300)]
+    (project / "my_corpus.txt").write_text("\n".join(lines) + "\n")
+    (block,) = blocks
+    check_readme.run_bash(block, project, keras_gauss)
+
+
+def check_load_run(blocks, project):
+    """Runs against the tiny stand-in run, so only the shape of the output is compared."""
+    printed = run_python(blocks, project)
+    (shown,) = [b.text for b in blocks if b.lang == "text"]
+    assert len(printed.splitlines()) == len(shown.splitlines()), printed
+    assert printed.splitlines()[1] in ("True", "False")
+
+
+def check_wordnet_cli(blocks, project):
+    """On the tiny stand-in run: the same command, the same header."""
+    for block in blocks:
+        for command, shown in check_readme.console_steps(block):
+            printed = keras_gauss(command, project)
+            assert printed.splitlines()[0].split() == shown.splitlines()[0].split(), printed
+            assert len(printed.splitlines()) == len(shown.splitlines()), printed
+
+
+def check_serving(blocks, project):
+    (block,) = blocks
+    check_readme.run_bash(block, project, keras_gauss)
+
+
+def check_serving_request(blocks, project):
+    if not (project / "serving/wordnet/1").is_dir():
+        check_serving(check_readme.blocks_by_id("test")["serving"], project)
+    check_readme.serving_request(blocks, project, Tolerance(), numbers=False)
+
+
+def check_export_formats(blocks, project):
+    (block,) = blocks
+    check_readme.run_bash(block, project, keras_gauss)
+    assert (project / "means.txt").read_text().split("\n")[0].split() == ["1182", "10"]
+    assert (project / "projector" / "metadata.tsv").is_file()
+
+
+def check_help(blocks, project):
+    """`--help` in a fresh process (it must not import TensorFlow), at 80 columns."""
+    for block in blocks:
+        for command, shown in check_readme.console_steps(block):
+            argv = shlex.split(command)
+            done = subprocess.run([str(pathlib.Path(sys.executable).parent / argv[0]), *argv[1:]],
+                                  capture_output=True, text=True, timeout=60,
+                                  env=dict(os.environ, COLUMNS="80"))
+            assert done.returncode == 0, done.stderr
+            assert check_readme.same_output(shown, done.stdout) is None, done.stdout
+
+
+TEST_CHECKS = {
+    "ci": check_ci,
+    "quick-start": check_quick_start,
+    "demo": check_demo,
+    "edges": check_edges,
+    "own-hierarchy": check_own_hierarchy,
+    "corpus": check_corpus,
+    "load-run": check_load_run,
+    "wordnet-cli": check_wordnet_cli,
+    "serving": check_serving,
+    "serving-request": check_serving_request,
+    "export-formats": check_export_formats,
+    "help": check_help,
+}
+NEEDS_WORDNET_RUN = {"load-run", "wordnet-cli", "serving", "serving-request", "export-formats"}
+
+
+@pytest.mark.parametrize("check_id", sorted(TEST_CHECKS))
+def test_readme_block(check_id, blocks, project, request):
+    if check_id not in blocks:
+        pytest.fail(f"README.md has no block marked `<!-- check: test {check_id} -->`")
+    if check_id in NEEDS_WORDNET_RUN:
+        request.getfixturevalue("wordnet_run")
+    TEST_CHECKS[check_id](blocks[check_id], project)

@@ -215,6 +215,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
     import json
     import time
 
+    from keras_gauss.callbacks.progress_core import Progress
     from keras_gauss.callbacks.progress_phase import Phase
     from keras_gauss.checks import check_loss
     from keras_gauss.checks import check_tables_finite
@@ -231,7 +232,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
 
     config.validate()
     check_output_dir(out_dir, overwrite)
-    counting = Phase("reading the corpus and counting the vocabulary", verbose)
+    counting = Phase("counting the vocabulary", verbose)
     files = corpus_files(corpus)
     read = read_corpus(files)
     if read is None:
@@ -259,23 +260,28 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
     for t in range(2):  # SparseAdagrad's initial_accumulator_value
         tables.set(t, mean_accumulator=np.full((rows, config.dim), 1e-6),
                    variance_accumulator=np.full((rows, tables.dv), 1e-6))
-    probs, alias = alias_table(counts.astype(np.float64) ** 0.75)
-    keep = None
-    if config.sample > 0:
-        keep = keep_probabilities(counts, config.sample).astype(np.float32)
     if verbose:
         print(f"{rows:,} words, {int(counts.sum()):,} tokens; {config.dim}-d "
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
               f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-              f"engine {config.engine} (native)")
+              f"engine {config.engine}")
+    Phase("setting up the fused step", verbose)  # ends when training starts
+    probs, alias = alias_table(counts.astype(np.float64) ** 0.75)
+    keep = None
+    if config.sample > 0:
+        keep = keep_probabilities(counts, config.sample).astype(np.float32)
     rng = np.random.default_rng(config.seed)
     threads = _threads(config)
+    progress = Progress(unit="pairs", batch_size=config.batch_size,
+                        mode={0: "off", 1: "auto"}.get(verbose, "lines"))
+    progress.set_params({"epochs": config.epochs, "steps": len(ids)})
+    progress.on_train_begin()
     start = time.perf_counter()
     total_pairs, losses, iterations = 0, [], 0
     for epoch in range(config.epochs):
-        epoch_start = time.perf_counter()
+        progress.on_epoch_begin(epoch)
         epoch_ids, epoch_splits = shuffled_lines(ids, splits, rng)
-        pairs, loss = 0, 0.0
+        pairs, loss, seen = 0, 0.0, 0
         for index, (chunk_ids, chunk_splits) in enumerate(
                 _chunks(epoch_ids, epoch_splits, 1 << 20)):
             seed = (config.seed << 40) + (epoch << 24) + index
@@ -288,13 +294,14 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
             pairs += chunk_pairs
             loss += chunk_loss
             check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
+            seen += len(chunk_ids)
+            progress.on_train_batch_end(seen - 1, {"loss": loss / max(pairs, 1),
+                                                   "pairs": pairs})
         iterations += -(-pairs // config.batch_size)
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
-        if verbose:
-            seconds = time.perf_counter() - epoch_start
-            print(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.4f}, "
-                  f"{pairs:,} pairs, {pairs / max(seconds, 1e-9):,.0f} pairs/s")
+        progress.on_epoch_end(epoch, {"loss": losses[-1], "pairs": pairs})
+    progress.on_train_end()
     train_seconds = time.perf_counter() - start
     arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
     for t, name in ((0, "words"), (1, "contexts")):

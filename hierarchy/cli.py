@@ -69,9 +69,12 @@ def add_parser(subparsers):
 
 
 def _add_training_flags(train, defaults):
-    train.add_argument("--out", required=True, help="run directory to write")
+    from keras_gauss.checkpoint import checkpoint_arguments
+
+    train.add_argument("--out", default=None, help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
+    checkpoint_arguments(train)
     train.add_argument("--split", choices=("closure", "reduction"), default=defaults.split,
                        help="held-out edges: closure (implied by training edges, Vendrov et "
                             "al.; default) or reduction (of the transitive reduction: implied "
@@ -126,9 +129,12 @@ def run_train_wordnet(args):
 
     from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import output_dir
     from keras_gauss.cli import CommandError
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
+    args.out = output_dir(args)
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
     for name in ("hyperlex", "entailment"):
@@ -138,7 +144,11 @@ def run_train_wordnet(args):
     try:
         metrics = train_wordnet(config, args.out, hyperlex=getattr(args, "hyperlex", None),
                                 entailment=getattr(args, "entailment", None),
-                                overwrite=args.overwrite, verbose=0 if args.quiet else 1)
+                                overwrite=args.overwrite, verbose=0 if args.quiet else 1,
+                                checkpoint_every=args.checkpoint_every,
+                                resume=args.resume is not None)
+    except CheckpointError as error:
+        raise CommandError(str(error)) from None
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except (ValueError, WordNetUnavailableError) as error:

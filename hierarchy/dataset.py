@@ -24,6 +24,7 @@ def make_dataset(
     shuffle: bool = True,
     drop_remainder: bool = False,
     seed: int = 0,
+    first_pass: int = 0,
 ) -> tf.data.Dataset:
     """Batches of positive ``(specific, general)`` edges, each with ``k`` negatives.
 
@@ -50,6 +51,9 @@ def make_dataset(
         shuffle: Shuffle the edges each epoch.
         drop_remainder: Drop the last, smaller batch.
         seed: Seed of shuffling and sampling.
+        first_pass: Number of the first pass (the first iteration uses the
+            stream ``[seed, first_pass]``): a dataset per epoch, as a resumed
+            run needs, passes the epoch.
 
     Returns:
         A ``tf.data.Dataset`` of ``(x, y)`` with ``K = negatives + reversed_negatives``:
@@ -80,7 +84,7 @@ def make_dataset(
     k = negatives + int(reversed_negatives)
     labels = np.zeros((batch_size, 1 + k), dtype=np.float32)
     labels[:, 0] = 1.0
-    passes = itertools.count()
+    passes = itertools.count(first_pass)
 
     def epoch():
         rng = np.random.default_rng([seed, next(passes)])

@@ -204,7 +204,7 @@ def write_split(directory, split, nodes):
 
 
 def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
-                  overwrite=False, verbose=1):
+                  overwrite=False, verbose=1, checkpoint_every=10.0, resume=False):
     """Trains a hierarchy embedding (WordNet, or `config.edges`) and writes the run to `out_dir`.
 
     Writes `model.keras`, `nodes.tsv` (the node vocabulary, one name a line
@@ -218,6 +218,13 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     `train_seconds`, and the config). The directory appears only when
     everything is written.
 
+    Every `checkpoint_every` minutes (between two steps) the table, the
+    optimizer state and the position (epoch, step) are saved to
+    `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
+    continues a killed run from there, with the same config, to the tables
+    of an uninterrupted run, bit for bit. Epoch `e` draws its order and
+    negatives from the stream `[seed, e]`.
+
     Args:
         config: a `WordNetConfig`.
         out_dir: the run directory.
@@ -228,6 +235,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
             per epoch (`keras_gauss.callbacks.ProgressLogger`), and a line
             for each long step (preparing WordNet, evaluating, saving); 2 one
             line per epoch.
+        checkpoint_every: minutes between checkpoints (0: none).
+        resume: continue the interrupted run in `out_dir`.
 
     Returns:
         The metrics dict.
@@ -249,6 +258,15 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.hierarchy.model import FusedKLTrainer
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import Checkpointer
+    from keras_gauss.checkpoint import check_minutes
+    from keras_gauss.checkpoint import fit_by_epoch
+    from keras_gauss.checkpoint import fit_checkpoint
+    from keras_gauss.checkpoint import has_checkpoint
+    from keras_gauss.checkpoint import load_for_resume
+    from keras_gauss.checkpoint import refuse_unfinished
+    from keras_gauss.checkpoint import restore_model
     from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
@@ -262,7 +280,14 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     config.validate()
     if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
         raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
-    check_output_dir(out_dir, overwrite)
+    check_minutes(checkpoint_every)
+    settings = dataclasses.asdict(config)
+    state, arrays = None, None
+    if resume:
+        state, arrays = load_for_resume(out_dir, "hierarchy", settings)
+    else:
+        refuse_unfinished(out_dir, overwrite)
+    check_output_dir(out_dir, overwrite or resume)
     # Read the benchmark files first: a malformed one fails before training.
     if hyperlex is not None:
         read_hyperlex(hyperlex)
@@ -277,12 +302,16 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     split, split_line = make_split(hierarchy, config)
     train_edges, known = training_edges(hierarchy, split)
     check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
-    check_output_dir(out_dir, overwrite,
-                     need_bytes=16 * hierarchy.num_nodes * config.dim + (1 << 20))
+    check_output_dir(out_dir, overwrite or resume,
+                     need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes
+                     * config.dim + (1 << 20))
     k = config.negatives + int(config.reversed_negatives)
-    dataset = make_dataset(train_edges, known=known, batch_size=config.batch_size,
-                           negatives=config.negatives,
-                           reversed_negatives=config.reversed_negatives, seed=config.seed)
+
+    def epoch_dataset(epoch):  # epoch e draws from the stream [seed, e]
+        return make_dataset(train_edges, known=known, batch_size=config.batch_size,
+                            negatives=config.negatives,
+                            reversed_negatives=config.reversed_negatives, seed=config.seed,
+                            first_pass=epoch)
     preparing.done()
     if verbose:
         print(source)
@@ -308,12 +337,39 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if verbose:
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
               f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
+    optimizer.build(model.trainable_variables)
+    if arrays is not None:
+        restore_model(model, optimizer, arrays)
+    checkpointer = None
+    if checkpoint_every:
+        checkpointer = Checkpointer(out_dir, checkpoint_every, "hierarchy", settings,
+                                    extra={"nodes": hierarchy.num_nodes,
+                                           "train_edges": int(len(train_edges))})
+    if state is not None and (state.get("nodes"), state.get("train_edges")) != (
+            hierarchy.num_nodes, int(len(train_edges))):
+        raise CheckpointError(f"--resume {out_dir}: the hierarchy differs from the one the run "
+                              f"started on ({state.get('nodes')} nodes and "
+                              f"{state.get('train_edges')} training edges there, "
+                              f"{hierarchy.num_nodes} and {len(train_edges)} now).")
+    state = state or {}
+    losses = list(state.get("losses", []))
     start = time.perf_counter()
+
+    def elapsed():
+        return state.get("train_seconds", 0.0) + time.perf_counter() - start
+
+    first = (state.get("epoch", 0), state.get("step", 0))
+    saving = fit_checkpoint(checkpointer, model, trainer, first, arrays,
+                            lambda: {"losses": list(losses), "train_seconds": elapsed()})
+    record = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
     progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
                                            epoch_size=len(train_edges))
-    history = trainer.fit(dataset, epochs=config.epochs, verbose=0, shuffle=False,
-                          callbacks=[progress, FiniteLoss()])
-    train_seconds = time.perf_counter() - start
+    fit_by_epoch(trainer, epoch_dataset, config.epochs,
+                 [saving, progress, FiniteLoss(), record], start=first)
+    train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
     check_model_finite(model)
 
     table = model.get_layer("nodes")
@@ -321,7 +377,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     variances = np.broadcast_to(table.variances.numpy(), means.shape)
     metrics = {"train_seconds": train_seconds,
                "seconds_per_epoch": train_seconds / config.epochs,
-               "final_loss": float(history.history["loss"][-1]),
+               "final_loss": losses[-1],
                "num_nodes": hierarchy.num_nodes,
                "num_train_edges": int(len(train_edges))}
     evaluating = Phase("evaluating", verbose)
@@ -352,8 +408,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     metrics["config"] = dataclasses.asdict(config)
     metrics = jsonable(metrics)
 
+    # The checkpoint goes with the directory the run replaces.
     with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite) as tmp:
+            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

@@ -20,8 +20,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-# Files that mark a directory as an output of ours (any one of them).
-MARKERS = ("run.json", "assets.extra/keras_gauss_export.json", "projector_config.pbtxt")
+# Files that mark a directory as an output of ours (any one of them); the
+# last is the checkpoint of a run being trained (`keras_gauss.checkpoint`).
+MARKERS = ("run.json", "assets.extra/keras_gauss_export.json", "projector_config.pbtxt",
+           ".checkpoint/state.npz")
 # Free space asked for before training when the caller has no estimate.
 MIN_FREE_BYTES = 1 << 20
 

@@ -4,6 +4,7 @@ import os
 
 
 def add_parser(subparsers):
+    from keras_gauss.checkpoint import checkpoint_arguments
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -27,9 +28,10 @@ def add_parser(subparsers):
     )
     train.add_argument("--corpus", default=None,
                        help="text file/directory or tfds:NAME (default: WordNet glosses)")
-    train.add_argument("--out", required=True, help="run directory to write")
+    train.add_argument("--out", default=None, help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
+    checkpoint_arguments(train)
     for field in ("dim", "epochs", "window", "negatives", "min_count", "max_size",
                   "sample", "batch_size", "learning_rate", "margin", "max_norm",
                   "min_variance", "max_variance", "init_variance", "seed"):
@@ -105,6 +107,8 @@ def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.cli import CommandError
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import output_dir
     from keras_gauss.checks import TrainingDivergedError
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
@@ -112,10 +116,15 @@ def run_train_corpus(args):
 
     fields = {f.name for f in dataclasses.fields(CorpusConfig)}
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
+    args.out = output_dir(args)
     try:
         config.validate()
         metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
-                               verbose=0 if args.quiet else 1)
+                               verbose=0 if args.quiet else 1,
+                               checkpoint_every=args.checkpoint_every,
+                               resume=args.resume is not None)
+    except CheckpointError as error:
+        raise CommandError(str(error)) from None
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None
     except TrainingDivergedError as error:

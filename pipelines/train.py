@@ -297,14 +297,22 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
             .with_options(options))
 
 
-def _train_fused(model, config, corpus, vocab, verbose, progress=None):
+def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpointer=None,
+                 resume=None, elapsed=None):
     """Trains `model`'s tables with `keras_gauss.fused.skipgram_train`.
 
     The AdaGrad accumulators are the compiled `SparseAdagrad`'s own, so the
-    saved model holds the optimizer state as with the other engines.
+    saved model holds the optimizer state as with the other engines. Epoch
+    `e` reads the chunks in an order drawn from `epoch_seed(seed, e)` and
+    chunk `i` trains with the seed `seed << 40 | e << 24 | i`, so a
+    position `(e, i)` is the whole random state of the stream.
 
     `progress` (a `keras_gauss.callbacks.ProgressLogger`) is driven with a
     "step" per corpus token (`steps=vocab.total`) and `logs["pairs"]`.
+    `checkpointer` (a `keras_gauss.checkpoint.Checkpointer`) is asked after
+    every chunk; `resume` is the checkpoint state to continue from (the
+    tables and accumulators already restored); `elapsed()` the training
+    seconds so far.
 
     Returns:
         `(pairs, losses)`: pairs trained (all epochs) and the mean hinge loss
@@ -314,20 +322,28 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None):
     import numpy as np
     import tensorflow as tf
 
+    from keras_gauss.checkpoint import epoch_seed
+    from keras_gauss.checkpoint import model_arrays
     from keras_gauss.checks import check_loss
     from keras_gauss.fused import alias_table
     from keras_gauss.fused import skipgram_train
     from keras_gauss.pipelines.skipgram import keep_probabilities
 
-    chunks = line_chunks(corpus, vocab, seed=config.seed)
     if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
         # Tokenize once: later epochs replay the ids from memory (4 bytes a
         # token; the chunks' order is reshuffled every epoch).
-        chunks = (line_chunks(corpus, vocab, shuffle_buffer=0).cache()
-                  .shuffle(4096, seed=config.seed, reshuffle_each_iteration=True))
+        cached = line_chunks(corpus, vocab, shuffle_buffer=0).cache()
+
+        def epoch_chunks(epoch):
+            return cached.shuffle(4096, seed=epoch_seed(config.seed, epoch))
+    else:
+        def epoch_chunks(epoch):
+            return line_chunks(corpus, vocab, seed=epoch_seed(config.seed, epoch))
+    resume = resume or {}
+    first, skip = resume.get("epoch", 0), resume.get("step", 0)
     # The first epoch's iterator starts reading and tokenizing now, while the
     # step is set up and traced.
-    first_epoch = iter(chunks)
+    first_epoch = iter(epoch_chunks(first))
 
     words, contexts = model.get_layer("words"), model.get_layer("contexts")
     tables = [words.means, words.variances, contexts.means, contexts.variances]
@@ -359,15 +375,20 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None):
     progress = progress or keras.callbacks.Callback()
     progress.set_params({"epochs": config.epochs, "steps": vocab.total})
     progress.on_train_begin()
-    total_pairs, losses = 0, []
-    for epoch in range(config.epochs):
+    total_pairs, losses = resume.get("pairs", 0), list(resume.get("losses", []))
+    for epoch in range(first, config.epochs):
         progress.on_epoch_begin(epoch)
         seen, pairs, loss = 0, 0, 0.0
+        if epoch == first and skip:
+            seen, pairs, loss = resume["seen"], resume["epoch_pairs"], resume["epoch_loss"]
 
         def logs():
             return {"loss": loss / max(pairs, 1), "pairs": pairs}
 
-        for index, (ids, splits) in enumerate(first_epoch if epoch == 0 else chunks):
+        for index, (ids, splits) in enumerate(first_epoch if epoch == first
+                                              else epoch_chunks(epoch)):
+            if epoch == first and index < skip:
+                continue  # trained before the checkpoint
             seed = (config.seed << 40) + (epoch << 24) + index
             chunk_loss, chunk_pairs = step(ids, splits, tf.constant(seed, tf.int64))
             pairs += int(chunk_pairs)
@@ -375,12 +396,30 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None):
             check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
             seen += int(ids.shape[0])
             progress.on_train_batch_end(min(seen, vocab.total) - 1, logs())
+            if checkpointer is not None and checkpointer.due():
+                checkpointer.save(
+                    {"epoch": epoch, "step": index + 1, "seen": seen, "epoch_pairs": pairs,
+                     "epoch_loss": loss, "pairs": total_pairs, "losses": losses,
+                     "train_seconds": elapsed()},
+                    model_arrays(model, optimizer))
         progress.on_epoch_end(epoch, logs())
         optimizer.iterations.assign_add(-(-pairs // config.batch_size))
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
     progress.on_train_end()
     return total_pairs, losses
+
+
+def _vocabulary_fingerprint(vocab):
+    """Size, tokens and a hash of the words and counts: a resumed run must
+    count the same vocabulary."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256("\n".join(vocab.words).encode("utf-8"))
+    digest.update(np.asarray(vocab.counts, dtype="<i8").tobytes())
+    return f"{len(vocab)} words, {vocab.total} tokens, sha256 {digest.hexdigest()[:16]}"
 
 
 def _available_engine(config):
@@ -401,7 +440,7 @@ def _available_engine(config):
 
 
 def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
-                 vocab=None):
+                 vocab=None, checkpoint_every=10.0, resume=False):
     """Trains Gaussian word embeddings on a corpus and writes the run to `out_dir`.
 
     Builds the vocabulary (`min_count`, `max_size`) and
@@ -415,15 +454,20 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     - `model.keras`: the model (tables `"words"` and `"contexts"`);
     - `vocab.tsv`: `word<TAB>count`, one line per table row;
     - `run.json`: `kind="corpus"`, the energy, `table="words"`;
-    - `metrics.json`: `train_seconds`, `pairs` (streamed; Keras ends epochs
-      after the first one's number of steps, so with subsampling a batch or
-      two more or less may be trained), `pairs_per_second`,
+    - `metrics.json`: `train_seconds`, `pairs` (trained), `pairs_per_second`,
       `tokens` (in-vocabulary corpus tokens read, all epochs, before
       subsampling), `tokens_per_second`, `final_loss`, `vocab_size`,
       `batch_size`, the per-epoch loss and the config.
 
     Progress (`keras_gauss.callbacks.ProgressLogger`) shows the loss and
     pairs/s: a bar on a terminal, one line per epoch otherwise.
+
+    Every `checkpoint_every` minutes (between two chunks or steps) the
+    tables, optimizer state and position in the data are saved to
+    `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
+    continues a killed run from there, with the same config and corpus, to
+    the run files an uninterrupted run writes (bit for bit with one thread
+    or the `"keras"`/`"fused-step"` engines; the metrics count the whole run).
 
     Args:
         config: a `CorpusConfig`.
@@ -438,6 +482,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             engine, which does not call `fit`).
         vocab: a prebuilt `pipelines.Vocabulary` (skips the counting pass;
             `min_count` and `max_size` are then not applied).
+        checkpoint_every: minutes between checkpoints (0: none).
+        resume: continue the interrupted run in `out_dir`.
 
     Returns:
         The metrics dict.
@@ -448,6 +494,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         FileNotFoundError: a missing corpus path or unprepared TFDS data.
         keras_gauss.io.OutputExistsError: `out_dir` holds files and
             `overwrite` is False.
+        keras_gauss.checkpoint.CheckpointError: `resume` without a
+            checkpoint to continue (or with other settings), or `out_dir`
+            holds an interrupted run and neither `resume` nor `overwrite`.
 
     Example:
 
@@ -467,6 +516,16 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.callbacks import Phase
     from keras_gauss.callbacks import ProgressLogger
     from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import Checkpointer
+    from keras_gauss.checkpoint import check_minutes
+    from keras_gauss.checkpoint import epoch_seed
+    from keras_gauss.checkpoint import fit_by_epoch
+    from keras_gauss.checkpoint import fit_checkpoint
+    from keras_gauss.checkpoint import has_checkpoint
+    from keras_gauss.checkpoint import load_for_resume
+    from keras_gauss.checkpoint import refuse_unfinished
+    from keras_gauss.checkpoint import restore_model
     from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
@@ -479,16 +538,34 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.pipelines.vocabulary import build_vocabulary
 
     config.validate()
-    check_output_dir(out_dir, overwrite)
+    check_minutes(checkpoint_every)
+    settings = dataclasses.asdict(config)  # as asked (before a fallback engine)
+    state, arrays = None, None
+    if resume:
+        state, arrays = load_for_resume(out_dir, "corpus", settings)
+    else:
+        refuse_unfinished(out_dir, overwrite)
+    check_output_dir(out_dir, overwrite or resume)
     config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
     if vocab is None:
         counting = Phase("counting the vocabulary", verbose)
         vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
         counting.done()
+    corpus_id = _vocabulary_fingerprint(vocab)
+    if state is not None and state.get("vocabulary") != corpus_id:
+        raise CheckpointError(f"--resume {out_dir}: the corpus differs from the one the run "
+                              f"started on (vocabulary {corpus_id}, checkpoint "
+                              f"{state.get('vocabulary')}).")
+    if state is not None and state.get("engine") != config.engine:
+        raise CheckpointError(f"--resume {out_dir}: the run trained with the "
+                              f"{state.get('engine')} engine, this one would use "
+                              f"{config.engine} (is the fused op unavailable now?).")
     # Before any training: the tables fit in memory, the run on disk.
     check_table_memory(len(vocab), config.dim, tables=2)
-    check_output_dir(out_dir, overwrite, need_bytes=32 * len(vocab) * config.dim + (1 << 20))
+    check_output_dir(out_dir, overwrite or resume,
+                     need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim
+                     + (1 << 20))
     fused_step = config.engine == "fused-step"
     model = build_corpus_model(
         len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
@@ -508,28 +585,62 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
               f"{config.negatives} negative(s), {config.epochs} epoch(s), "
               f"engine {config.engine}")
+    model.optimizer.build(model.trainable_variables)
+    if arrays is not None:
+        restore_model(model, model.optimizer, arrays)
+    checkpointer = None
+    if checkpoint_every:
+        checkpointer = Checkpointer(out_dir, checkpoint_every, "corpus", settings,
+                                    extra={"vocabulary": corpus_id, "engine": config.engine})
+    state = state or {}
     progress = ProgressLogger.from_verbose(verbose, unit="pairs", batch_size=config.batch_size)
     start = time.perf_counter()
+
+    def elapsed():
+        return state.get("train_seconds", 0.0) + time.perf_counter() - start
+
     if config.engine == "fused":
         if callbacks:
             raise ValueError("engine='fused' does not run Keras callbacks; use "
                              "engine='keras' or 'fused-step'.")
         Phase("setting up the fused step", verbose)  # ends when training starts
-        pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress)
+        pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress,
+                                     checkpointer, state, elapsed)
     else:
-        counter = tf.Variable(0, dtype=tf.int64, trainable=False)
-        dataset = make_dataset(config, corpus, vocab, counter)
+        counter = tf.Variable(state.get("epoch_pairs_start", 0), dtype=tf.int64,
+                              trainable=False)
+        losses = list(state.get("losses", []))
+        marks = {}
+
+        def epoch_dataset(epoch):  # each epoch's stream depends on its number only
+            return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
+                                corpus, vocab, counter)
+
+        def position():
+            return {"epoch_pairs_start": marks["pairs"], "losses": list(losses),
+                    "train_seconds": elapsed()}
+
+        def mark(epoch):
+            marks["pairs"] = int(counter.numpy())
+
+        record = keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
+        saving = fit_checkpoint(checkpointer, model, model, (state.get("epoch", 0),
+                                state.get("step", 0)), arrays, position)
         throughput = _throughput_callback(counter, config.batch_size, per_batch=False)
         with warnings.catch_warnings():
             # Keras's notes on a dataset of unknown length (the end of the
-            # first epoch is found by running out of data) and on `shuffle`.
+            # epoch is found by running out of data) and on `shuffle`.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
-            history = model.fit(dataset, epochs=config.epochs, verbose=0,
-                                callbacks=[throughput, FiniteLoss(), *(callbacks or []), progress])
+            fit_by_epoch(model, epoch_dataset, config.epochs,
+                         [saving, throughput, FiniteLoss(), *(callbacks or []), progress, record],
+                         start=(state.get("epoch", 0), state.get("step", 0)),
+                         on_epoch_begin=mark)
         pairs = int(counter.numpy())
-        losses = [float(v) for v in history.history.get("loss", [])]
-    train_seconds = time.perf_counter() - start
+    train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
     check_model_finite(model)
     tokens = vocab.total * config.epochs
     if not pairs:
@@ -549,8 +660,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         "config": dataclasses.asdict(config),
     }
     metrics = jsonable(metrics)
+    # The checkpoint goes with the directory the run replaces.
     with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite) as tmp:
+            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
         model.save(tmp / "model.keras")
         vocab.save(tmp / "vocab.tsv")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

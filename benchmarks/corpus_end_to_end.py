@@ -61,7 +61,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         ours = [python, "-m", "keras_gauss.cli", "train-corpus", "--corpus", args.corpus,
                 "--out", str(Path(tmp) / "run"), "--overwrite", "-q", "--window", "5",
-                "--sample", "0", "--epochs", "1", "--threads", str(args.threads)]
+                "--sample", "0", "--epochs", "1", "--threads", str(args.threads),
+                "--checkpoint-every", "0"]
         theirs = [python, "-c", GENSIM, args.corpus, str(args.threads)]
         run(ours)  # builds (or verifies) the native library once
         best = {}

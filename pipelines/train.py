@@ -506,7 +506,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.pipelines import native_corpus
 
     # The fused engine on text files runs without TensorFlow when it can.
-    if native_corpus.available(config, corpus, vocab, callbacks):
+    # It writes no checkpoints yet, so only runs without them
+    # (checkpoint_every=0) take it.
+    if (not checkpoint_every and not resume
+            and native_corpus.available(config, corpus, vocab, callbacks)):
         metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose)
         if metrics is not None:
             return metrics

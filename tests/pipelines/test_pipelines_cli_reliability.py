@@ -137,7 +137,7 @@ def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypat
     monkeypatch.setattr(native.NativeTables, "train", native_nan_loss)
     with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
         train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
-                     str(corpus), tmp_path / "native", verbose=0)
+                     str(corpus), tmp_path / "native", verbose=0, checkpoint_every=0)
     monkeypatch.setattr(native, "native_available", lambda: False)
     monkeypatch.setattr(keras_gauss.fused, "skipgram_train", nan_loss)
     with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):

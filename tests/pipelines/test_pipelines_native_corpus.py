@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +14,10 @@ from keras_gauss.fused.native import native_available
 from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.train import CorpusConfig
 
-from conftest import NEWS
 from test_pipelines_train import topic_corpus
 
+NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / \
+    "news2017.txt.gz"
 needs_native = pytest.mark.skipif(not native_available(),
                                   reason="the native trainer did not build")
 
@@ -85,7 +87,7 @@ SCRIPT = """
 import json, sys
 from keras_gauss.pipelines.train import CorpusConfig, train_corpus
 config = CorpusConfig(**json.loads(sys.argv[3]))
-metrics = train_corpus(config, sys.argv[1], sys.argv[2], verbose=0)
+metrics = train_corpus(config, sys.argv[1], sys.argv[2], verbose=0, checkpoint_every=0)
 print(json.dumps({"tf": "tensorflow" in sys.modules, "keras": "keras" in sys.modules,
                   "pairs": metrics["pairs"]}))
 """
@@ -188,17 +190,18 @@ def test_bad_corpora_name_the_problem(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
     with pytest.raises(ValueError, match="contains no tokens"):
-        train_corpus(CorpusConfig(), empty, tmp_path / "a", verbose=0)
+        train_corpus(CorpusConfig(), empty, tmp_path / "a", verbose=0, checkpoint_every=0)
     rare = tmp_path / "rare.txt"
     rare.write_text("one two\n")
     with pytest.raises(ValueError, match="empty after min_count=5"):
-        train_corpus(CorpusConfig(), rare, tmp_path / "b", verbose=0)
+        train_corpus(CorpusConfig(), rare, tmp_path / "b", verbose=0, checkpoint_every=0)
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"ab\0cd\n")
     with pytest.raises(ValueError, match="binary file"):
-        train_corpus(CorpusConfig(), binary, tmp_path / "c", verbose=0)
+        train_corpus(CorpusConfig(), binary, tmp_path / "c", verbose=0, checkpoint_every=0)
     truncated = tmp_path / "truncated.txt.gz"
     truncated.write_bytes(gzip.compress(b"the cat\n" * 5000)[:-40])
     with pytest.raises(ValueError, match="truncated"):
-        train_corpus(CorpusConfig(min_count=1), truncated, tmp_path / "d", verbose=0)
+        train_corpus(CorpusConfig(min_count=1), truncated, tmp_path / "d", verbose=0,
+                     checkpoint_every=0)
     assert not any((tmp_path / name).exists() for name in "abcd")

@@ -14,7 +14,9 @@ Settings: window 5 with word2vec's reduced window (gensim's default
 diagonal, no subsampling; gensim with `--workers` threads on sentences in
 memory, ours (`keras_gauss.fused.skipgram_train`, `--threads`, 0 = the
 cores) on token ids in memory, chunks of ~130k tokens, minibatches of
-`--batch-sizes` pairs. word2gauss (Cython, EL "IP" energy, diagonal, same
+`--batch-sizes` pairs, as the TensorFlow op on the Keras tables and as the
+native library (`keras_gauss.fused.NativeTables`: interleaved rows, what
+`train-corpus` runs). word2gauss (Cython, EL "IP" energy, diagonal, same
 threads) runs from its own venv (`word2gauss_peer.py`; built as
 /work/shared/peers/README.md says, `--word2gauss DIR --word2gauss-python
 PY`) on at most `--word2gauss-pairs` pairs of a fixed window 5 (it has no
@@ -135,6 +137,28 @@ def time_pretokenized(chunks, counts, batch, dim=50, threads=0):
     return time.perf_counter() - start, count
 
 
+def time_native(chunks, counts, batch, dim=50, threads=0):
+    """`time_pretokenized` with the native library (`keras_gauss.fused.NativeTables`:
+    the same kernel on interleaved per-word rows, called through ctypes)."""
+    import numpy as np
+
+    from keras_gauss.fused import NativeTables
+    from keras_gauss.fused import alias_table
+
+    rows = len(counts)
+    tables = NativeTables.initial(rows, dim, seed=0, bounds=(2.0, 0.05, 5.0))
+    for t in range(2):
+        tables.set(t, mean_accumulator=np.full((rows, dim), 1e-6),
+                   variance_accumulator=np.full((rows, dim), 1e-6))
+    probs, alias = alias_table(np.asarray(counts, np.float64) ** 0.75)
+    threads = threads or len(os.sched_getaffinity(0))
+    start, count = time.perf_counter(), 0
+    for index, (ids, splits) in enumerate(chunks):
+        count += tables.train(ids, splits, index, 0.2, probs, alias, window=5, negatives=1,
+                              batch_size=batch, margin=0.5, num_threads=threads)[1]
+    return time.perf_counter() - start, count
+
+
 def cache_sizes():
     """The machine's cache sizes as `lscpu` gives them (one line)."""
     import subprocess
@@ -212,6 +236,11 @@ def in_memory_rows(label, chunks, counts, sentences, batches, threads, repeats, 
             best[key] = min(best.get(key, math.inf), seconds)
             pairs[key] = pairs["gensim"] = count
             line.append(f"batch {batch} {seconds:.2f}")
+            seconds, count = time_native(chunks, counts, batch, threads=threads)
+            key = f"ours, native library, ids in memory, batch {batch}"
+            best[key] = min(best.get(key, math.inf), seconds)
+            pairs[key] = count
+            line.append(f"native {seconds:.2f}")
         if word2gauss is not None:
             seconds, count = word2gauss.time(ids_file, w2g_pairs)
             key = "word2gauss, EL diag, fixed window 5"

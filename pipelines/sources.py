@@ -17,15 +17,14 @@ Corpus specifications accepted by :func:`load_corpus`:
 
 from __future__ import annotations
 
-import codecs
-import gzip
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import Iterable, Union
 
 import tensorflow as tf
+
+from .text_files import _check_text_file, _expand, verify_gzip  # noqa: F401 - re-exported
 
 __all__ = [
     "Corpus",
@@ -41,7 +40,6 @@ __all__ = [
 Corpus = Union[str, os.PathLike, tf.data.Dataset, None]
 """Anything :func:`load_corpus` accepts."""
 
-_SNIFF_BYTES = 64 * 1024
 _TFDS_SPEC = re.compile(r"tfds:(?P<name>[^:/]+)(?::(?P<split>[^/]+))?(?:/(?P<feature>.+))?")
 _WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 
@@ -59,99 +57,6 @@ def describe_corpus(corpus: Corpus) -> str:
     if isinstance(corpus, tf.data.Dataset):
         return "<tf.data.Dataset>"
     return repr(os.fspath(corpus))
-
-
-def _check_text_file(path: Path) -> None:
-    """Raise ``ValueError`` naming ``path`` if its first 64 KiB are binary or not UTF-8."""
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
-    except (OSError, EOFError) as e:  # includes gzip.BadGzipFile
-        raise ValueError(f"{path}: cannot read as {'gzip ' if path.suffix == '.gz' else ''}text: {e}") from e
-    if b"\0" in head:
-        raise ValueError(f"{path}: binary file (NUL bytes), expected UTF-8 text")
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (invalid byte at offset {e.start})") from e
-
-
-_VERIFIED: dict = {}
-
-
-def verify_gzip(path: str | os.PathLike) -> int:
-    """Decompress a gzip file to its end, checking every member's CRC-32 and length.
-
-    ``tf.data.TextLineDataset`` stops silently at the point where a truncated
-    gzip file breaks off; this reads the whole file first (streaming, about
-    as fast as ``zcat``), once per process for an unchanged file.
-
-    Args:
-        path: The ``.gz`` file.
-
-    Returns:
-        The number of decompressed bytes.
-
-    Raises:
-        ValueError: Naming the file and the compressed byte offset where it is
-            truncated or corrupt.
-
-    Example:
-        >>> verify_gzip("news.txt.gz")  # doctest: +SKIP
-        12581234
-    """
-    path = Path(path)
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key in _VERIFIED:
-        return _VERIFIED[key]
-    size, offset, out, members = stat.st_size, 0, 0, 0
-    decoder, pending = None, b""
-
-    def fail(reason, chunk=b""):
-        where = (f"at byte {offset:,}" if not chunk else
-                 f"between bytes {offset:,} and {offset + len(chunk):,}")
-        raise ValueError(f"{path}: corrupt or truncated gzip file {where} of {size:,} "
-                         f"(member {members + 1}): {reason}; refusing to train on part of it")
-
-    with open(path, "rb") as f:
-        while True:
-            chunk = pending or f.read(1 << 20)
-            pending = b""
-            if not chunk:
-                break
-            if decoder is None:
-                if not chunk.strip(b"\0") and members:
-                    offset += len(chunk)  # zero padding after the last member
-                    continue
-                decoder = zlib.decompressobj(wbits=31)
-            try:
-                out += len(decoder.decompress(chunk))
-            except zlib.error as e:
-                fail(str(e), chunk)
-            offset += len(chunk) - len(decoder.unused_data)
-            if decoder.eof:
-                members += 1
-                pending, decoder = decoder.unused_data, None
-    if decoder is not None or not members:
-        fail("the file ends before the end of the compressed stream")
-    _VERIFIED[key] = out
-    return out
-
-
-def _expand(path: Path, recursive: bool) -> list[Path]:
-    if not path.exists():
-        raise FileNotFoundError(f"corpus path not found: {path}")
-    if not path.is_dir():
-        return [path]
-    files = path.rglob("*") if recursive else path.iterdir()
-    found = sorted(
-        f for f in files if f.is_file() and not any(p.startswith(".") for p in f.relative_to(path).parts)
-    )
-    if not found:
-        raise ValueError(f"corpus directory contains no files: {path}")
-    return found
 
 
 def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursive: bool = False) -> tf.data.Dataset:

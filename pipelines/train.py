@@ -96,7 +96,6 @@ class CorpusConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.layers import ENERGIES
         from keras_gauss.runs import check_config
 
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
@@ -106,7 +105,7 @@ class CorpusConfig:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
-        if self.energy not in ENERGIES:
+        if self.energy not in ("el", "kl"):  # keras_gauss.layers.ENERGIES, without Keras
             raise ValueError(f"--energy must be 'el' or 'kl', got {self.energy!r}.")
         if self.engine not in ENGINES:
             raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got "
@@ -454,6 +453,16 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     >>> metrics = train_corpus(CorpusConfig(epochs=5), "news.txt.gz", "runs/news")
     >>> metrics["pairs_per_second"]
     """
+    from keras_gauss.pipelines import native_corpus
+
+    # The fused engine on text files runs without TensorFlow when it can.
+    # It writes no checkpoints yet, so only runs without them
+    # (checkpoint_every=0) take it.
+    if (not checkpoint_every and not resume
+            and native_corpus.available(config, corpus, vocab, callbacks)):
+        metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose)
+        if metrics is not None:
+            return metrics
     import keras
     import tensorflow as tf
 

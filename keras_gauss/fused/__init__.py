@@ -21,18 +21,30 @@ Example:
 >>> model.fit(dataset)  # x = {"word", "context", "negatives"}, y ignored
 """
 
-from keras_gauss.fused.model import FusedRankingModel
-from keras_gauss.fused.skipgram import alias_table
-from keras_gauss.fused.skipgram import skipgram_train
-from keras_gauss.fused.skipgram import skipgram_triples
-from keras_gauss.fused.step import fused_available
-from keras_gauss.fused.step import pair_ranking_step
-from keras_gauss.fused.step import ranking_step
+from keras_gauss._lazy import lazy_exports
+
+# Each public name loads its module on first use (PEP 562): the native
+# trainer (`keras_gauss.fused.native`) and `build` do not import TensorFlow.
+_EXPORTS = {
+    "FusedRankingModel": "model",
+    "NativeTables": "native",
+    "alias_table": "sampling",
+    "fused_available": "step",
+    "native_available": "native",
+    "pair_ranking_step": "step",
+    "ranking_step": "step",
+    "skipgram_train": "skipgram",
+    "skipgram_triples": "skipgram",
+}
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "FusedRankingModel",
+    "NativeTables",
     "alias_table",
     "fused_available",
+    "native_available",
     "pair_ranking_step",
     "ranking_step",
     "skipgram_train",

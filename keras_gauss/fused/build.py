@@ -1,4 +1,4 @@
-"""Compiles and loads the fused C++ op on first use.
+"""Compiles and loads the fused C++ op (and the native trainer) on first use.
 
 The shared library is built from `kernels.cc` and `skipgram.cc` (with
 `gauss_math.h`) with the C++ compiler (`$CXX`,
@@ -20,6 +20,13 @@ to never build or load it.
 If anything fails (no compiler, compile error, ABI mismatch at load), one
 warning is logged and `load()` returns None: callers fall back to the pure
 TensorFlow implementation.
+
+`build_native()` / `load_native()` do the same for the native skip-gram
+trainer (`native.cc`: the op's kernel behind a plain C ABI, loaded with
+`ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
+few seconds) into `keras_gauss_native.so` under the same cache, with the
+same records, checks and lock; its key hashes the source, the compiler and
+its flags, and the CPU.
 """
 
 import contextlib
@@ -40,10 +47,13 @@ logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = tuple(os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc"))
-HEADERS = (os.path.join(_HERE, "gauss_math.h"),)
+HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "skipgram_core.h"))
+NATIVE_SOURCES = (os.path.join(_HERE, "native.cc"),)
+NATIVE_HEADERS = HEADERS
 
 _lock = threading.Lock()
 _state = {"tried": False, "module": None, "error": None}
+_native_state = {"tried": False, "module": None, "error": None}
 
 
 def cache_dir():
@@ -78,6 +88,25 @@ def compile_command(sources, output):
     """
     import tensorflow as tf
 
+    # TensorFlow's flags come last so that its `--std` and ABI defines win.
+    return (_base_command(sources, output) + list(tf.sysconfig.get_compile_flags())
+            + list(tf.sysconfig.get_link_flags()))
+
+
+def native_compile_command(sources, output):
+    """The compiler command line building the native trainer (no TensorFlow).
+
+    Args:
+        sources: paths of the C++ sources.
+        output: path of the shared library to write.
+
+    Returns:
+        A list of arguments for `subprocess.run`.
+    """
+    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread"]
+
+
+def _base_command(sources, output):
     cxx = os.environ.get("CXX") or "g++"
     flags = [
         "-std=c++17",
@@ -95,33 +124,36 @@ def compile_command(sources, output):
         "AMD64",
     ):
         flags.append("-march=native")
-    # TensorFlow's flags come last so that its `--std` and ABI defines win.
-    return (
-        [cxx]
-        + flags
-        + list(sources)
-        + ["-o", output]
-        + list(tf.sysconfig.get_compile_flags())
-        + list(tf.sysconfig.get_link_flags())
-    )
+    return [cxx] + flags + list(sources) + ["-o", output]
+
+
+def _key_path(files, command, extra, name):
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    digest.update(extra.encode())
+    digest.update(" ".join(command).encode())
+    cxx = shutil.which(command[0]) or command[0]
+    digest.update(cxx.encode())
+    if "-march=native" in command:
+        digest.update(_cpu_fingerprint().encode())
+    return os.path.join(cache_dir(), digest.hexdigest()[:16], name)
 
 
 def library_path():
     """Where the library for this source, TensorFlow and compiler lives."""
     import tensorflow as tf
 
-    command = compile_command(SOURCES, "OUT")
-    digest = hashlib.sha256()
-    for name in SOURCES + HEADERS:
-        with open(name, "rb") as f:
-            digest.update(f.read())
-    digest.update(tf.__version__.encode())
-    digest.update(" ".join(command).encode())
-    cxx = shutil.which(command[0]) or command[0]
-    digest.update(cxx.encode())
-    if "-march=native" in command:
-        digest.update(_cpu_fingerprint().encode())
-    return os.path.join(cache_dir(), digest.hexdigest()[:16], "keras_gauss_fused.so")
+    return _key_path(SOURCES + HEADERS, compile_command(SOURCES, "OUT"), tf.__version__,
+                     "keras_gauss_fused.so")
+
+
+def native_library_path():
+    """Where the native trainer for this source, compiler and CPU lives."""
+    return _key_path(NATIVE_SOURCES + NATIVE_HEADERS,
+                     native_compile_command(NATIVE_SOURCES, "OUT"), "native",
+                     "keras_gauss_native.so")
 
 
 def _record_path(path):
@@ -161,13 +193,14 @@ def _damage(path):
 
 
 _CHECK = "import sys, tensorflow as tf; tf.load_op_library(sys.argv[1])"
+_NATIVE_CHECK = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
 
 
-def _load_in_child(path):
+def _load_in_child(path, check=_CHECK):
     """Loads the library in a child process; raises `RuntimeError` if it fails
     (a crash there, e.g. SIGBUS, does not take this process down)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", _CHECK, path], capture_output=True,
+    result = subprocess.run([sys.executable, "-c", check, path], capture_output=True,
                             text=True, env=env, timeout=600)
     if result.returncode != 0:
         how = (f"signal {-result.returncode}" if result.returncode < 0
@@ -235,7 +268,27 @@ def build(path=None):
         RuntimeError: when the compiler is missing or fails, or the new
             library does not load.
     """
-    path = path or library_path()
+    return _build(path or library_path(), compile_command, _CHECK, "the fused C++ op")
+
+
+def build_native(path=None):
+    """`build` for the native trainer (`native.cc`, no TensorFlow headers).
+
+    Args:
+        path: target path (default `native_library_path()`).
+
+    Returns:
+        The path of the library.
+
+    Raises:
+        RuntimeError: when the compiler is missing or fails, or the new
+            library does not load.
+    """
+    return _build(path or native_library_path(), native_compile_command, _NATIVE_CHECK,
+                  "the native skip-gram trainer", NATIVE_SOURCES)
+
+
+def _build(path, command_for, check, what, sources=None):
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     if os.path.exists(path) and _damage(path) is None:
@@ -252,12 +305,12 @@ def build(path=None):
                 return path  # another process built it meanwhile
             if damage == "no record of a verified build":
                 try:  # a library from before records: keep it if it loads
-                    _load_in_child(path)
+                    _load_in_child(path, check)
                     _write_record(path)
                     return path
                 except (RuntimeError, subprocess.TimeoutExpired):
                     damage = "it does not load"
-            _say(f"keras-gauss: the cached fused op {path} is damaged ({damage}); "
+            _say(f"keras-gauss: the cached {what[4:]} {path} is damaged ({damage}); "
                  "rebuilding it.")
             for stale in (path, _record_path(path)):
                 with contextlib.suppress(FileNotFoundError):
@@ -265,11 +318,13 @@ def build(path=None):
         fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
         os.close(fd)
         try:
-            command = compile_command(SOURCES, tmp)
+            command = command_for(SOURCES if sources is None else sources, tmp)
             if shutil.which(command[0]) is None:
                 raise RuntimeError(f"C++ compiler {command[0]!r} not found")
-            _say(f"keras-gauss: compiling the fused C++ op with {command[0]} into "
-                 f"{directory} (once per source, TensorFlow, compiler and CPU) ...", end="")
+            _say(f"keras-gauss: compiling {what} with {command[0]} into "
+                 f"{directory} (once per source, "
+                 f"{'TensorFlow, ' if command_for is compile_command else ''}compiler and "
+                 "CPU) ...", end="")
             start = time.perf_counter()
             result = subprocess.run(command, capture_output=True, text=True)
             seconds = time.perf_counter() - start
@@ -278,7 +333,7 @@ def build(path=None):
                 raise RuntimeError(
                     "compiling the fused op failed:\n" + result.stderr[-4000:]
                 )
-            _load_in_child(tmp)
+            _load_in_child(tmp, check)
             _say(f" done in {seconds:.1f} s")
             os.replace(tmp, path)
             _write_record(path)
@@ -316,12 +371,42 @@ def load():
         return _state["module"]
 
 
+def load_native():
+    """Builds (once per process, cached on disk) and loads the native trainer.
+
+    Returns:
+        The `ctypes.CDLL`, or None if it cannot be built or loaded (the
+        reason is in `native_error()`; nothing is logged: callers fall back
+        to the TensorFlow op).
+    """
+    with _lock:
+        if _native_state["tried"]:
+            return _native_state["module"]
+        _native_state["tried"] = True
+        if os.environ.get("KERAS_GAUSS_DISABLE_FUSED", "0") not in ("", "0"):
+            _native_state["error"] = "disabled by KERAS_GAUSS_DISABLE_FUSED"
+            return None
+        try:
+            import ctypes
+
+            _native_state["module"] = ctypes.CDLL(build_native())
+        except Exception as error:  # noqa: BLE001 - any failure means fallback
+            _native_state["error"] = f"{type(error).__name__}: {error}"
+        return _native_state["module"]
+
+
 def error():
     """Why the library is unavailable (a string), or None."""
     return _state["error"]
 
 
+def native_error():
+    """Why the native trainer is unavailable (a string), or None."""
+    return _native_state["error"]
+
+
 def _reset():
-    """Forgets the load attempt (for tests)."""
+    """Forgets the load attempts (for tests)."""
     with _lock:
         _state.update(tried=False, module=None, error=None)
+        _native_state.update(tried=False, module=None, error=None)

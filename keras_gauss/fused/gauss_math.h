@@ -20,9 +20,13 @@
 #include <string>
 #include <vector>
 
+// KERAS_GAUSS_NATIVE: the plain C ABI library (native.cc), built without
+// TensorFlow's headers; only the math and the Table are compiled then.
+#ifndef KERAS_GAUSS_NATIVE
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/resource_mgr.h"
 #include "tensorflow/core/framework/resource_var.h"
+#endif
 
 namespace tensorflow {
 namespace keras_gauss {
@@ -34,27 +38,39 @@ inline void PrefetchRow(const float* p, int64_t n) {
   __builtin_prefetch(p + n - 1, 1, 3);
 }
 
-// One table's buffers and row constraints.
+// One table's buffers and row constraints. Row r of the means starts at
+// means + r * mean_stride (the accumulator's likewise), of the variances at
+// variances + r * var_stride. The TensorFlow ops see four separate (V, d)
+// buffers (strides d and dv); the native library one interleaved buffer,
+// a row [mean | variance | mean accumulator | variance accumulator] padded
+// to whole cache lines, so a word's state is one contiguous block.
 struct Table {
   float* means = nullptr;
   float* variances = nullptr;
   float* mean_acc = nullptr;
   float* var_acc = nullptr;
   int64_t rows = 0;
+  int64_t mean_stride = 0;
+  int64_t var_stride = 0;
   float max_norm = 0.f;
   float min_variance = 0.f;
   float max_variance = 0.f;
+
+  float* Mean(int64_t row) const { return means + row * mean_stride; }
+  float* Var(int64_t row) const { return variances + row * var_stride; }
+  float* MeanAcc(int64_t row) const { return mean_acc + row * mean_stride; }
+  float* VarAcc(int64_t row) const { return var_acc + row * var_stride; }
 };
 
 // Prefetches the mean and variance rows of `row`, and with `accumulators`
 // their AdaGrad accumulators' rows too.
 inline void PrefetchRows(const Table& tb, int64_t row, int64_t d, int64_t dv,
                          bool accumulators = true) {
-  PrefetchRow(tb.means + row * d, d);
-  PrefetchRow(tb.variances + row * dv, dv);
+  PrefetchRow(tb.Mean(row), d);
+  PrefetchRow(tb.Var(row), dv);
   if (!accumulators) return;
-  PrefetchRow(tb.mean_acc + row * d, d);
-  PrefetchRow(tb.var_acc + row * dv, dv);
+  PrefetchRow(tb.MeanAcc(row), d);
+  PrefetchRow(tb.VarAcc(row), dv);
 }
 
 // Sums over the d dimensions run in kLanes independent lanes (lane j takes
@@ -257,8 +273,8 @@ inline void AddPairGradients(Energy energy, bool sph, int64_t d, float s,
 inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
                       const float* gm, const float* gv, float scale, float lr,
                       float eps) {
-  float* w = tb.means + row * d;
-  float* a = tb.mean_acc + row * d;
+  float* w = tb.Mean(row);
+  float* a = tb.MeanAcc(row);
 #pragma omp simd
   for (int64_t i = 0; i < d; ++i) {
     const float g = scale * gm[i];
@@ -275,8 +291,8 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
       for (int64_t i = 0; i < d; ++i) w[i] *= f;
     }
   }
-  float* v = tb.variances + row * dv;
-  float* va = tb.var_acc + row * dv;
+  float* v = tb.Var(row);
+  float* va = tb.VarAcc(row);
   const float lo = tb.min_variance, hi = tb.max_variance;
 #pragma omp simd
   for (int64_t i = 0; i < dv; ++i) {
@@ -289,6 +305,7 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
   }
 }
 
+#ifndef KERAS_GAUSS_NATIVE
 // The eight variables of a step (word means, word variances, context means,
 // context variances, then their four AdaGrad accumulators), looked up,
 // checked (float32, initialised, shapes, shared-table consistency), locked in
@@ -390,6 +407,8 @@ class StepVariables {
       tables_[t].mean_acc = vars_[4 + 2 * t]->tensor()->flat<float>().data();
       tables_[t].var_acc = vars_[5 + 2 * t]->tensor()->flat<float>().data();
       tables_[t].rows = vars_[2 * t]->tensor()->dim_size(0);
+      tables_[t].mean_stride = d_;
+      tables_[t].var_stride = dv_;
       tables_[t].max_norm = ctx->input(bounds).flat<float>()(t);
       tables_[t].min_variance = ctx->input(bounds + 1).flat<float>()(t);
       tables_[t].max_variance = ctx->input(bounds + 2).flat<float>()(t);
@@ -430,6 +449,7 @@ inline absl::Status CheckIds(const char* op, const char* input, const int32_t* i
   }
   return absl::OkStatus();
 }
+#endif  // KERAS_GAUSS_NATIVE
 
 }  // namespace keras_gauss
 }  // namespace tensorflow

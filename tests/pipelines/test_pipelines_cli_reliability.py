@@ -125,6 +125,20 @@ def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypat
         loss, pairs = real(*args, **kwargs)
         return loss * float("nan"), pairs
 
+    from keras_gauss.fused import native
+
+    real_native = native.NativeTables.train
+
+    def native_nan_loss(*args, **kwargs):
+        loss, pairs = real_native(*args, **kwargs)
+        return loss * float("nan"), pairs
+
+    # The native path (text files, no TensorFlow) and the TF op's.
+    monkeypatch.setattr(native.NativeTables, "train", native_nan_loss)
+    with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
+        train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
+                     str(corpus), tmp_path / "native", verbose=0, checkpoint_every=0)
+    monkeypatch.setattr(native, "native_available", lambda: False)
     monkeypatch.setattr(keras_gauss.fused, "skipgram_train", nan_loss)
     with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
         train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),

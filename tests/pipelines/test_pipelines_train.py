@@ -155,8 +155,10 @@ def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
 
 
 def test_fused_engine_without_the_op_trains_with_keras(tmp_path, monkeypatch):
+    from keras_gauss.fused import native
     from keras_gauss.fused import step
 
+    monkeypatch.setattr(native, "native_available", lambda: False)
     monkeypatch.setattr(step, "fused_available", lambda: False)
     monkeypatch.setattr("keras_gauss.fused.fused_available", lambda: False)
     corpus = topic_corpus(tmp_path / "corpus.txt", n=40)

@@ -102,3 +102,24 @@ def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
     path = fused_build.build()
     assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
     assert _record(path)["size"] == os.path.getsize(path)
+
+
+def test_native_library_is_cached_verified_and_rebuilt(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "native.cc"
+    source.write_text(TINY)
+    monkeypatch.setenv("KERAS_GAUSS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    monkeypatch.setattr(fused_build, "NATIVE_HEADERS", ())
+    path = fused_build.build_native()
+    err = capsys.readouterr().err
+    assert "compiling the native skip-gram trainer" in err and "done in" in err
+    assert "TensorFlow" not in err and err.count("\n") == 1
+    assert path != fused_build.library_path()
+    assert fused_build.build_native() == path and capsys.readouterr().err == ""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)
+    assert fused_build.build_native() == path
+    err = capsys.readouterr().err
+    assert "is damaged" in err and "rebuilding" in err and "done in" in err
+    assert os.path.getsize(path) == _record(path)["size"]

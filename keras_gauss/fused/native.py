@@ -1,0 +1,258 @@
+"""The fused skip-gram trainer without TensorFlow: `native.cc` through ctypes.
+
+`NativeTables` holds a word and a context table in the native trainer's
+layout: one float32 block per row, `[mean | variance | mean accumulator |
+variance accumulator]`, padded to whole 64-byte cache lines, so training a
+word touches one contiguous block instead of four rows of four tables.
+`NativeTables.train` is `keras_gauss.fused.skipgram_train` on these tables
+(the same kernel, triples and updates; with `num_threads=1` the same tables
+up to float rounding), and `means` / `variances` / `accumulators` give the
+Keras tables back (copies) once training is done.
+
+Example:
+
+>>> tables = NativeTables.initial(1000, 50, seed=0)  # doctest: +SKIP
+>>> loss, pairs = tables.train(ids, splits, seed=0, learning_rate=0.2,
+...                            negative_probs=probs, negative_alias=alias)  # doctest: +SKIP
+>>> word_means = tables.means(0)  # doctest: +SKIP
+"""
+
+import ctypes
+
+import numpy as np
+
+from keras_gauss.fused import build as _build
+
+_LINE = 16  # floats in a 64-byte cache line
+_P = ctypes.c_void_p
+_I64 = ctypes.c_int64
+_SIGNATURE = [
+    _P, _P, _I64, _I64, _I64, ctypes.c_int,  # tables, rows, stride, d, spherical
+    _P, _P, _I64,  # tokens, splits, sentences
+    _P, _P, _P, _I64,  # keep, probs, alias, outcomes
+    ctypes.c_uint64, _I64, ctypes.c_int, _I64, ctypes.c_int,  # seed, window, dynamic, k, shuffle
+    _I64, _I64, ctypes.c_int,  # batch_size, threads, energy
+    ctypes.c_float, ctypes.c_float, ctypes.c_float,  # learning_rate, margin, epsilon
+    _P, _P, _P,  # max_norm, min_variance, max_variance
+    ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_I64), ctypes.c_char_p, _I64,
+]
+
+
+def _library():
+    library = _build.load_native()
+    if library is None:
+        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
+    if not getattr(library, "_keras_gauss_ready", False):
+        library.kg_skipgram_train.argtypes = _SIGNATURE
+        library.kg_skipgram_train.restype = ctypes.c_int
+        library.kg_tokenizer_new.restype = _P
+        library.kg_tokenizer_free.argtypes = [_P]
+        library.kg_codepoints.argtypes = [ctypes.c_char_p, _I64, _P, _I64]
+        library.kg_codepoints.restype = _I64
+        library.kg_tokenizer_set_word.argtypes = [_P, _P, _I64]
+        library.kg_tokenize.argtypes = [_P, ctypes.c_char_p, _I64]
+        library.kg_tokenizer_sizes.argtypes = [_P, _P]
+        library.kg_tokenizer_export.argtypes = [_P, _P, _P, _P]
+        library._keras_gauss_ready = True
+    return library
+
+
+class NativeTokenizer:
+    """`keras_gauss.pipelines.tokenize`'s tokens of lowercased text, numbered
+    in C++ (`native.cc`): ids in order of first appearance.
+
+    Python classifies the non-ASCII characters (letters and numbers are word
+    characters: `str.isalnum`); the C++ side splits and hashes.
+
+    Example:
+
+    >>> tokenizer = NativeTokenizer()  # doctest: +SKIP
+    >>> tokenizer.add("don't 'quote' it\nit")  # doctest: +SKIP
+    >>> tokenizer.result()  # doctest: +SKIP
+    (["don't", 'quote', 'it'], array([0, 1, 2, 2]), array([3, 1]))
+    """
+
+    def __init__(self):
+        self._library = _library()
+        self._handle = self._library.kg_tokenizer_new()
+        self._classified = set()
+
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._library.kg_tokenizer_free(handle)
+
+    def add(self, text):
+        """Tokenizes lowercased `text`: lines separated by `"\\n"`, the last
+        one ending with the text."""
+        data = text.encode("utf-8")
+        if not text.isascii():
+            found = np.zeros(4096, np.int32)
+            count = self._library.kg_codepoints(data, len(data), found.ctypes.data, len(found))
+            if count > len(found):
+                found = np.zeros(count, np.int32)
+                self._library.kg_codepoints(data, len(data), found.ctypes.data, len(found))
+            new = [int(c) for c in found[:count] if int(c) not in self._classified]
+            self._classified.update(new)
+            words = np.array([c for c in new if chr(c).isalnum()], np.int32)
+            if len(words):
+                self._library.kg_tokenizer_set_word(self._handle, words.ctypes.data, len(words))
+        self._library.kg_tokenize(self._handle, data, len(data))
+
+    def __len__(self):
+        """Tokens so far."""
+        sizes = np.zeros(4, np.int64)
+        self._library.kg_tokenizer_sizes(self._handle, sizes.ctypes.data)
+        return int(sizes[0])
+
+    def result(self):
+        """`(types, ids, lengths)`: the distinct tokens, the int32 ids of all
+        tokens, the int64 number of tokens of every line."""
+        sizes = np.zeros(4, np.int64)
+        self._library.kg_tokenizer_sizes(self._handle, sizes.ctypes.data)
+        ids = np.zeros(sizes[0], np.int32)
+        lengths = np.zeros(sizes[1], np.int64)
+        types = ctypes.create_string_buffer(int(sizes[3]) + 1)
+        self._library.kg_tokenizer_export(self._handle, ids.ctypes.data, lengths.ctypes.data,
+                                          types)
+        names = types.raw[:int(sizes[3])].decode("utf-8").split("\n")[:-1] if sizes[2] else []
+        return names, ids, lengths
+
+
+def native_available():
+    """Whether the native trainer builds and loads here (compiles it once)."""
+    return _build.load_native() is not None
+
+
+def _aligned(shape):
+    """A zeroed float32 array of `shape` whose data starts on a 64-byte line."""
+    count = int(np.prod(shape))
+    raw = np.zeros(count + _LINE, np.float32)
+    offset = (-raw.ctypes.data % 64) // 4
+    return raw[offset:offset + count].reshape(shape)
+
+
+class NativeTables:
+    """A word and a context table of Gaussians in the native trainer's layout.
+
+    Args:
+        rows: rows of each table (the vocabulary size).
+        dim: embedding dimension `d`.
+        spherical: one variance per row instead of `d`.
+        bounds: `(max_norm, min_variance, max_variance)`, each a number or a
+            `(word, context)` pair (`max_norm` 0 or None: no bound).
+
+    Example:
+
+    >>> tables = NativeTables(3, 2)
+    >>> tables.set(0, means=np.ones((3, 2)), variances=np.ones((3, 2)))
+    >>> tables.means(0).tolist()
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+    """
+
+    def __init__(self, rows, dim, spherical=False, bounds=(None, None, None)):
+        self.rows, self.dim, self.spherical = int(rows), int(dim), bool(spherical)
+        self.dv = 1 if spherical else self.dim
+        self.stride = -(-2 * (self.dim + self.dv) // _LINE) * _LINE
+        self.data = [_aligned((self.rows, self.stride)) for _ in range(2)]
+        inf = float("inf")
+        pairs = [_pair(value, default)
+                 for value, default in zip(bounds, (0.0, -inf, inf))]
+        self.bounds = [np.asarray(pair, np.float32) for pair in pairs]
+
+    @classmethod
+    def initial(cls, rows, dim, seed=0, init_variance=1.0, mean_range=0.05, **kwargs):
+        """Tables initialised from `seed`: means uniform in +-`mean_range`,
+        variances `init_variance`, accumulators zero (NumPy's generator; not
+        the Keras initialisers' numbers)."""
+        tables = cls(rows, dim, **kwargs)
+        rng = np.random.default_rng(seed)
+        for t in range(2):
+            tables.set(t, means=rng.uniform(-mean_range, mean_range, (tables.rows, tables.dim)),
+                       variances=np.full((tables.rows, tables.dv), init_variance))
+        return tables
+
+    def _view(self, t, start, width):
+        return self.data[t][:, start:start + width]
+
+    def means(self, t):
+        """Table `t`'s (0 words, 1 contexts) means, `(rows, d)` (a copy)."""
+        return self._view(t, 0, self.dim).copy()
+
+    def variances(self, t):
+        """Table `t`'s variances, `(rows, d)` or `(rows, 1)` (a copy)."""
+        return self._view(t, self.dim, self.dv).copy()
+
+    def accumulators(self, t):
+        """Table `t`'s AdaGrad accumulators `(means', variances')` (copies)."""
+        return (self._view(t, self.dim + self.dv, self.dim).copy(),
+                self._view(t, 2 * self.dim + self.dv, self.dv).copy())
+
+    def set(self, t, means=None, variances=None, mean_accumulator=None,
+            variance_accumulator=None):
+        """Copies the given arrays into table `t` (0 words, 1 contexts)."""
+        starts = (0, self.dim, self.dim + self.dv, 2 * self.dim + self.dv)
+        widths = (self.dim, self.dv, self.dim, self.dv)
+        for value, start, width in zip((means, variances, mean_accumulator,
+                                        variance_accumulator), starts, widths):
+            if value is not None:
+                self._view(t, start, width)[...] = np.asarray(value, np.float32).reshape(
+                    self.rows, width)
+
+    def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
+              keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
+              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el"):
+        """`keras_gauss.fused.skipgram_train` on these tables (same arguments;
+        `num_threads=0`: the machine's cores).
+
+        Returns:
+            `(loss, pairs)`: the summed hinge loss and the pairs trained.
+
+        Raises:
+            ValueError: ids outside the tables, bad row splits or settings.
+        """
+        library = _library()
+        tokens = np.ascontiguousarray(tokens, np.int32)
+        splits = np.ascontiguousarray(row_splits, np.int64)
+        probs = np.ascontiguousarray(negative_probs, np.float32)
+        alias = np.ascontiguousarray(negative_alias, np.int32)
+        if splits.ndim != 1 or len(splits) < 1 or splits[-1] != len(tokens):
+            raise ValueError(f"`row_splits` must be a vector ending at {len(tokens)} (the "
+                             "number of tokens).")
+        if len(probs) != len(alias) or not 1 <= len(probs) <= self.rows:
+            raise ValueError("`negative_probs` and `negative_alias` must have the same "
+                             f"length, between 1 and {self.rows}.")
+        if keep is not None:
+            keep = np.ascontiguousarray(keep, np.float32)
+            if keep.shape != (self.rows,):
+                raise ValueError(f"`keep` must have {self.rows} values (one per word).")
+        if energy not in ("el", "kl"):
+            raise ValueError(f"`energy` must be 'el' or 'kl', got {energy!r}.")
+        for name, value in (("window", window), ("negatives", negatives),
+                            ("batch_size", batch_size)):
+            if int(value) < 1:
+                raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
+        loss, pairs = ctypes.c_double(), _I64()
+        error = ctypes.create_string_buffer(512)
+        status = library.kg_skipgram_train(
+            self.data[0].ctypes.data, self.data[1].ctypes.data, self.rows, self.stride,
+            self.dim, int(self.spherical), tokens.ctypes.data, splits.ctypes.data,
+            len(splits) - 1, None if keep is None else keep.ctypes.data, probs.ctypes.data,
+            alias.ctypes.data, len(probs), int(seed) & (2**64 - 1), int(window),
+            int(bool(dynamic_window)), int(negatives), int(bool(shuffle)), int(batch_size),
+            int(num_threads), int(energy == "kl"), float(learning_rate), float(margin),
+            float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
+            self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
+            len(error))
+        if status:
+            raise ValueError(f"native skipgram_train: {error.value.decode()}")
+        return loss.value, pairs.value
+
+
+def _pair(value, default):
+    if value is None:
+        return (default, default)
+    if np.ndim(value) == 0:
+        return (float(value), float(value))
+    word, context = value
+    return (default if word is None else float(word), default if context is None else float(context))

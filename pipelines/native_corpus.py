@@ -1,0 +1,346 @@
+"""The fused engine's corpus path without TensorFlow: text files to a written run.
+
+`train_corpus(engine="fused")` on text files (`.txt`, `.gz`, directories)
+runs here when the native trainer (`keras_gauss.fused.NativeTables`) builds:
+one pass reads and tokenizes the corpus in Python into token ids in memory
+(`read_corpus`), the vocabulary is counted from those ids, the native
+trainer runs the epochs on interleaved tables, and the run is written
+(`keras_gauss.pipelines.model_file` writes `model.keras` without Keras).
+Nothing imports TensorFlow or Keras.
+
+`tokenize_text` gives the tokens of `keras_gauss.pipelines.tokenize` (the
+`tf.strings` tokenizer): the same lowercasing, punctuation rules and
+splitting, written with Python's `re` (RE2's `\\s` is `[\\t\\n\\f\\r ]`, and
+`\\p{L}\\p{N}` is Python's `\\w` without `_`).
+"""
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from keras_gauss.pipelines.text_files import _check_text_file
+from keras_gauss.pipelines.text_files import _expand
+from keras_gauss.pipelines.text_files import gzip_chunks
+
+_SPACE = "\t\n\f\r "
+_NON_WORD = re.compile(rf"(?:[^\w{_SPACE}'’-]|_)+|['’-]{{2,}}")
+_LEADING_MARKS = re.compile(rf"(^|[{_SPACE}])['’-]+")
+_TRAILING_MARKS = re.compile(rf"['’-]+([{_SPACE}]|$)")
+_BLOCK_BYTES = 1 << 22
+# Corpora of at most this many tokens are read into memory (4 bytes each);
+# larger ones take the tf.data path, which streams.
+MAX_TOKENS = 1 << 28
+
+
+def tokenize_text(text):
+    """The tokens of every line of `text`, as `keras_gauss.pipelines.tokenize`
+    splits them (lowercased, punctuation removed, split on whitespace).
+
+    Args:
+        text: a string of lines separated by `"\\n"`.
+
+    Returns:
+        A list with one list of token strings per line.
+
+    Example:
+
+    >>> tokenize_text("Don't 'quote' state-of-the-art -- ok!\\nA_b")
+    [["don't", 'quote', 'state-of-the-art', 'ok'], ['a', 'b']]
+    """
+    text = _NON_WORD.sub(" ", text.lower())
+    text = _LEADING_MARKS.sub(r"\1", text)
+    text = _TRAILING_MARKS.sub(r"\1", text)
+    return [line.split() for line in text.split("\n")]
+
+
+def corpus_files(corpus):
+    """The text files of `corpus` when this path can read it, else None.
+
+    Args:
+        corpus: a corpus specification (`keras_gauss.pipelines.load_corpus`).
+
+    Returns:
+        A list of `Path`s (checked: present, UTF-8 text), or None for
+        corpora this path does not read (WordNet, `tfds:`, datasets).
+
+    Raises:
+        FileNotFoundError, ValueError: as `keras_gauss.pipelines.text_source`.
+    """
+    if not isinstance(corpus, (str, os.PathLike)):
+        return None
+    text = os.fspath(corpus)
+    if text == "wordnet" or text.startswith("tfds:"):
+        return None
+    files = _expand(Path(text).expanduser(), recursive=False)
+    for f in files:
+        _check_text_file(f)
+    return files
+
+
+def _blocks(path):
+    """Decoded text of `path` in blocks of whole lines (invalid UTF-8 as U+FFFD)."""
+    if path.suffix == ".gz":
+        pieces = gzip_chunks(path)
+    else:
+        def pieces():
+            with open(path, "rb") as f:
+                yield from iter(lambda: f.read(_BLOCK_BYTES), b"")
+        pieces = pieces()
+    pending = b""
+    for piece in pieces:
+        pending += piece
+        if len(pending) < _BLOCK_BYTES:
+            continue
+        cut = pending.rfind(b"\n") + 1
+        if cut:
+            yield pending[:cut - 1].decode("utf-8", "replace")
+            pending = pending[cut:]
+    if pending:
+        yield pending[:-1 if pending.endswith(b"\n") else None].decode("utf-8", "replace")
+
+
+def read_corpus(files):
+    """Reads and tokenizes text files into token ids, in one pass.
+
+    Lines are lowercased in Python and split and numbered in C++
+    (`keras_gauss.fused.native.NativeTokenizer`), giving the tokens of
+    `tokenize_text`.
+
+    Args:
+        files: text files (`.gz` decompressed), read in order, a line a
+            sentence.
+
+    Returns:
+        `(types, counts, ids, splits)`: every distinct token in order of
+        first appearance, its count (int64), the corpus as int32 ids into
+        `types`, and the int64 line boundaries in `ids` (lines + 1), or None
+        when the corpus has more than `MAX_TOKENS` tokens.
+    """
+    from keras_gauss.fused.native import NativeTokenizer
+
+    tokenizer = NativeTokenizer()
+    for path in files:
+        for block in _blocks(path):
+            tokenizer.add(block.lower())
+            if len(tokenizer) > MAX_TOKENS:
+                return None
+    types, ids, lengths = tokenizer.result()
+    splits = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    counts = np.bincount(ids, minlength=len(types)).astype(np.int64)
+    return types, counts, ids, splits
+
+
+def vocabulary(types, counts, min_count, max_size=None):
+    """The vocabulary `build_vocabulary` keeps: words by count (descending),
+    ties by word, at least `min_count`, at most `max_size`.
+
+    Returns:
+        `(words, counts, remap)`: the kept words and counts, and `remap`, the
+        new id of every type (-1: dropped).
+    """
+    order = sorted(range(len(types)), key=lambda i: (-counts[i], types[i]))
+    kept = [i for i in order if counts[i] >= min_count][:max_size]
+    remap = np.full(len(types), -1, np.int32)
+    remap[np.asarray(kept, np.int64)] = np.arange(len(kept), dtype=np.int32)
+    return [types[i] for i in kept], counts[np.asarray(kept, np.int64)], remap
+
+
+def in_vocabulary(ids, splits, remap):
+    """`(ids, splits)` with every id mapped by `remap` and the dropped (-1)
+    tokens removed, line boundaries kept."""
+    mapped = remap[ids]
+    keep = mapped >= 0
+    kept = np.zeros(len(ids) + 1, np.int64)
+    np.cumsum(keep, out=kept[1:])
+    return mapped[keep], kept[splits]
+
+
+def shuffled_lines(ids, splits, rng):
+    """The lines of `(ids, splits)` in a random order (`rng`, a NumPy Generator)."""
+    lengths = np.diff(splits)
+    order = rng.permutation(len(lengths))
+    new_lengths = lengths[order]
+    new_splits = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(new_lengths, out=new_splits[1:])
+    index = np.repeat(splits[:-1][order] - new_splits[:-1], new_lengths)
+    index += np.arange(len(index), dtype=np.int64)
+    return ids[index], new_splits
+
+
+def _threads(config):
+    if config.threads:
+        return config.threads
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _chunks(ids, splits, tokens):
+    """`(ids, splits)` cut at line boundaries into pieces of about `tokens`."""
+    lines = len(splits) - 1
+    start = 0
+    while start < lines:
+        end = int(np.searchsorted(splits, splits[start] + tokens, side="right")) - 1
+        end = min(max(end, start + 1), lines)
+        yield ids[splits[start]:splits[end]], splits[start:end + 1] - splits[start]
+        start = end
+
+
+def available(config, corpus, vocab=None, callbacks=None):
+    """Whether `train_corpus(config, corpus, ...)` can run here: the fused
+    engine, no prebuilt vocabulary or callbacks, a text corpus, and the
+    native trainer builds."""
+    if config.engine != "fused" or vocab is not None or callbacks:
+        return False
+    if not isinstance(corpus, (str, os.PathLike)):
+        return False
+    if os.fspath(corpus) == "wordnet" or os.fspath(corpus).startswith("tfds:"):
+        return False
+    from keras_gauss.fused.native import native_available
+
+    return native_available()
+
+
+def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
+    """`keras_gauss.pipelines.train_corpus` for the fused engine on text files,
+    without TensorFlow (see the module docstring); the same run files.
+
+    Returns:
+        The metrics dict, or None when the corpus has more than `MAX_TOKENS`
+        tokens (nothing was written; use the streaming path).
+    """
+    import json
+    import time
+
+    from keras_gauss.callbacks.progress_core import Progress
+    from keras_gauss.callbacks.progress_phase import Phase
+    from keras_gauss.checks import check_loss
+    from keras_gauss.checks import check_tables_finite
+    from keras_gauss.fused.native import NativeTables
+    from keras_gauss.fused.sampling import alias_table
+    from keras_gauss.io import atomic_directory
+    from keras_gauss.io import check_output_dir
+    from keras_gauss.pipelines.model_file import corpus_model_config
+    from keras_gauss.pipelines.model_file import write_corpus_model
+    from keras_gauss.pipelines.sampling import keep_probabilities
+    from keras_gauss.runs import check_table_memory
+    from keras_gauss.runs import jsonable
+    from keras_gauss.runs import write_run_info
+
+    config.validate()
+    check_output_dir(out_dir, overwrite)
+    counting = Phase("counting the vocabulary", verbose)
+    files = corpus_files(corpus)
+    read = read_corpus(files)
+    if read is None:
+        return None
+    types, type_counts, ids, splits = read
+    if not types:
+        raise ValueError(f"corpus {os.fspath(corpus)!r} contains no tokens")
+    words, counts, remap = vocabulary(types, type_counts, config.min_count, config.max_size)
+    if not words:
+        top = int(np.argmax(type_counts))
+        raise ValueError(
+            f"vocabulary of corpus {os.fspath(corpus)!r} is empty after min_count="
+            f"{config.min_count} (most frequent word {types[top]!r} occurs "
+            f"{int(type_counts[top])} times)")
+    ids, splits = in_vocabulary(ids, splits, remap)
+    counting.done()
+    rows = len(words)
+    check_table_memory(rows, config.dim, tables=2)
+    check_output_dir(out_dir, overwrite, need_bytes=32 * rows * config.dim + (1 << 20))
+    spherical = config.covariance == "spherical"
+    tables = NativeTables.initial(
+        rows, config.dim, seed=config.seed, init_variance=config.init_variance,
+        spherical=spherical,
+        bounds=(config.max_norm, config.min_variance, config.max_variance))
+    for t in range(2):  # SparseAdagrad's initial_accumulator_value
+        tables.set(t, mean_accumulator=np.full((rows, config.dim), 1e-6),
+                   variance_accumulator=np.full((rows, tables.dv), 1e-6))
+    if verbose:
+        print(f"{rows:,} words, {int(counts.sum()):,} tokens; {config.dim}-d "
+              f"{config.covariance} {config.energy.upper()}, window {config.window}, "
+              f"{config.negatives} negative(s), {config.epochs} epoch(s), "
+              f"engine {config.engine}")
+    Phase("setting up the fused step", verbose)  # ends when training starts
+    probs, alias = alias_table(counts.astype(np.float64) ** 0.75)
+    keep = None
+    if config.sample > 0:
+        keep = keep_probabilities(counts, config.sample).astype(np.float32)
+    rng = np.random.default_rng(config.seed)
+    threads = _threads(config)
+    progress = Progress(unit="pairs", batch_size=config.batch_size,
+                        mode={0: "off", 1: "auto"}.get(verbose, "lines"))
+    progress.set_params({"epochs": config.epochs, "steps": len(ids)})
+    progress.on_train_begin()
+    start = time.perf_counter()
+    total_pairs, losses, iterations = 0, [], 0
+    for epoch in range(config.epochs):
+        progress.on_epoch_begin(epoch)
+        epoch_ids, epoch_splits = shuffled_lines(ids, splits, rng)
+        pairs, loss, seen = 0, 0.0, 0
+        for index, (chunk_ids, chunk_splits) in enumerate(
+                _chunks(epoch_ids, epoch_splits, 1 << 20)):
+            seed = (config.seed << 40) + (epoch << 24) + index
+            chunk_loss, chunk_pairs = tables.train(
+                chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
+                keep=keep, window=config.window, dynamic_window=config.dynamic_window,
+                negatives=config.negatives, batch_size=config.batch_size,
+                num_threads=threads, margin=config.margin, epsilon=1e-7,
+                energy=config.energy)
+            pairs += chunk_pairs
+            loss += chunk_loss
+            check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
+            seen += len(chunk_ids)
+            progress.on_train_batch_end(seen - 1, {"loss": loss / max(pairs, 1),
+                                                   "pairs": pairs})
+        iterations += -(-pairs // config.batch_size)
+        total_pairs += pairs
+        losses.append(loss / max(pairs, 1))
+        progress.on_epoch_end(epoch, {"loss": losses[-1], "pairs": pairs})
+    progress.on_train_end()
+    train_seconds = time.perf_counter() - start
+    arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
+    for t, name in ((0, "words"), (1, "contexts")):
+        check_tables_finite(arrays[2 * t], arrays[2 * t + 1], f"table {name!r}")
+    if not total_pairs:
+        raise ValueError("the corpus yields no (word, context) pairs: every line has "
+                         "fewer than two in-vocabulary tokens.")
+    tokens = int(counts.sum()) * config.epochs
+    metrics = jsonable({
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / config.epochs,
+        "pairs": total_pairs,
+        "pairs_per_second": total_pairs / train_seconds,
+        "tokens": tokens,
+        "tokens_per_second": tokens / train_seconds,
+        "final_loss": losses[-1] if losses else None,
+        "loss_per_epoch": losses,
+        "vocab_size": rows,
+        "batch_size": config.batch_size,
+        "config": _asdict(config),
+    })
+    model_config = corpus_model_config(
+        rows, config.dim, config.negatives, config.energy, config.covariance,
+        config.max_norm, config.min_variance, config.max_variance, config.seed,
+        config.init_variance, config.learning_rate, config.margin)
+    accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
+    with Phase(f"saving the run to {out_dir}", verbose), \
+            atomic_directory(out_dir, overwrite) as tmp:
+        write_corpus_model(tmp / "model.keras", arrays, accumulators, model_config,
+                           iterations=iterations)
+        with open(tmp / "vocab.tsv", "w", encoding="utf-8") as f:
+            f.writelines(f"{w}\t{c}\n" for w, c in zip(words, counts.tolist()))
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
+                       vocabulary="vocab.tsv", context_table="contexts")
+    return metrics
+
+
+def _asdict(config):
+    import dataclasses
+
+    return dataclasses.asdict(config)

@@ -1,0 +1,207 @@
+"""The fused engine's TensorFlow-free path: same tokens, vocabulary and run files."""
+
+import gzip
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_gauss.fused.native import native_available
+from keras_gauss.pipelines import native_corpus
+from keras_gauss.pipelines.train import CorpusConfig
+
+from test_pipelines_train import topic_corpus
+
+NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / \
+    "news2017.txt.gz"
+needs_native = pytest.mark.skipif(not native_available(),
+                                  reason="the native trainer did not build")
+
+TRICKY = [
+    "Don't 'quote' state-of-the-art -- ok!", "İstanbul ΣΑΣ Straße ǅemal ﬁ ẞ",
+    "a_b __ x\u00a0y\u2028z\x0bw\x1cq\tt\x85u", "--a- -b' 'c ’d’ e--f ‘g’ h’’i",
+    "١٢٣ ½ Ⅻ x² e\u0301 cafe\u0301 \u200bzw\u00adsp \ufeffbom", "'", "", "a'-b -'x' y''",
+    "A\r", "日本語の文 and 中文", "emoji 🙂 ok 👍🏽 fine",
+]
+
+
+@needs_native
+def test_tokens_equal_the_tensorflow_tokenizer():
+    import tensorflow as tf
+
+    from keras_gauss.fused.native import NativeTokenizer
+    from keras_gauss.pipelines.tokens import tokenize
+
+    want = [[t.decode() for t in line] for line in tokenize(tf.constant(TRICKY)).to_list()]
+    assert native_corpus.tokenize_text("\n".join(TRICKY)) == want
+    tokenizer = NativeTokenizer()
+    tokenizer.add("\n".join(TRICKY[:5]).lower())
+    tokenizer.add("\n".join(TRICKY[5:]).lower())
+    types, ids, lengths = tokenizer.result()
+    assert lengths.tolist() == [len(line) for line in want]
+    assert [types[i] for i in ids] == [t for line in want for t in line]
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["corpus.txt", "corpus.txt.gz"])
+def test_vocabulary_equals_build_vocabulary(tmp_path, name):
+    from keras_gauss.pipelines import build_vocabulary
+
+    lines = TRICKY * 3 + ["the cat and the dog", "The Cat's cat"] * 4
+    text = "".join(line + "\n" for line in lines).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    want = build_vocabulary(str(path), min_count=2)
+    types, counts, ids, splits = native_corpus.read_corpus(native_corpus.corpus_files(path))
+    words, kept, remap = native_corpus.vocabulary(types, counts, min_count=2)
+    assert tuple(words) == want.words and kept.tolist() == want.counts.tolist()
+    assert len(splits) == len(lines) + 1
+    ids, splits = native_corpus.in_vocabulary(ids, splits, remap)
+    assert len(ids) == want.total and splits[-1] == want.total
+
+
+@pytest.mark.skipif(not NEWS.exists(), reason="news2017 is not in /work/shared/data")
+@needs_native
+def test_news2017_vocabulary_equals_build_vocabulary():
+    from keras_gauss.pipelines import build_vocabulary
+
+    want = build_vocabulary(str(NEWS), min_count=5)
+    types, counts, _, _ = native_corpus.read_corpus([NEWS])
+    words, kept, _ = native_corpus.vocabulary(types, counts, min_count=5)
+    assert tuple(words) == want.words and kept.tolist() == want.counts.tolist()
+
+
+def test_shuffled_lines_keep_every_line():
+    ids = np.arange(10, dtype=np.int32)
+    splits = np.array([0, 3, 3, 7, 10])
+    out, out_splits = native_corpus.shuffled_lines(ids, splits, np.random.default_rng(1))
+    lines = sorted(tuple(out[a:b]) for a, b in zip(out_splits[:-1], out_splits[1:]))
+    assert lines == sorted(tuple(ids[a:b]) for a, b in zip(splits[:-1], splits[1:]))
+
+
+SCRIPT = """
+import json, sys
+from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+config = CorpusConfig(**json.loads(sys.argv[3]))
+metrics = train_corpus(config, sys.argv[1], sys.argv[2], verbose=0, checkpoint_every=0)
+print(json.dumps({"tf": "tensorflow" in sys.modules, "keras": "keras" in sys.modules,
+                  "pairs": metrics["pairs"]}))
+"""
+
+
+@needs_native
+@pytest.mark.parametrize("energy,covariance", [("el", "diagonal"), ("kl", "spherical")])
+def test_run_is_written_without_tensorflow_and_loads(tmp_path, energy, covariance):
+    from keras_gauss.runs import load_run
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
+    settings = dict(dim=8, epochs=3, window=3, min_count=1, sample=0.0, batch_size=64,
+                    learning_rate=0.2, energy=energy, covariance=covariance, threads=1)
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(corpus), str(tmp_path / "run"),
+                             json.dumps(settings)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["tf"] is False and report["keras"] is False and report["pairs"] > 0
+    run = load_run(tmp_path / "run")
+    means, variances = run.tables()
+    assert means.shape == (len(run.words), 8)
+    assert tuple(run.table.variances.shape) == (len(run.words),
+                                                1 if covariance == "spherical" else 8)
+    assert np.isfinite(means).all() and (variances > 0).all()
+    optimizer = run.model.optimizer
+    assert int(optimizer.iterations.numpy()) > 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["config"]["energy"] == energy and metrics["pairs"] == report["pairs"]
+    assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
+
+
+@pytest.mark.parametrize("energy", ["el", "kl"])
+@pytest.mark.parametrize("covariance", ["diagonal", "spherical"])
+@pytest.mark.parametrize("negatives,max_norm", [(1, 4.0), (3, None)])
+def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, negatives,
+                                             max_norm):
+    import keras
+
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.pipelines.model import build_corpus_model
+    from keras_gauss.pipelines.model_file import corpus_model_config
+    from keras_gauss.pipelines.model_file import write_corpus_model
+
+    rows, dim = 7, 5
+    settings = (rows, dim, negatives, energy, covariance, max_norm, 0.05, 5.0, 3, 1.5, 0.3,
+                0.5)
+    keras.backend.clear_session()  # the layer names of a fresh process
+    model = build_corpus_model(
+        rows, dim, negatives=negatives, energy=energy, covariance=covariance,
+        max_norm=max_norm, min_variance=0.05, max_variance=5.0,
+        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=3),
+        variance_initializer=keras.initializers.Constant(1.5), margin=0.5)
+    model.compile(optimizer=SparseAdagrad(0.3), loss=MaxMarginRanking(0.5))
+    model.optimizer.build(model.trainable_variables)
+    want = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
+    assert corpus_model_config(*settings) == want
+
+    rng = np.random.default_rng(0)
+    dv = 1 if covariance == "spherical" else dim
+    shapes = [(rows, dim), (rows, dv)] * 2
+    tables = [rng.random(s).astype("float32") + 0.1 for s in shapes]
+    accumulators = [rng.random(s).astype("float32") for s in shapes]
+    path = tmp_path / "model.keras"
+    write_corpus_model(path, tables, accumulators, corpus_model_config(*settings),
+                       iterations=17)
+    assert sorted(zipfile.ZipFile(path).namelist()) == [
+        "config.json", "metadata.json", "model.weights.h5"]
+    loaded = keras.saving.load_model(path)
+    got = [loaded.get_layer("words").means, loaded.get_layer("words").variances,
+           loaded.get_layer("contexts").means, loaded.get_layer("contexts").variances]
+    for a, b in zip(got, tables):
+        np.testing.assert_array_equal(a.numpy(), b)
+    optimizer = loaded.optimizer
+    assert int(optimizer.iterations.numpy()) == 17
+    for variable, accumulator in zip(loaded.trainable_variables, accumulators):
+        slot = optimizer._accumulators[optimizer._get_variable_index(variable)]
+        np.testing.assert_array_equal(slot.numpy(), accumulator)
+    # Keras's own file of the same model holds the same weight paths.
+    for variable, value in zip(model.trainable_variables, tables):
+        variable.assign(value)
+    model.save(tmp_path / "keras.keras")
+    import h5py
+
+    def tree(name):
+        with zipfile.ZipFile(name) as archive, archive.open("model.weights.h5") as f, \
+                h5py.File(f) as h5:
+            items = []
+            h5.visititems(lambda key, obj: items.append(
+                (key, dict(obj.attrs), getattr(obj, "shape", None))))
+            return items
+
+    assert tree(path) == tree(tmp_path / "keras.keras")
+
+
+@needs_native
+def test_bad_corpora_name_the_problem(tmp_path):
+    from keras_gauss.pipelines.train import train_corpus
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="contains no tokens"):
+        train_corpus(CorpusConfig(), empty, tmp_path / "a", verbose=0, checkpoint_every=0)
+    rare = tmp_path / "rare.txt"
+    rare.write_text("one two\n")
+    with pytest.raises(ValueError, match="empty after min_count=5"):
+        train_corpus(CorpusConfig(), rare, tmp_path / "b", verbose=0, checkpoint_every=0)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"ab\0cd\n")
+    with pytest.raises(ValueError, match="binary file"):
+        train_corpus(CorpusConfig(), binary, tmp_path / "c", verbose=0, checkpoint_every=0)
+    truncated = tmp_path / "truncated.txt.gz"
+    truncated.write_bytes(gzip.compress(b"the cat\n" * 5000)[:-40])
+    with pytest.raises(ValueError, match="truncated"):
+        train_corpus(CorpusConfig(min_count=1), truncated, tmp_path / "d", verbose=0,
+                     checkpoint_every=0)
+    assert not any((tmp_path / name).exists() for name in "abcd")

@@ -350,25 +350,19 @@ def load():
         The module returned by `tf.load_op_library`, or None if the library
         cannot be built or loaded (one warning is logged, with the reason).
     """
-    with _lock:
-        if _state["tried"]:
-            return _state["module"]
-        _state["tried"] = True
-        if os.environ.get("KERAS_GAUSS_DISABLE_FUSED", "0") not in ("", "0"):
-            _state["error"] = "disabled by KERAS_GAUSS_DISABLE_FUSED"
-            return None
-        try:
-            import tensorflow as tf
+    def open_op(path):
+        import tensorflow as tf
 
-            _state["module"] = tf.load_op_library(build())
-        except Exception as error:  # noqa: BLE001 - any failure means fallback
-            _state["error"] = f"{type(error).__name__}: {error}"
-            logger.warning(
-                "keras_gauss: the fused training op is unavailable (%s); "
-                "using the pure TensorFlow step instead.",
-                _state["error"],
-            )
-        return _state["module"]
+        return tf.load_op_library(path)
+
+    def warn(reason):
+        logger.warning(
+            "keras_gauss: the fused training op is unavailable (%s); "
+            "using the pure TensorFlow step instead.",
+            reason,
+        )
+
+    return _load_once(_state, build, open_op, on_failure=warn)
 
 
 def load_native():
@@ -379,20 +373,29 @@ def load_native():
         reason is in `native_error()`; nothing is logged: callers fall back
         to the TensorFlow op).
     """
+    import ctypes
+
+    return _load_once(_native_state, build_native, ctypes.CDLL)
+
+
+def _load_once(state, build_library, open_library, on_failure=None):
+    """Builds and opens a library once per process; `state` keeps the module
+    (None on failure) and the reason it failed, and `on_failure(reason)` is
+    called by the one call that tried (not when disabled by the environment)."""
     with _lock:
-        if _native_state["tried"]:
-            return _native_state["module"]
-        _native_state["tried"] = True
+        if state["tried"]:
+            return state["module"]
+        state["tried"] = True
         if os.environ.get("KERAS_GAUSS_DISABLE_FUSED", "0") not in ("", "0"):
-            _native_state["error"] = "disabled by KERAS_GAUSS_DISABLE_FUSED"
+            state["error"] = "disabled by KERAS_GAUSS_DISABLE_FUSED"
             return None
         try:
-            import ctypes
-
-            _native_state["module"] = ctypes.CDLL(build_native())
+            state["module"] = open_library(build_library())
         except Exception as error:  # noqa: BLE001 - any failure means fallback
-            _native_state["error"] = f"{type(error).__name__}: {error}"
-        return _native_state["module"]
+            state["error"] = f"{type(error).__name__}: {error}"
+            if on_failure is not None:
+                on_failure(state["error"])
+        return state["module"]
 
 
 def error():

@@ -157,5 +157,7 @@ def plot_gaussians(means, variances, labels, ax=None, num_std=1.0, colors=None,
     if title:
         ax.set_title(title)
     # Narrow Gaussians' labels move; the broad ones' (listed first) stay.
+    # The equal aspect moves the axes box when drawn: fix it before measuring.
+    ax.apply_aspect()
     _place_labels(ax, texts)
     return ax

@@ -34,3 +34,23 @@ def test_bad_arguments():
         mass_radius(1.0)
     with pytest.raises(ValueError, match="label_position"):
         plot_gaussians([[0, 0]], [[1, 1]], ["a"], label_position="left")
+
+
+
+@pytest.mark.parametrize("position", ["center", "top"])
+def test_labels_do_not_overprint_once_drawn_in_a_tall_panel(position):
+    # an equal-aspect panel of a tall figure gets shorter when drawn: labels
+    # stacked one step apart before that collide after, unless they are
+    # placed in the drawn transform
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 1, figsize=(3, 12))
+    means = np.array([[0.0, 0.0], [0.0, -0.02], [0.0, 0.02]])
+    variances = np.array([1.0, 0.01, 0.01])[:, None] * np.ones((3, 2))
+    labels = ["mammal", "carnivore_a", "carnivore_b"]
+    ax = plot_gaussians(means, variances, labels, ax=axes[0], mass=0.9, label_position=position)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert not any(boxes[i].overlaps(boxes[j]) for i in range(3) for j in range(i))
+    plt.close(figure)

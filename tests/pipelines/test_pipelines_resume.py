@@ -18,7 +18,6 @@ from keras_gauss.fused.native import native_available
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
 from keras_gauss.runs import load_run
 
-TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "128", "--seed", "3", "--quiet"]
 # "fused": the default path on text files, the native trainer (no TensorFlow);
@@ -51,12 +50,8 @@ def _small_chunks():
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 8)) for i in range(2000)]
-    path = tmp_path_factory.mktemp("resume") / "corpus.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def corpus(two_topic_corpus):
+    return two_topic_corpus(2000, 8)
 
 
 def _argv(corpus, engine):

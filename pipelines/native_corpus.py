@@ -434,7 +434,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, checkpoint
 
 
 def _layout(tables):
-    """What the interleaved arrays of a checkpoint hold (checked on resume)."""
+    """The shape of the interleaved arrays of a checkpoint, saved in its state
+    for readers (a resume checks the arrays' shapes, `_restore`)."""
     return {"rows": tables.rows, "dim": tables.dim, "dv": tables.dv, "stride": tables.stride}
 
 

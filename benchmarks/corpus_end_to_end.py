@@ -7,6 +7,12 @@ run (`model.keras`, vocabulary, metrics). Each process is timed from start
 to exit (wall seconds, and peak memory of the child), interleaved, best of
 `--repeats`, with the load average.
 
+Ours runs three ways: with the default settings (a checkpoint every 10
+minutes: none is due in a short run, but the checkpointing path runs), with
+`--checkpoint-every 0` (no checkpoints), and with `--checkpoint-every 1e-9`
+(a checkpoint after every chunk of 2^20 tokens: the cost of checkpoints,
+written by a background thread, at the most frequent they can be).
+
 Usage (from the repository root):
 
     python benchmarks/corpus_end_to_end.py [--repeats 3] [--corpus news2017.txt.gz]
@@ -61,14 +67,16 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         ours = [python, "-m", "keras_gauss.cli", "train-corpus", "--corpus", args.corpus,
                 "--out", str(Path(tmp) / "run"), "--overwrite", "-q", "--window", "5",
-                "--sample", "0", "--epochs", "1", "--threads", str(args.threads),
-                "--checkpoint-every", "0"]
+                "--sample", "0", "--epochs", "1", "--threads", str(args.threads)]
         theirs = [python, "-c", GENSIM, args.corpus, str(args.threads)]
         run(ours)  # builds (or verifies) the native library once
+        commands = (("gensim", theirs), ("train-corpus (defaults)", ours),
+                    ("train-corpus, no checkpoints", ours + ["--checkpoint-every", "0"]),
+                    ("train-corpus, every chunk", ours + ["--checkpoint-every", "1e-9"]))
         best = {}
         for repeat in range(args.repeats):
             line = []
-            for name, command in (("gensim", theirs), ("keras-gauss train-corpus", ours)):
+            for name, command in commands:
                 seconds, cpu, rss = run(command)
                 if seconds < best.get(name, (float("inf"),))[0]:
                     best[name] = (seconds, cpu, rss)
@@ -76,9 +84,13 @@ def main(argv=None):
             print(f"repeat {repeat + 1}: " + ", ".join(line) + f"; {load_average()}",
                   flush=True)
     base = best["gensim"][0]
-    print(f"\n{'process':<28} {'best s':>8} {'CPU-s':>7} {'peak MB':>8} {'/ gensim':>9}")
+    print(f"\n{'process':<30} {'best s':>8} {'CPU-s':>7} {'peak MB':>8} {'/ gensim':>9}")
     for name, (seconds, cpu, rss) in best.items():
-        print(f"{name:<28} {seconds:8.2f} {cpu:7.1f} {rss:8.0f} {seconds / base:9.2f}")
+        print(f"{name:<30} {seconds:8.2f} {cpu:7.1f} {rss:8.0f} {seconds / base:9.2f}")
+    plain = best["train-corpus, no checkpoints"][0]
+    print(f"checkpoint cost: defaults / no checkpoints "
+          f"{best['train-corpus (defaults)'][0] / plain:.3f}, every chunk / no checkpoints "
+          f"{best['train-corpus, every chunk'][0] / plain:.3f}")
     print(f"target: train-corpus / gensim <= 1.25. {load_average()}")
 
 

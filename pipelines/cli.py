@@ -55,8 +55,8 @@ def add_parser(subparsers):
     train.add_argument("--fused", dest="engine", action="store_const", const="fused",
                        help="same as --engine fused")
     train.add_argument("--threads", type=int, default=defaults.threads,
-                       help="threads of --engine fused (default: 0, TensorFlow's "
-                            "intra-op pool size)")
+                       help="threads of --engine fused (default: 0, the cores this "
+                            "process may use)")
     train.set_defaults(handler=run_train_corpus)
 
     evaluate = subparsers.add_parser(

@@ -8,6 +8,15 @@ trainer runs the epochs on interleaved tables, and the run is written
 (`keras_gauss.pipelines.model_file` writes `model.keras` without Keras).
 Nothing imports TensorFlow or Keras.
 
+Checkpoints (`keras_gauss.checkpoint`, engine `"fused-native"` in the
+state) hold the two interleaved tables as they are (`native/0` words,
+`native/1` contexts: means, variances and accumulators of a row in one
+block), the position (epoch, chunk) and the running totals. Epoch `e`
+shuffles the lines with `epoch_seed(seed, e)` and cuts them into chunks of
+`CHUNK_TOKENS`; chunk `i` trains with the seed `seed << 40 | e << 24 | i`,
+so the position is the whole random state and a resumed run with one thread
+ends with the tables of an uninterrupted one, bit for bit.
+
 `tokenize_text` gives the tokens of `keras_gauss.pipelines.tokenize` (the
 `tf.strings` tokenizer): the same lowercasing, punctuation rules and
 splitting, written with Python's `re` (RE2's `\\s` is `[\\t\\n\\f\\r ]`, and
@@ -32,6 +41,13 @@ _BLOCK_BYTES = 1 << 22
 # Corpora of at most this many tokens are read into memory (4 bytes each);
 # larger ones take the tf.data path, which streams.
 MAX_TOKENS = 1 << 28
+# Tokens per call of the native trainer (a chunk: the unit of checkpoints).
+CHUNK_TOKENS = 1 << 20
+# Test hook: chunks of this many tokens instead, so that a tiny corpus has
+# several chunks an epoch (kill and resume tests).
+CHUNK_TOKENS_VARIABLE = "KERAS_GAUSS_TEST_CHUNK_TOKENS"
+# The engine a native checkpoint names (the TF op's checkpoints say "fused").
+ENGINE = "fused-native"
 
 
 def tokenize_text(text):
@@ -178,6 +194,32 @@ def _threads(config):
     return os.cpu_count() or 1
 
 
+def _chunk_tokens():
+    return int(os.environ.get(CHUNK_TOKENS_VARIABLE) or CHUNK_TOKENS)
+
+
+def epoch_chunks(ids, splits, seed, epoch):
+    """Epoch `epoch`'s chunks of `(ids, splits)`: the lines shuffled with
+    `epoch_seed(seed, epoch)` and cut into chunks of about `CHUNK_TOKENS`
+    (a function of the seed and the epoch only)."""
+    from keras_gauss.checkpoint import epoch_seed
+
+    rng = np.random.default_rng(epoch_seed(seed, epoch))
+    epoch_ids, epoch_splits = shuffled_lines(ids, splits, rng)
+    return _chunks(epoch_ids, epoch_splits, _chunk_tokens())
+
+
+def vocabulary_fingerprint(words, counts):
+    """Size, tokens and a hash of the words and counts (as the TF path's
+    `_vocabulary_fingerprint`): a resumed run must count the same vocabulary."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(words).encode("utf-8"))
+    digest.update(np.asarray(counts, dtype="<i8").tobytes())
+    return (f"{len(words)} words, {int(np.sum(counts))} tokens, "
+            f"sha256 {digest.hexdigest()[:16]}")
+
+
 def _chunks(ids, splits, tokens):
     """`(ids, splits)` cut at line boundaries into pieces of about `tokens`."""
     lines = len(splits) - 1
@@ -204,19 +246,36 @@ def available(config, corpus, vocab=None, callbacks=None):
     return native_available()
 
 
-def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
+def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, checkpoint_every=0.0,
+                 resume=None):
     """`keras_gauss.pipelines.train_corpus` for the fused engine on text files,
     without TensorFlow (see the module docstring); the same run files.
+
+    Args:
+        config, corpus, out_dir, overwrite, verbose: as
+            `keras_gauss.pipelines.train_corpus`.
+        checkpoint_every: minutes between checkpoints (0: none), written
+            between two chunks.
+        resume: `(state, arrays)` of the checkpoint to continue (from
+            `keras_gauss.checkpoint.load_for_resume`, engine `ENGINE`), or None.
 
     Returns:
         The metrics dict, or None when the corpus has more than `MAX_TOKENS`
         tokens (nothing was written; use the streaming path).
+
+    Raises:
+        keras_gauss.checkpoint.CheckpointError: `resume` on another corpus
+            or a checkpoint whose tables do not fit this run (one line).
     """
+    import dataclasses
     import json
     import time
 
     from keras_gauss.callbacks.progress_core import Progress
     from keras_gauss.callbacks.progress_phase import Phase
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import Checkpointer
+    from keras_gauss.checkpoint import has_checkpoint
     from keras_gauss.checks import check_loss
     from keras_gauss.checks import check_tables_finite
     from keras_gauss.fused.native import NativeTables
@@ -231,7 +290,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
     from keras_gauss.runs import write_run_info
 
     config.validate()
-    check_output_dir(out_dir, overwrite)
+    state, saved = resume if resume is not None else (None, None)
+    check_output_dir(out_dir, overwrite or resume is not None)
     counting = Phase("counting the vocabulary", verbose)
     files = corpus_files(corpus)
     read = read_corpus(files)
@@ -249,9 +309,16 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
             f"{int(type_counts[top])} times)")
     ids, splits = in_vocabulary(ids, splits, remap)
     counting.done()
+    corpus_id = vocabulary_fingerprint(words, counts)
+    if state is not None and state.get("vocabulary") != corpus_id:
+        raise CheckpointError(f"--resume {out_dir}: the corpus differs from the one the run "
+                              f"started on (vocabulary {corpus_id}, checkpoint "
+                              f"{state.get('vocabulary')}).")
     rows = len(words)
     check_table_memory(rows, config.dim, tables=2)
-    check_output_dir(out_dir, overwrite, need_bytes=32 * rows * config.dim + (1 << 20))
+    check_output_dir(out_dir, overwrite or resume is not None,
+                     need_bytes=(96 if checkpoint_every else 32) * rows * config.dim
+                     + (1 << 20))
     spherical = config.covariance == "spherical"
     tables = NativeTables.initial(
         rows, config.dim, seed=config.seed, init_variance=config.init_variance,
@@ -260,30 +327,46 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
     for t in range(2):  # SparseAdagrad's initial_accumulator_value
         tables.set(t, mean_accumulator=np.full((rows, config.dim), 1e-6),
                    variance_accumulator=np.full((rows, tables.dv), 1e-6))
+    if saved is not None:
+        _restore(tables, saved, out_dir)
     if verbose:
         print(f"{rows:,} words, {int(counts.sum()):,} tokens; {config.dim}-d "
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
               f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-              f"engine {config.engine}")
+              f"engine {config.engine} (native trainer, no TensorFlow)")
     Phase("setting up the fused step", verbose)  # ends when training starts
     probs, alias = alias_table(counts.astype(np.float64) ** 0.75)
     keep = None
     if config.sample > 0:
         keep = keep_probabilities(counts, config.sample).astype(np.float32)
-    rng = np.random.default_rng(config.seed)
     threads = _threads(config)
+    checkpointer = None
+    if checkpoint_every:
+        checkpointer = Checkpointer(out_dir, checkpoint_every, "corpus",
+                                    dataclasses.asdict(config),
+                                    extra={"vocabulary": corpus_id, "engine": ENGINE})
+    state = state or {}
+    first, skip = state.get("epoch", 0), state.get("step", 0)
     progress = Progress(unit="pairs", batch_size=config.batch_size,
                         mode={0: "off", 1: "auto"}.get(verbose, "lines"))
     progress.set_params({"epochs": config.epochs, "steps": len(ids)})
     progress.on_train_begin()
     start = time.perf_counter()
-    total_pairs, losses, iterations = 0, [], 0
-    for epoch in range(config.epochs):
+
+    def elapsed():
+        return state.get("train_seconds", 0.0) + time.perf_counter() - start
+
+    total_pairs, losses = state.get("pairs", 0), list(state.get("losses", []))
+    iterations = state.get("iterations", 0)
+    for epoch in range(first, config.epochs):
         progress.on_epoch_begin(epoch)
-        epoch_ids, epoch_splits = shuffled_lines(ids, splits, rng)
         pairs, loss, seen = 0, 0.0, 0
+        if epoch == first and skip:
+            seen, pairs, loss = state["seen"], state["epoch_pairs"], state["epoch_loss"]
         for index, (chunk_ids, chunk_splits) in enumerate(
-                _chunks(epoch_ids, epoch_splits, 1 << 20)):
+                epoch_chunks(ids, splits, config.seed, epoch)):
+            if epoch == first and index < skip:
+                continue  # trained before the checkpoint
             seed = (config.seed << 40) + (epoch << 24) + index
             chunk_loss, chunk_pairs = tables.train(
                 chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
@@ -297,12 +380,21 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
             seen += len(chunk_ids)
             progress.on_train_batch_end(seen - 1, {"loss": loss / max(pairs, 1),
                                                    "pairs": pairs})
+            if checkpointer is not None and checkpointer.due():
+                checkpointer.save(
+                    {"epoch": epoch, "step": index + 1, "seen": seen, "epoch_pairs": pairs,
+                     "epoch_loss": loss, "pairs": total_pairs, "losses": losses,
+                     "iterations": iterations, "train_seconds": elapsed(),
+                     "layout": _layout(tables)},
+                    {f"native/{t}": tables.data[t].copy() for t in range(2)})
         iterations += -(-pairs // config.batch_size)
         total_pairs += pairs
         losses.append(loss / max(pairs, 1))
         progress.on_epoch_end(epoch, {"loss": losses[-1], "pairs": pairs})
     progress.on_train_end()
-    train_seconds = time.perf_counter() - start
+    train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
     arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
     for t, name in ((0, "words"), (1, "contexts")):
         check_tables_finite(arrays[2 * t], arrays[2 * t + 1], f"table {name!r}")
@@ -328,8 +420,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
         config.max_norm, config.min_variance, config.max_variance, config.seed,
         config.init_variance, config.learning_rate, config.margin)
     accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
+    # The checkpoint goes with the directory the run replaces.
     with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite) as tmp:
+            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
         write_corpus_model(tmp / "model.keras", arrays, accumulators, model_config,
                            iterations=iterations)
         with open(tmp / "vocab.tsv", "w", encoding="utf-8") as f:
@@ -338,6 +431,28 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1):
         write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
                        vocabulary="vocab.tsv", context_table="contexts")
     return metrics
+
+
+def _layout(tables):
+    """The shape of the interleaved arrays of a checkpoint, saved in its state
+    for readers (a resume checks the arrays' shapes, `_restore`)."""
+    return {"rows": tables.rows, "dim": tables.dim, "dv": tables.dv, "stride": tables.stride}
+
+
+def _restore(tables, arrays, out_dir):
+    """Copies a native checkpoint's interleaved tables into `tables`;
+    `CheckpointError` (one line) when they do not fit."""
+    from keras_gauss.checkpoint import CheckpointError
+
+    for t in range(2):
+        value = arrays.get(f"native/{t}")
+        if value is None or value.dtype != np.float32 \
+                or value.shape != tables.data[t].shape:
+            got = "missing" if value is None else f"{value.dtype} {value.shape}"
+            raise CheckpointError(
+                f"--resume {out_dir}: the checkpoint's native/{t} table is {got}, this run "
+                f"needs float32 {tables.data[t].shape}; start again with --overwrite.")
+        tables.data[t][...] = value
 
 
 def _asdict(config):

@@ -68,9 +68,13 @@ class CorpusConfig:
               most 2^28 tokens, the token ids of the first epoch are kept in
               memory for the next ones (larger corpora stream every epoch).
               Without a C++ compiler (the op cannot be built) `train_corpus`
-              warns and uses `"keras"`.
-        threads: threads of the `"fused"` engine (0: TensorFlow's intra-op
-            pool size, normally the number of cores).
+              warns and uses `"keras"`. On text files (at most 2^28 tokens,
+              no prebuilt `vocab` or `callbacks`) the same kernel runs
+              without TensorFlow, checkpoints and resume included
+              (`keras_gauss.pipelines.native_corpus`); other corpora take
+              the TensorFlow op.
+        threads: threads of the `"fused"` engine (0: the number of cores
+            this process may use).
     """
 
     dim: int = 50
@@ -362,14 +366,10 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpoin
 
 def _vocabulary_fingerprint(vocab):
     """Size, tokens and a hash of the words and counts: a resumed run must
-    count the same vocabulary."""
-    import hashlib
+    count the same vocabulary (`native_corpus.vocabulary_fingerprint`)."""
+    from keras_gauss.pipelines.native_corpus import vocabulary_fingerprint
 
-    import numpy as np
-
-    digest = hashlib.sha256("\n".join(vocab.words).encode("utf-8"))
-    digest.update(np.asarray(vocab.counts, dtype="<i8").tobytes())
-    return f"{len(vocab)} words, {vocab.total} tokens, sha256 {digest.hexdigest()[:16]}"
+    return vocabulary_fingerprint(vocab.words, vocab.counts)
 
 
 def _available_engine(config):
@@ -453,14 +453,26 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     >>> metrics = train_corpus(CorpusConfig(epochs=5), "news.txt.gz", "runs/news")
     >>> metrics["pairs_per_second"]
     """
+    from keras_gauss.checkpoint import check_minutes
+    from keras_gauss.checkpoint import load_for_resume
+    from keras_gauss.checkpoint import refuse_unfinished
     from keras_gauss.pipelines import native_corpus
 
-    # The fused engine on text files runs without TensorFlow when it can.
-    # It writes no checkpoints yet, so only runs without them
-    # (checkpoint_every=0) take it.
-    if (not checkpoint_every and not resume
-            and native_corpus.available(config, corpus, vocab, callbacks)):
-        metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose)
+    config.validate()
+    check_minutes(checkpoint_every)
+    settings = dataclasses.asdict(config)  # as asked (before a fallback engine)
+    checkpoint = None
+    if resume:
+        checkpoint = load_for_resume(out_dir, "corpus", settings)
+    else:
+        refuse_unfinished(out_dir, overwrite)
+    # The fused engine on text files runs without TensorFlow when it can
+    # (and continues only its own checkpoints: another engine's chunks differ).
+    native_checkpoint = checkpoint is None or \
+        checkpoint[0].get("engine") == native_corpus.ENGINE
+    if native_checkpoint and native_corpus.available(config, corpus, vocab, callbacks):
+        metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose,
+                                             checkpoint_every, checkpoint)
         if metrics is not None:
             return metrics
     import keras
@@ -471,13 +483,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.callbacks import FiniteLoss
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import Checkpointer
-    from keras_gauss.checkpoint import check_minutes
     from keras_gauss.checkpoint import epoch_seed
     from keras_gauss.checkpoint import fit_by_epoch
     from keras_gauss.checkpoint import fit_checkpoint
     from keras_gauss.checkpoint import has_checkpoint
-    from keras_gauss.checkpoint import load_for_resume
-    from keras_gauss.checkpoint import refuse_unfinished
     from keras_gauss.checkpoint import restore_model
     from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
@@ -490,14 +499,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.pipelines.model import build_corpus_model
     from keras_gauss.pipelines.vocabulary import build_vocabulary
 
-    config.validate()
-    check_minutes(checkpoint_every)
-    settings = dataclasses.asdict(config)  # as asked (before a fallback engine)
-    state, arrays = None, None
-    if resume:
-        state, arrays = load_for_resume(out_dir, "corpus", settings)
-    else:
-        refuse_unfinished(out_dir, overwrite)
+    state, arrays = checkpoint if checkpoint is not None else (None, None)
     check_output_dir(out_dir, overwrite or resume)
     config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
@@ -513,7 +515,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     if state is not None and state.get("engine") != config.engine:
         raise CheckpointError(f"--resume {out_dir}: the run trained with the "
                               f"{state.get('engine')} engine, this one would use "
-                              f"{config.engine} (is the fused op unavailable now?).")
+                              f"{config.engine} (is the fused op or the native trainer "
+                              "unavailable now?).")
     # Before any training: the tables fit in memory, the run on disk.
     check_table_memory(len(vocab), config.dim, tables=2)
     check_output_dir(out_dir, overwrite or resume,
@@ -537,7 +540,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
               f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-              f"engine {config.engine}")
+              f"engine {config.engine}"
+              + (" (TensorFlow op)" if config.engine == "fused" else ""))
     model.optimizer.build(model.trainable_variables)
     if arrays is not None:
         restore_model(model, model.optimizer, arrays)

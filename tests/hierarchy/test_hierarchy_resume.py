@@ -4,14 +4,12 @@ metrics of an uninterrupted run, bit for bit, with the fused KL trainer
 (`--loss ranking`) and with `model.fit` (`--loss threshold`)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from keras_gauss.checkpoint import KILL_AFTER, read_checkpoint
+from cli_process import killed
+from keras_gauss.checkpoint import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 
@@ -36,12 +34,7 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, "--loss", loss]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out = tmp_path / "b"
-    code = "import sys; from keras_gauss.cli import main; sys.exit(main(sys.argv[1:]))"
-    result = subprocess.run([sys.executable, "-c", code, *argv, "--out", str(out),
-                             "--checkpoint-every", "1e-9"], capture_output=True, text=True,
-                            env={**os.environ, KILL_AFTER: "100"}, timeout=300)
-    assert result.returncode == -9, result.stderr[-2000:]
-    state = read_checkpoint(out)[0]
+    state, _ = killed(argv, out, KILL_AFTER, 100)
     assert (state["epoch"], state["step"]) == (1, 17)  # mid-way through the second epoch
     assert len(state["losses"]) == 1
     assert main([*argv, "--resume", str(out)]) == 0
@@ -56,11 +49,7 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
 def test_resume_with_another_loss_is_refused(edges, tmp_path, capsys):
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
     out = tmp_path / "run"
-    code = "import sys; from keras_gauss.cli import main; sys.exit(main(sys.argv[1:]))"
-    result = subprocess.run([sys.executable, "-c", code, *argv, "--out", str(out),
-                             "--checkpoint-every", "1e-9"], capture_output=True, text=True,
-                            env={**os.environ, KILL_AFTER: "3"}, timeout=300)
-    assert result.returncode == -9, result.stderr[-2000:]
+    killed(argv, out, KILL_AFTER, 3)
     with pytest.raises(SystemExit) as info:
         main([*argv, "--loss", "threshold", "--resume", str(out)])
     err = capsys.readouterr().err.strip()

@@ -4,21 +4,14 @@ import json
 import os
 import re
 
-import numpy as np
 import pytest
 
 from keras_gauss.cli import main
 
-TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
-
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 6)) for i in range(120)]
-    path = tmp_path_factory.mktemp("cli") / "corpus.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def corpus(two_topic_corpus):
+    return two_topic_corpus(120, 6)
 
 
 TRAIN = ["--dim", "6", "--epochs", "2", "--window", "2", "--min-count", "1",

@@ -13,18 +13,13 @@ import pytest
 from keras_gauss.cli import main
 from keras_gauss.runs import DamagedRunError, load_run
 
-TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
 TRAIN = ["--dim", "4", "--epochs", "1", "--window", "2", "--min-count", "1",
          "--sample", "0", "--batch-size", "64", "--seed", "0"]
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 6)) for i in range(120)]
-    path = tmp_path_factory.mktemp("rel") / "corpus.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def corpus(two_topic_corpus):
+    return two_topic_corpus(120, 6)
 
 
 @pytest.fixture(scope="module")

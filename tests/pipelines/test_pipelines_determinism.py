@@ -8,18 +8,13 @@ import pytest
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 
-TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "16", "--seed", "3"]
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 8)) for i in range(200)]
-    path = tmp_path_factory.mktemp("det") / "corpus.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def corpus(two_topic_corpus):
+    return two_topic_corpus(200, 8)
 
 
 def _tables(run):

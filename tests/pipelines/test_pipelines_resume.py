@@ -1,55 +1,81 @@
-"""Checkpoint and resume of train-corpus (issue 12, item 1): a run killed with
-SIGKILL mid-epoch and resumed ends with the tables and metrics of an
-uninterrupted run, bit for bit (one fused thread, the keras and fused-step
-engines); bad resumes are refused with one line."""
+"""Checkpoint and resume of train-corpus (issue 12, item 1; issue 15 for the
+native path): a run killed with SIGKILL mid-epoch and resumed ends with the
+tables and metrics of an uninterrupted run, bit for bit (one fused thread,
+on the native trainer without TensorFlow and on the TensorFlow op, the keras
+and fused-step engines); bad resumes are refused with one line."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from cli_process import killed, run_cli
 from keras_gauss.checkpoint import KILL_AFTER, KILL_DURING, checkpoint_file, read_checkpoint
+from keras_gauss.checkpoint import write_checkpoint
 from keras_gauss.cli import main
+from keras_gauss.fused.native import native_available
+from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
 from keras_gauss.runs import load_run
 
-TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "128", "--seed", "3", "--quiet"]
+# "fused": the default path on text files, the native trainer (no TensorFlow);
+# "fused-op": the same engine on the TensorFlow op (the native trainer off).
 ENGINES = {"fused": ["--engine", "fused", "--threads", "1"],
+           "fused-op": ["--engine", "fused", "--threads", "1"],
            "keras": ["--engine", "keras", "--batch-size", "1024"],
            "fused-step": ["--engine", "fused-step", "--batch-size", "1024"]}
-# Checkpoints after every chunk (fused: 8 an epoch) or step (keras, fused-step:
-# 40 an epoch); the kill comes in the second epoch.
-KILL_AT = {"fused": 11, "keras": 45, "fused-step": 45}
+# Checkpoints after every chunk (fused: 8 an epoch, the native trainer's
+# chunks being 2,000 tokens here) or step (keras, fused-step: 40 an epoch);
+# the kill comes in the second epoch.
+KILL_AT = {"fused": 11, "fused-op": 11, "keras": 45, "fused-step": 45}
+SAVED_ENGINE = {"fused": "fused-native", "fused-op": "fused", "keras": "keras",
+                "fused-step": "fused-step"}
+CHUNKS = {CHUNK_TOKENS_VARIABLE: "2000"}
+# Turns the native trainer off in a child (the TensorFlow op runs the fused engine).
+NO_NATIVE = ("import keras_gauss.fused.native as native\n"
+             "native.native_available = lambda: False\n")
+NO_TENSORFLOW = {"tensorflow": False, "keras": False}
+needs_native = pytest.mark.skipif(not native_available(),
+                                  reason="the native trainer did not build")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _small_chunks():
+    """The native trainer cuts the 16,000-token corpus into 8 chunks an epoch."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CHUNK_TOKENS_VARIABLE, CHUNKS[CHUNK_TOKENS_VARIABLE])
+        yield
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = np.random.default_rng(0)
-    lines = [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 8)) for i in range(2000)]
-    path = tmp_path_factory.mktemp("resume") / "corpus.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def corpus(two_topic_corpus):
+    return two_topic_corpus(2000, 8)
 
 
 def _argv(corpus, engine):
     return ["train-corpus", "--corpus", str(corpus), *TRAIN, *ENGINES[engine]]
 
 
-def _killed(argv, out, env_name, count):
-    """Runs the CLI in a child that SIGKILLs itself at the `count`-th checkpoint."""
-    env = {**os.environ, env_name: str(count)}
-    code = ("import sys; from keras_gauss.cli import main; sys.exit(main(sys.argv[1:]))")
-    result = subprocess.run([sys.executable, "-c", code, *argv, "--out", str(out),
-                             "--checkpoint-every", "1e-9"], env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == -9, result.stderr[-2000:]
-    assert not (out / "run.json").exists()
-    return read_checkpoint(out)[0]
+def _killed(argv, out, env_name, count, engine="fused"):
+    """The state of the checkpoint a killed child left; on the native path
+    the child had imported neither TensorFlow nor Keras when it was killed."""
+    state, modules = killed(argv, out, env_name, count, env=CHUNKS,
+                            prelude=NO_NATIVE if engine == "fused-op" else "")
+    if engine == "fused":
+        assert modules == NO_TENSORFLOW
+    return state
+
+
+def _main(argv, engine):
+    """`main(argv)` in this process, with the native trainer off for "fused-op"."""
+    with pytest.MonkeyPatch.context() as patch:
+        if engine == "fused-op":
+            import keras_gauss.fused.native as native
+
+            patch.setattr(native, "native_available", lambda: False)
+        return main(argv)
 
 
 def _tables(run):
@@ -73,7 +99,7 @@ def reference(corpus, tmp_path_factory):
     def get(engine):
         if engine not in made:
             out = tmp_path_factory.mktemp("ref") / engine
-            assert main([*_argv(corpus, engine), "--out", str(out)]) == 0
+            assert _main([*_argv(corpus, engine), "--out", str(out)], engine) == 0
             made[engine] = out
         return made[engine]
     return get
@@ -82,10 +108,19 @@ def reference(corpus, tmp_path_factory):
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(corpus, reference, tmp_path,
                                                                 engine):
+    if engine == "fused" and not native_available():
+        pytest.skip("the native trainer did not build")
     out = tmp_path / "run"
-    state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine])
+    state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine], engine)
     assert state["epoch"] == 1 and state["step"] > 0  # in the middle of the second epoch
-    assert main([*_argv(corpus, engine), "--resume", str(out)]) == 0
+    assert state["engine"] == SAVED_ENGINE[engine]
+    if engine == "fused":  # the default path: both processes without TensorFlow or Keras
+        assert sorted(read_checkpoint(out)[1]) == ["native/0", "native/1"]
+        result, modules = run_cli([*_argv(corpus, engine), "--resume", out], env=CHUNKS)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert modules == NO_TENSORFLOW
+    else:
+        assert _main([*_argv(corpus, engine), "--resume", str(out)], engine) == 0
     assert not (out / ".checkpoint").exists()  # removed with the finished run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no leftovers
     _same_run(reference(engine), out)
@@ -172,3 +207,22 @@ def test_damaged_checkpoint_is_named(corpus, interrupted, capsys):
     checkpoint_file(interrupted).write_bytes(b"PK\x03\x04 not a zip")
     err = _error([*_argv(corpus, "fused"), "--resume", str(interrupted)], capsys)
     assert "state.npz is damaged" in err
+
+
+@needs_native
+def test_native_checkpoint_with_tables_of_another_shape_is_refused(corpus, interrupted, capsys):
+    state, arrays = read_checkpoint(interrupted)
+    assert state["engine"] == "fused-native"
+    arrays["native/1"] = arrays["native/1"][:-1]
+    write_checkpoint(interrupted, state, arrays)
+    err = _error([*_argv(corpus, "fused"), "--resume", str(interrupted)], capsys)
+    assert "native/1" in err and "--overwrite" in err
+
+
+def test_checkpoint_of_the_tensorflow_op_is_not_resumed_by_the_native_trainer(
+        corpus, interrupted, capsys):
+    """A checkpoint says which trainer wrote it; another one's is refused."""
+    state, arrays = read_checkpoint(interrupted)
+    write_checkpoint(interrupted, {**state, "engine": "fused"}, arrays)
+    err = _error([*_argv(corpus, "fused"), "--resume", str(interrupted)], capsys)
+    assert "checkpoint holds 0 table variables" in err

@@ -1,0 +1,71 @@
+"""`keras-gauss` commands in child processes, for the kill-and-resume tests.
+
+`run_cli` runs the CLI in a fresh Python and reports which of TensorFlow
+and Keras the child had imported when it ended, by exit or by the test
+hook's SIGKILL; `killed` runs it with the hook that SIGKILLs the child at
+its N-th checkpoint and returns that checkpoint's state.
+
+Example:
+
+>>> state, modules = killed(["train-corpus", "--corpus", "c.txt"], out, KILL_AFTER, 3)  # doctest: +SKIP
+>>> modules
+{'tensorflow': False, 'keras': False}
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from keras_gauss.checkpoint import read_checkpoint
+
+MARK = "keras-gauss-test-modules "
+# Run in the child before the command: prints MARK and the modules at exit
+# and just before the kill hook's SIGKILL (os.kill of its own process).
+_REPORT = f"""
+import json, os, signal, sys
+def _report():
+    print({MARK!r} + json.dumps({{"tensorflow": "tensorflow" in sys.modules,
+                                 "keras": "keras" in sys.modules}}), file=sys.stderr, flush=True)
+_kill = os.kill
+def _reporting_kill(pid, sig):
+    if pid == os.getpid() and sig == signal.SIGKILL:
+        _report()
+    _kill(pid, sig)
+os.kill = _reporting_kill
+"""
+
+
+def run_cli(argv, env=None, prelude="", timeout=300):
+    """Runs `keras-gauss ARGV` in a child Python (after `prelude`, Python code).
+
+    Returns:
+        `(completed_process, modules)`: `modules` is `{"tensorflow": bool,
+        "keras": bool}` of the child's `sys.modules` when the command
+        returned or the kill hook fired, or None when neither happened.
+    """
+    code = (_REPORT + prelude + "\nfrom keras_gauss.cli import main\n"
+            "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as stop:\n"
+            "    code = stop.code\n_report()\nsys.exit(code)\n")
+    result = subprocess.run([sys.executable, "-c", code, *map(str, argv)],
+                            env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                            timeout=timeout)
+    reports = [line[len(MARK):] for line in result.stderr.splitlines() if line.startswith(MARK)]
+    return result, json.loads(reports[-1]) if reports else None
+
+
+def killed(argv, out, variable, count, env=None, prelude=""):
+    """Runs `keras-gauss ARGV --out OUT --checkpoint-every 1e-9` (a checkpoint
+    after every chunk or step) in a child that SIGKILLs itself at the
+    `count`-th checkpoint (`variable`: `KILL_AFTER` or `KILL_DURING` of
+    `keras_gauss.checkpoint`); asserts it was killed before writing the run.
+
+    Returns:
+        `(state, modules)`: the state of the checkpoint left in `out`, and
+        `run_cli`'s `modules` at the kill.
+    """
+    result, modules = run_cli([*argv, "--out", out, "--checkpoint-every", "1e-9"],
+                        env={**(env or {}), variable: str(count)}, prelude=prelude)
+    assert result.returncode == -9, result.stderr[-2000:]
+    assert not (out / "run.json").exists()
+    return read_checkpoint(out)[0], modules

@@ -278,6 +278,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
     from keras_gauss.distribution import Distribution
     from keras_gauss.distribution import DistributionError
+    from keras_gauss.distribution import resolve
     from keras_gauss.distribution import start_distribution
 
     config.validate()
@@ -285,6 +286,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
     check_minutes(checkpoint_every)
     job = Distribution()
+    if distribution is not None:
+        resolve(distribution)  # job flags without --distribution are an error
     if distribution is not None and distribution.active:
         job = start_distribution(distribution)  # before anything else touches JAX
         job.check_batch(config.batch_size)
@@ -312,6 +315,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     split, split_line = make_split(hierarchy, config)
     train_edges, known = training_edges(hierarchy, split)
     check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
+    job.check_rows(hierarchy.num_nodes, "--root")
     if job.is_chief:
         check_output_dir(out_dir, overwrite or resume,
                          need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes

@@ -94,6 +94,13 @@ def resolve(config, environ=None):
     Raises:
         DistributionError: a bad setting (one line naming it).
     """
+    if config.distribution is None:  # the job's flags alone mean nothing
+        if ((config.num_processes or 1) > 1 or config.coordinator or config.model_shards != 1
+                or config.process_id):
+            raise DistributionError(
+                "--num-processes, --process-id, --coordinator and --model-shards need "
+                "--distribution data or model.")
+        return dataclasses.replace(config, num_processes=1, process_id=0)
     environ = os.environ if environ is None else environ
     coordinator = config.coordinator
     if coordinator is None and environ.get(ENVIRONMENT[0]):
@@ -104,12 +111,6 @@ def resolve(config, environ=None):
     pid = config.process_id
     if pid is None:
         pid = _env_int(environ, ENVIRONMENT[2], "--process-id", 0)
-    if config.distribution is None:
-        if num > 1 or coordinator or config.model_shards != 1:
-            raise DistributionError(
-                "--num-processes, --coordinator and --model-shards need --distribution "
-                "data or model.")
-        return dataclasses.replace(config, num_processes=1, process_id=0, coordinator=None)
     if config.distribution not in KINDS:
         raise DistributionError(f"--distribution must be 'data' or 'model', got "
                                 f"{config.distribution!r}.")
@@ -326,6 +327,13 @@ class Distribution:
     def check_batch(self, batch_size):
         if self.active:
             check_batch(batch_size, self.devices, self.num_processes, self.model_shards)
+
+    def check_rows(self, rows, what="--max-size"):
+        """Checks that the tables' `rows` split evenly over `model_shards` devices."""
+        if self.model_shards > 1 and rows % self.model_shards:
+            raise DistributionError(
+                f"--model-shards {self.model_shards} does not divide the {rows:,} rows of the "
+                f"tables; give a --model-shards that divides it ({what} can set the rows).")
 
     def local_batches(self, dataset, batch_size):
         """This process's rows of every full global batch of `dataset`.

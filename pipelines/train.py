@@ -470,6 +470,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.pipelines import native_corpus
 
     job = Distribution()
+    if distribution is not None:
+        from keras_gauss.distribution import resolve
+
+        resolve(distribution)  # job flags without --distribution are an error
     if distribution is not None and distribution.active:
         from keras_gauss.distribution import DistributionError
         from keras_gauss.distribution import start_distribution
@@ -533,6 +537,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
                               f"{config.engine} (is the fused op unavailable now?).")
     # Before any training: the tables fit in memory, the run on disk.
     check_table_memory(len(vocab), config.dim, tables=2)
+    job.check_rows(len(vocab), "--max-size")
     if job.is_chief:
         check_output_dir(out_dir, overwrite or resume,
                          need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim

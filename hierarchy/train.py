@@ -341,7 +341,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     try:
         model, losses, train_seconds = _build_and_train(
             config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
-            out_dir, settings, state, arrays, resume)
+            out_dir, settings, state, arrays, job.active)
     finally:
         scope.__exit__(None, None, None)
     check_model_finite(model)
@@ -403,7 +403,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
 
 def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
-                     checkpoint_every, out_dir, settings, state, arrays, resume):
+                     checkpoint_every, out_dir, settings, state, arrays, distributed):
     """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`."""
     import keras
 
@@ -435,7 +435,9 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
     # The ranking loss trains with the fused step (same update, one op a
     # step); the trainer shares `model`'s table and optimizer.
     trainer = model
-    if config.loss == "ranking" and keras.backend.backend() == "tensorflow":
+    # (Not under a distribution: the fused op writes the tables itself.)
+    if (config.loss == "ranking" and keras.backend.backend() == "tensorflow"
+            and not distributed):
         trainer = FusedKLTrainer(model, margin=config.margin)
         trainer.compile(optimizer=optimizer)
     if verbose:

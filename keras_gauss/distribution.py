@@ -28,8 +28,11 @@ each global batch (`Distribution.local_batches`), so a job trains exactly
 the batches a single process would (the last, partial batch of an epoch is
 dropped so that every process takes the same number of steps).
 
-The TensorFlow backend has no multi-process `model.fit` in Keras 3
-(keras-team/keras#20585): every setting here needs `KERAS_BACKEND=jax`.
+On the TensorFlow backend, `--distribution data` is
+`tf.distribute.MirroredStrategy` over the local devices (the GPUs, else the
+logical CPUs); Keras 3 runs no multi-worker TensorFlow strategy in
+`model.fit` (keras-team/keras#20585), so several processes and
+`--distribution model` need `KERAS_BACKEND=jax`.
 """
 
 import contextlib
@@ -298,11 +301,13 @@ class Distribution:
         devices: devices of the whole job.
         model_shards: devices a table is split over.
         keras_distribution: the `keras.distribution.Distribution` (or `None`).
+        strategy: the `tf.distribute.MirroredStrategy` on TensorFlow (or `None`).
     """
 
     def __init__(self, kind=None, num_processes=1, process_id=0, devices=1, model_shards=1,
-                 keras_distribution=None):
+                 keras_distribution=None, strategy=None):
         self.kind = kind
+        self.strategy = strategy
         self.num_processes = num_processes
         self.process_id = process_id
         self.devices = devices
@@ -320,6 +325,8 @@ class Distribution:
 
     def scope(self):
         """The scope to build, compile and fit the model in."""
+        if self.strategy is not None:
+            return self.strategy.scope()
         if self.keras_distribution is None:
             return contextlib.nullcontext()
         return self.keras_distribution.scope()
@@ -388,11 +395,15 @@ def start_distribution(config, environ=None):
     import keras
 
     backend = keras.backend.backend()
+    if backend == "tensorflow" and config.distribution == "data" and config.num_processes == 1:
+        return _mirrored(config)
     if backend != "jax":
+        what = (f"--num-processes {config.num_processes}" if config.num_processes > 1
+                else f"--distribution {config.distribution}")
         raise DistributionError(
-            f"--distribution {config.distribution} needs KERAS_BACKEND=jax (the "
-            f"{backend} backend has no multi-device model.fit here; Keras 3 runs no "
-            "multi-worker TensorFlow strategy, keras-team/keras#20585).")
+            f"{what} needs KERAS_BACKEND=jax (the {backend} backend runs --distribution data "
+            "on one process only: Keras 3 has no multi-worker TensorFlow strategy in "
+            "model.fit, keras-team/keras#20585).")
     if config.num_processes > 1:
         rendezvous(config.coordinator, config.num_processes, config.process_id,
                    config.timeout)
@@ -422,6 +433,23 @@ def start_distribution(config, environ=None):
             auto_shard_dataset=False)
     return Distribution(config.distribution, config.num_processes, config.process_id,
                         len(devices), shards, distribution)
+
+
+_STRATEGIES = {}
+
+
+def _mirrored(config):
+    """`tf.distribute.MirroredStrategy` over the GPUs, else the logical CPUs."""
+    import tensorflow as tf
+
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    names = tuple(d.name for d in devices)
+    # One strategy per process and devices: two over the same devices would
+    # share collective op keys (a second run in the same process fails).
+    if names not in _STRATEGIES:
+        _STRATEGIES[names] = tf.distribute.MirroredStrategy(list(names))
+    strategy = _STRATEGIES[names]
+    return Distribution("data", 1, 0, strategy.num_replicas_in_sync, 1, strategy=strategy)
 
 
 def add_arguments(parser):

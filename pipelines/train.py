@@ -542,12 +542,18 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         check_output_dir(out_dir, overwrite or resume,
                          need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim
                          + (1 << 20))
+    import tensorflow as tf
+
+    # Made outside the distribution's scope: a plain variable the data
+    # pipeline adds to.
+    counter = tf.Variable((state or {}).get("epoch_pairs_start", 0), dtype=tf.int64,
+                          trainable=False)
     scope = job.scope()
     scope.__enter__()  # build, compile and fit in the distribution's scope
     try:
         model, pairs, losses, train_seconds = _build_and_train(
             config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir, settings,
-            corpus_id, state, arrays, job)
+            corpus_id, state, arrays, job, counter)
     finally:
         scope.__exit__(None, None, None)
     check_model_finite(model)
@@ -591,10 +597,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
 
 def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir,
-                     settings, corpus_id, state, arrays, job):
+                     settings, corpus_id, state, arrays, job, counter):
     """`train_corpus`'s model, built and trained: `(model, pairs, losses, seconds)`."""
     import keras
-    import tensorflow as tf
 
     from keras_gauss.callbacks import FiniteLoss
     from keras_gauss.callbacks import Phase
@@ -649,8 +654,6 @@ def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every
         pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress,
                                      checkpointer, state, elapsed)
     else:
-        counter = tf.Variable(state.get("epoch_pairs_start", 0), dtype=tf.int64,
-                              trainable=False)
         losses = list(state.get("losses", []))
         marks = {}
 

@@ -70,7 +70,7 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         self.initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon
         self._row_constraints = {}
-        self._hidden, self._hiding = [], 0
+        self._hiding = 0  # replicas inside `apply` (no list here: Keras would track it)
 
     def build(self, var_list):
         if self.built:
@@ -97,7 +97,6 @@ class SparseAdagrad(keras.optimizers.Optimizer):
             if not self._hiding:
                 hidden = [v for v in variables if _row_constraint(v) is not None]
                 self._row_constraints = {self._var_key(v): v.constraint for v in hidden}
-                self._hidden = hidden
                 for v in hidden:
                     v.constraint = None
             self._hiding += 1
@@ -107,9 +106,10 @@ class SparseAdagrad(keras.optimizers.Optimizer):
             with _HIDING:
                 self._hiding -= 1
                 if not self._hiding:
-                    for v in self._hidden:
-                        v.constraint = self._row_constraints[self._var_key(v)]
-                    self._hidden = []
+                    for v in variables:
+                        key = self._var_key(v)
+                        if key in self._row_constraints:
+                            v.constraint = self._row_constraints[key]
 
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)

@@ -275,7 +275,6 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.runs import check_table_memory
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
-
     from keras_gauss.distribution import Distribution
     from keras_gauss.distribution import DistributionError
     from keras_gauss.distribution import resolve
@@ -336,14 +335,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if verbose:
         print(source)
         print(split_line)
-    scope = job.scope()
-    scope.__enter__()  # build, compile and fit in the distribution's scope
-    try:
+    with job.scope():  # build, compile and fit in the distribution's scope
         model, losses, train_seconds = _build_and_train(
             config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
             out_dir, settings, state, arrays, job.active)
-    finally:
-        scope.__exit__(None, None, None)
     check_model_finite(model)
 
     table = model.get_layer("nodes")

@@ -11,10 +11,10 @@ chief, process 0) and how each process takes its part of a batch.
   device of every process (JAX backend): each step's global batch is split
   over the devices, the tables are replicated.
 - `--distribution model --model-shards N`: `keras.distribution.ModelParallel`
-  on a `(batch, model)` mesh of `devices / N` by `N`; the embedding tables
-  and their AdaGrad accumulators are split by rows over the `model` axis
-  (`LayoutMap`: `('model', None)`), for vocabularies that do not fit one
-  device.
+  on a `(batch, model)` mesh of `devices / N` by `N` of one process; the
+  embedding tables and their AdaGrad accumulators are split by rows over
+  the `model` axis (`LayoutMap`: `('model', None)`), for vocabularies that
+  do not fit one device.
 - Several processes (on one or several hosts): `--coordinator HOST:PORT
   --num-processes N --process-id I`, or Keras's `KERAS_DISTRIBUTION_JOB_ADDRESSES`,
   `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`.
@@ -129,6 +129,10 @@ def resolve(config, environ=None):
         raise DistributionError(f"--model-shards must be >= 1, got {config.model_shards}.")
     if config.model_shards > 1 and config.distribution != "model":
         raise DistributionError("--model-shards splits the tables: it needs --distribution model.")
+    if config.distribution == "model" and num > 1:
+        raise DistributionError(
+            f"--distribution model runs on the devices of one process, not --num-processes "
+            f"{num} (several processes: --distribution data).")
     if num > 1:
         if not coordinator:
             raise DistributionError(f"--num-processes {num} needs --coordinator HOST:PORT "
@@ -422,11 +426,6 @@ def start_distribution(config, environ=None):
     else:
         shards = config.model_shards
         shape = check_mesh(len(devices), shards)
-        if shape[0] % config.num_processes:
-            raise DistributionError(
-                f"--model-shards {shards} splits a table over more than one process's "
-                f"devices ({len(devices)} devices, --num-processes {config.num_processes}); "
-                "keep each table's shards within one process.")
         mesh = keras.distribution.DeviceMesh(shape, ["batch", "model"], devices)
         distribution = keras.distribution.ModelParallel(
             layout_map=table_layout_map(mesh), batch_dim_name="batch",

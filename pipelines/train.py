@@ -548,14 +548,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     # pipeline adds to.
     counter = tf.Variable((state or {}).get("epoch_pairs_start", 0), dtype=tf.int64,
                           trainable=False)
-    scope = job.scope()
-    scope.__enter__()  # build, compile and fit in the distribution's scope
-    try:
+    with job.scope():  # build, compile and fit in the distribution's scope
         model, pairs, losses, train_seconds = _build_and_train(
             config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir, settings,
             corpus_id, state, arrays, job, counter)
-    finally:
-        scope.__exit__(None, None, None)
     check_model_finite(model)
     tokens = vocab.total * config.epochs
     if not pairs:

@@ -78,6 +78,8 @@ def test_resolve_reads_keras_environment_and_checks_the_job():
     (DistributionConfig("data", model_shards=2), "--model-shards"),
     (DistributionConfig(None, num_processes=2), "--distribution"),
     (DistributionConfig("data", timeout=0), "--distribution-timeout"),
+    (DistributionConfig("model", coordinator="h:1", num_processes=2, process_id=0),
+     "--distribution model runs on the devices of one process"),
     (DistributionConfig("data", num_processes=0), "--num-processes"),
 ])
 def test_bad_settings_name_the_flag(config, flag):

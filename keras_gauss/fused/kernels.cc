@@ -42,6 +42,101 @@ using keras_gauss::StepVariables;
 using keras_gauss::Table;
 using keras_gauss::UpdateRow;
 
+// Phases 2 and 3 of both ranking ops: group the gathered occurrences by the
+// row they touch (a CSR over unique rows, built with a per-table slot array:
+// O(occurrences), no sorting), then sum each row's gradients and apply
+// AdaGrad and the row constraints once per unique row. Each row is owned by
+// one shard, so no atomics. Scratch buffers live between calls.
+class RowUpdater {
+ public:
+  // `each_occurrence(t, visit)` calls visit(occurrence, row) for every
+  // occurrence of table t; occurrences index the gradient buffers.
+  template <typename EachOccurrence>
+  void Group(int64_t n_tables, const Table* tables, int64_t n_occ,
+             EachOccurrence each_occurrence) {
+    uniq_rows_.resize(n_occ);       // unique rows, table 0 first then table 1
+    row_offsets_.resize(n_occ + 2);  // CSR offsets over the unique rows
+    occ_order_.resize(n_occ);        // occurrences grouped by unique row
+    occ_slot_.resize(n_occ);
+    row_table_.resize(n_occ);
+    n_occ_ = n_occ;
+    n_total_ = 0;
+    for (int64_t t = 0; t < n_tables; ++t) {
+      std::vector<int32_t>& slot = slots_[t];
+      if (static_cast<int64_t>(slot.size()) != tables[t].rows) {
+        slot.assign(tables[t].rows, -1);
+      }
+      const int64_t first = n_total_;
+      auto visit = [&](int64_t o, int32_t row) {
+        int32_t s = slot[row];
+        if (s < 0) {
+          s = static_cast<int32_t>(n_total_++);
+          slot[row] = s;
+          uniq_rows_[s] = row;
+          row_table_[s] = static_cast<int8_t>(t);
+          row_offsets_[s + 1] = 0;
+        }
+        row_offsets_[s + 1]++;
+        occ_slot_[o] = s;
+      };
+      each_occurrence(t, visit);
+      for (int64_t s = first; s < n_total_; ++s) slot[uniq_rows_[s]] = -1;
+    }
+    row_offsets_[0] = 0;
+    for (int64_t s = 0; s < n_total_; ++s) row_offsets_[s + 1] += row_offsets_[s];
+    fill_.assign(row_offsets_.begin(), row_offsets_.begin() + n_total_);
+    for (int64_t o = 0; o < n_occ; ++o) occ_order_[fill_[occ_slot_[o]]++] = o;
+  }
+
+  // Sums the grouped per-occurrence gradients `gm` (n_occ, d) and `gv`
+  // (n_occ, dv) per row and updates each unique row once.
+  void Apply(OpKernelContext* ctx, const Table* tables, int64_t d, int64_t dv,
+             const float* gm, const float* gv, float lr, float eps) {
+    auto update = [&](int64_t begin, int64_t end) {
+      std::vector<float> gmean(d), gvar(dv);
+      for (int64_t s = begin; s < end; ++s) {
+        if (s + 2 < end) {
+          const int64_t ns = s + 2;
+          const Table& nt = tables[row_table_[ns]];
+          const int64_t nrow = uniq_rows_[ns];
+          PrefetchRow(nt.means + nrow * d, d);
+          PrefetchRow(nt.mean_acc + nrow * d, d);
+          PrefetchRow(nt.variances + nrow * dv, dv);
+          PrefetchRow(nt.var_acc + nrow * dv, dv);
+          for (int64_t p = row_offsets_[ns]; p < row_offsets_[ns + 1]; ++p) {
+            PrefetchRow(gm + occ_order_[p] * d, d);
+            PrefetchRow(gv + occ_order_[p] * dv, dv);
+          }
+        }
+        const Table& tb = tables[row_table_[s]];
+        const int64_t row = uniq_rows_[s];
+        std::fill(gmean.begin(), gmean.end(), 0.f);
+        std::fill(gvar.begin(), gvar.end(), 0.f);
+        for (int64_t p = row_offsets_[s]; p < row_offsets_[s + 1]; ++p) {
+          const int64_t o = occ_order_[p];
+          const float* src = gm + o * d;
+          for (int64_t i = 0; i < d; ++i) gmean[i] += src[i];
+          const float* vsrc = gv + o * dv;
+          for (int64_t i = 0; i < dv; ++i) gvar[i] += vsrc[i];
+        }
+        UpdateRow(tb, row, d, dv, gmean.data(), gvar.data(), 1.0f, lr, eps);
+      }
+    };
+    auto worker_threads = ctx->device()->tensorflow_cpu_worker_threads();
+    const int64_t cost =
+        (d + dv) * 30 * std::max<int64_t>(1, n_occ_ / std::max<int64_t>(1, n_total_));
+    Shard(worker_threads->num_threads, worker_threads->workers, n_total_, cost, update);
+  }
+
+ private:
+  int64_t n_occ_ = 0, n_total_ = 0;
+  std::vector<int32_t> slots_[2];
+  std::vector<int32_t> uniq_rows_;
+  std::vector<int64_t> row_offsets_, fill_, occ_order_;
+  std::vector<int32_t> occ_slot_;
+  std::vector<int8_t> row_table_;
+};
+
 REGISTER_OP("KerasGaussRankingStep")
     .Input("word_means: resource")
     .Input("word_variances: resource")
@@ -220,33 +315,9 @@ class RankingStepOp : public OpKernel {
       Shard(worker_threads->num_threads, worker_threads->workers, batch, cost, work);
     }
 
-    // ---- Phase 2: dedupe rows per table (CSR of occurrences) -------------
+    // ---- Phases 2 and 3: group by row, AdaGrad + constraints per row -----
     // Occurrences [0, batch) are words; [batch, n_occ) contexts.
-    int64_t n_unique[2] = {0, 0};
-    uniq_rows_.resize(n_occ);       // unique rows, table 0 first then table 1
-    row_offsets_.resize(n_occ + 2);  // CSR offsets over the unique rows
-    occ_order_.resize(n_occ);        // occurrences grouped by unique row
-    occ_slot_.resize(n_occ);
-    row_table_.resize(n_occ);
-    int64_t n_total = 0;
-    for (int64_t t = 0; t < n_tables; ++t) {
-      std::vector<int32_t>& slot = slots_[t];
-      if (static_cast<int64_t>(slot.size()) != tables[t].rows) {
-        slot.assign(tables[t].rows, -1);
-      }
-      const int64_t first = n_total;
-      auto visit = [&](int64_t o, int32_t row) {
-        int32_t s = slot[row];
-        if (s < 0) {
-          s = static_cast<int32_t>(n_total++);
-          slot[row] = s;
-          uniq_rows_[s] = row;
-          row_table_[s] = static_cast<int8_t>(t);
-          row_offsets_[s + 1] = 0;
-        }
-        row_offsets_[s + 1]++;
-        occ_slot_[o] = s;
-      };
+    rows_.Group(n_tables, tables, n_occ, [&](int64_t t, auto& visit) {
       if (t == 0) {
         for (int64_t b = 0; b < batch; ++b) visit(b, word[b]);
       }
@@ -257,53 +328,8 @@ class RankingStepOp : public OpKernel {
             visit(batch + b * list + j, negatives[b * k + j - 1]);
         }
       }
-      for (int64_t s = first; s < n_total; ++s) slot[uniq_rows_[s]] = -1;
-      n_unique[t] = n_total - first;
-    }
-    row_offsets_[0] = 0;
-    for (int64_t s = 0; s < n_total; ++s) row_offsets_[s + 1] += row_offsets_[s];
-    {
-      fill_.assign(row_offsets_.begin(), row_offsets_.begin() + n_total);
-      for (int64_t o = 0; o < n_occ; ++o) occ_order_[fill_[occ_slot_[o]]++] = o;
-    }
-
-    // ---- Phase 3: AdaGrad + constraints, once per unique row -------------
-    {
-      const float* gm = occ_mean_grad_.data();
-      const float* gv = occ_var_grad_.data();
-      auto update = [&](int64_t begin, int64_t end) {
-        std::vector<float> gmean(d), gvar(dv);
-        for (int64_t s = begin; s < end; ++s) {
-          if (s + 2 < end) {
-            const int64_t ns = s + 2;
-            const Table& nt = tables[row_table_[ns]];
-            const int64_t nrow = uniq_rows_[ns];
-            PrefetchRow(nt.means + nrow * d, d);
-            PrefetchRow(nt.mean_acc + nrow * d, d);
-            PrefetchRow(nt.variances + nrow * dv, dv);
-            PrefetchRow(nt.var_acc + nrow * dv, dv);
-            for (int64_t p = row_offsets_[ns]; p < row_offsets_[ns + 1]; ++p) {
-              PrefetchRow(gm + occ_order_[p] * d, d);
-              PrefetchRow(gv + occ_order_[p] * dv, dv);
-            }
-          }
-          const Table& tb = tables[row_table_[s]];
-          const int64_t row = uniq_rows_[s];
-          std::fill(gmean.begin(), gmean.end(), 0.f);
-          std::fill(gvar.begin(), gvar.end(), 0.f);
-          for (int64_t p = row_offsets_[s]; p < row_offsets_[s + 1]; ++p) {
-            const int64_t o = occ_order_[p];
-            const float* src = gm + o * d;
-            for (int64_t i = 0; i < d; ++i) gmean[i] += src[i];
-            const float* vsrc = gv + o * dv;
-            for (int64_t i = 0; i < dv; ++i) gvar[i] += vsrc[i];
-          }
-          UpdateRow(tb, row, d, dv, gmean.data(), gvar.data(), 1.0f, lr, eps);
-        }
-      };
-      const int64_t cost = (d + dv) * 30 * std::max<int64_t>(1, n_occ / std::max<int64_t>(1, n_total));
-      Shard(worker_threads->num_threads, worker_threads->workers, n_total, cost, update);
-    }
+    });
+    rows_.Apply(ctx, tables, d, dv, occ_mean_grad_.data(), occ_var_grad_.data(), lr, eps);
 
     double total = 0.0;
     for (int64_t b = 0; b < batch; ++b) total += example_loss_[b];
@@ -315,11 +341,7 @@ class RankingStepOp : public OpKernel {
   bool spherical_;
   mutex scratch_mu_;
   std::vector<float> occ_mean_grad_, occ_var_grad_, example_loss_;
-  std::vector<int32_t> slots_[2];
-  std::vector<int32_t> uniq_rows_;
-  std::vector<int64_t> row_offsets_, fill_, occ_order_;
-  std::vector<int32_t> occ_slot_;
-  std::vector<int8_t> row_table_;
+  RowUpdater rows_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("KerasGaussRankingStep").Device(DEVICE_CPU),
@@ -495,78 +517,16 @@ class PairRankingStepOp : public OpKernel {
       Shard(worker_threads->num_threads, worker_threads->workers, batch, cost, work);
     }
 
-    // ---- Phase 2: dedupe rows per table (CSR of occurrences) -------------
-    uniq_rows_.resize(n_occ);
-    row_offsets_.resize(n_occ + 2);
-    occ_order_.resize(n_occ);
-    occ_slot_.resize(n_occ);
-    row_table_.resize(n_occ);
-    int64_t n_total = 0;
-    for (int64_t t = 0; t < n_tables; ++t) {
-      std::vector<int32_t>& slot = slots_[t];
-      if (static_cast<int64_t>(slot.size()) != tables[t].rows) {
-        slot.assign(tables[t].rows, -1);
-      }
-      const int64_t first = n_total;
-      auto visit = [&](int64_t o, int32_t row) {
-        int32_t s = slot[row];
-        if (s < 0) {
-          s = static_cast<int32_t>(n_total++);
-          slot[row] = s;
-          uniq_rows_[s] = row;
-          row_table_[s] = static_cast<int8_t>(t);
-          row_offsets_[s + 1] = 0;
-        }
-        row_offsets_[s + 1]++;
-        occ_slot_[o] = s;
-      };
+    // ---- Phases 2 and 3: group by row, AdaGrad + constraints per row -----
+    rows_.Group(n_tables, tables, n_occ, [&](int64_t t, auto& visit) {
       if (t == 0) {
         for (int64_t p = 0; p < n_pairs; ++p) visit(p, general[p]);
       }
       if (t == 1 || shared) {
         for (int64_t p = 0; p < n_pairs; ++p) visit(n_pairs + p, specific[p]);
       }
-      for (int64_t s = first; s < n_total; ++s) slot[uniq_rows_[s]] = -1;
-    }
-    row_offsets_[0] = 0;
-    for (int64_t s = 0; s < n_total; ++s) row_offsets_[s + 1] += row_offsets_[s];
-    fill_.assign(row_offsets_.begin(), row_offsets_.begin() + n_total);
-    for (int64_t o = 0; o < n_occ; ++o) occ_order_[fill_[occ_slot_[o]]++] = o;
-
-    // ---- Phase 3: AdaGrad + constraints, once per unique row -------------
-    {
-      const float* gm = occ_mean_grad_.data();
-      const float* gv = occ_var_grad_.data();
-      auto update = [&](int64_t begin, int64_t end) {
-        std::vector<float> gmean(d), gvar(dv);
-        for (int64_t s = begin; s < end; ++s) {
-          if (s + 2 < end) {
-            const int64_t ns = s + 2;
-            const Table& nt = tables[row_table_[ns]];
-            const int64_t nrow = uniq_rows_[ns];
-            PrefetchRow(nt.means + nrow * d, d);
-            PrefetchRow(nt.mean_acc + nrow * d, d);
-            PrefetchRow(nt.variances + nrow * dv, dv);
-            PrefetchRow(nt.var_acc + nrow * dv, dv);
-          }
-          const Table& tb = tables[row_table_[s]];
-          const int64_t row = uniq_rows_[s];
-          std::fill(gmean.begin(), gmean.end(), 0.f);
-          std::fill(gvar.begin(), gvar.end(), 0.f);
-          for (int64_t p = row_offsets_[s]; p < row_offsets_[s + 1]; ++p) {
-            const int64_t o = occ_order_[p];
-            const float* src = gm + o * d;
-            for (int64_t i = 0; i < d; ++i) gmean[i] += src[i];
-            const float* vsrc = gv + o * dv;
-            for (int64_t i = 0; i < dv; ++i) gvar[i] += vsrc[i];
-          }
-          UpdateRow(tb, row, d, dv, gmean.data(), gvar.data(), 1.0f, lr, eps);
-        }
-      };
-      const int64_t cost =
-          (d + dv) * 30 * std::max<int64_t>(1, n_occ / std::max<int64_t>(1, n_total));
-      Shard(worker_threads->num_threads, worker_threads->workers, n_total, cost, update);
-    }
+    });
+    rows_.Apply(ctx, tables, d, dv, occ_mean_grad_.data(), occ_var_grad_.data(), lr, eps);
 
     double total = 0.0;
     for (int64_t b = 0; b < batch; ++b) total += example_loss_[b];
@@ -578,11 +538,7 @@ class PairRankingStepOp : public OpKernel {
   bool spherical_;
   mutex scratch_mu_;
   std::vector<float> occ_mean_grad_, occ_var_grad_, example_loss_;
-  std::vector<int32_t> slots_[2];
-  std::vector<int32_t> uniq_rows_;
-  std::vector<int64_t> row_offsets_, fill_, occ_order_;
-  std::vector<int32_t> occ_slot_;
-  std::vector<int8_t> row_table_;
+  RowUpdater rows_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("KerasGaussPairRankingStep").Device(DEVICE_CPU),

@@ -97,14 +97,17 @@ def resolve(config, environ=None):
     Raises:
         DistributionError: a bad setting (one line naming it).
     """
+    environ = os.environ if environ is None else environ
     if config.distribution is None:  # the job's flags alone mean nothing
         if ((config.num_processes or 1) > 1 or config.coordinator or config.model_shards != 1
                 or config.process_id):
             raise DistributionError(
                 "--num-processes, --process-id, --coordinator and --model-shards need "
                 "--distribution data or model.")
+        if _env_int(environ, ENVIRONMENT[1], "--num-processes", 1) > 1:
+            raise DistributionError(  # else every process would train and write alone
+                f"{ENVIRONMENT[1]}={environ[ENVIRONMENT[1]]} needs --distribution data.")
         return dataclasses.replace(config, num_processes=1, process_id=0)
-    environ = os.environ if environ is None else environ
     coordinator = config.coordinator
     if coordinator is None and environ.get(ENVIRONMENT[0]):
         coordinator = environ[ENVIRONMENT[0]].split(",")[0].strip()

@@ -91,6 +91,9 @@ def test_bad_settings_name_the_flag(config, flag):
 def test_bad_environment_names_the_variable():
     with pytest.raises(DistributionError, match="KERAS_DISTRIBUTION_NUM_PROCESSES"):
         resolve(DistributionConfig("data"), {"KERAS_DISTRIBUTION_NUM_PROCESSES": "two"})
+    # A job's environment without --distribution: not two lone runs writing one --out.
+    with pytest.raises(DistributionError, match="NUM_PROCESSES=2 needs --distribution data"):
+        resolve(DistributionConfig(), {"KERAS_DISTRIBUTION_NUM_PROCESSES": "2"})
 
 
 def test_mesh_and_batch_must_divide():

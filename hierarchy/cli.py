@@ -99,6 +99,9 @@ def _add_training_flags(train, defaults):
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
                        help="also use each reversed edge as a negative (default: on)")
+    from keras_gauss.distribution import add_arguments
+
+    add_arguments(train)
 
 
 def run_demo(args):
@@ -133,6 +136,8 @@ def run_train_wordnet(args):
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
     from keras_gauss.cli import CommandError
+    from keras_gauss.distribution import DistributionError
+    from keras_gauss.distribution import from_arguments
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
     args.out = output_dir(args)
@@ -147,8 +152,9 @@ def run_train_wordnet(args):
                                 entailment=getattr(args, "entailment", None),
                                 overwrite=args.overwrite, verbose=0 if args.quiet else 1,
                                 checkpoint_every=args.checkpoint_every,
-                                resume=args.resume is not None)
-    except CheckpointError as error:
+                                resume=args.resume is not None,
+                                distribution=from_arguments(args))
+    except (CheckpointError, DistributionError) as error:
         raise CommandError(str(error)) from None
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None

@@ -203,7 +203,8 @@ def write_split(directory, split, nodes):
 
 
 def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
-                  overwrite=False, verbose=1, checkpoint_every=10.0, resume=False):
+                  overwrite=False, verbose=1, checkpoint_every=10.0, resume=False,
+                  distribution=None):
     """Trains a hierarchy embedding (WordNet, or `config.edges`) and writes the run to `out_dir`.
 
     Writes `model.keras`, `nodes.tsv` (the node vocabulary, one name a line
@@ -236,9 +237,20 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
             line per epoch.
         checkpoint_every: minutes between checkpoints (0: none).
         resume: continue the interrupted run in `out_dir`.
+        distribution: a `keras_gauss.distribution.DistributionConfig`
+            (`KERAS_BACKEND=jax`): train on several devices or processes.
+            Every process draws the same epochs and trains its rows of each
+            batch; the last, partial batch of an epoch is dropped. Only
+            process 0 writes `out_dir` (the run and the checkpoints); with
+            `resume`, every process reads `out_dir` (storage they share).
+            `None`: one device.
 
     Returns:
         The metrics dict.
+
+    Raises:
+        keras_gauss.distribution.DistributionError: a distribution that
+            cannot run (one line naming the setting).
 
     Example:
 
@@ -249,44 +261,45 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     import numpy as np
 
     from keras_gauss.callbacks import Phase
-    from keras_gauss.callbacks import ProgressLogger
     from keras_gauss.hierarchy import evaluate
     from keras_gauss.hierarchy import make_dataset
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
-    from keras_gauss.hierarchy.model import FusedKLTrainer
-    from keras_gauss.hierarchy.model import build_kl_model
-    from keras_gauss.callbacks import FiniteLoss
-    from keras_gauss.checkpoint import CheckpointError
-    from keras_gauss.checkpoint import Checkpointer
     from keras_gauss.checkpoint import check_minutes
-    from keras_gauss.checkpoint import fit_by_epoch
-    from keras_gauss.checkpoint import fit_checkpoint
     from keras_gauss.checkpoint import has_checkpoint
     from keras_gauss.checkpoint import load_for_resume
     from keras_gauss.checkpoint import refuse_unfinished
-    from keras_gauss.checkpoint import restore_model
     from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
-    from keras_gauss.losses import MaxMarginRanking
-    from keras_gauss.losses import ThresholdedDivergence
-    from keras_gauss.optimizers import SparseAdagrad
     from keras_gauss.runs import check_table_memory
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
+    from keras_gauss.distribution import Distribution
+    from keras_gauss.distribution import DistributionError
+    from keras_gauss.distribution import resolve
+    from keras_gauss.distribution import start_distribution
 
     config.validate()
     if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
         raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
     check_minutes(checkpoint_every)
+    job = Distribution()
+    if distribution is not None:
+        resolve(distribution)  # job flags without --distribution are an error
+    if distribution is not None and distribution.active:
+        job = start_distribution(distribution)  # before anything else touches JAX
+        job.check_batch(config.batch_size)
+        if not job.is_chief:
+            checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints
     settings = dataclasses.asdict(config)
     state, arrays = None, None
     if resume:
         state, arrays = load_for_resume(out_dir, "hierarchy", settings)
-    else:
+    elif job.is_chief:
         refuse_unfinished(out_dir, overwrite)
-    check_output_dir(out_dir, overwrite or resume)
+    if job.is_chief:
+        check_output_dir(out_dir, overwrite or resume)
     # Read the benchmark files first: a malformed one fails before training.
     if hyperlex is not None:
         read_hyperlex(hyperlex)
@@ -301,74 +314,31 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     split, split_line = make_split(hierarchy, config)
     train_edges, known = training_edges(hierarchy, split)
     check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
-    check_output_dir(out_dir, overwrite or resume,
-                     need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes
-                     * config.dim + (1 << 20))
+    job.check_rows(hierarchy.num_nodes, "--root")
+    if job.is_chief:
+        check_output_dir(out_dir, overwrite or resume,
+                         need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes
+                         * config.dim + (1 << 20))
+    if job.active and len(train_edges) < config.batch_size:
+        raise DistributionError(f"--batch-size {config.batch_size}: only {len(train_edges)} "
+                                "training edges, not one full batch to share over the "
+                                "devices and processes; give a smaller --batch-size.")
     k = config.negatives + int(config.reversed_negatives)
 
     def epoch_dataset(epoch):  # epoch e draws from the stream [seed, e]
-        return make_dataset(train_edges, known=known, batch_size=config.batch_size,
+        data = make_dataset(train_edges, known=known, batch_size=config.batch_size,
                             negatives=config.negatives,
                             reversed_negatives=config.reversed_negatives, seed=config.seed,
-                            first_pass=epoch)
+                            first_pass=epoch, drop_remainder=job.active)
+        return job.local_batches(data, config.batch_size)
     preparing.done()
     if verbose:
         print(source)
         print(split_line)
-    model = build_kl_model(
-        hierarchy.num_nodes, config.dim, negatives=k, covariance=config.covariance,
-        max_norm=config.max_norm, min_variance=config.min_variance,
-        max_variance=config.max_variance,
-        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
-    )
-    if config.loss == "ranking":
-        loss = MaxMarginRanking(config.margin)
-    else:
-        loss = ThresholdedDivergence(config.threshold, config.margin)
-    optimizer = SparseAdagrad(config.learning_rate)
-    model.compile(optimizer=optimizer, loss=loss)
-    # The ranking loss trains with the fused step (same update, one op a
-    # step); the trainer shares `model`'s table and optimizer.
-    trainer = model
-    if config.loss == "ranking" and keras.backend.backend() == "tensorflow":
-        trainer = FusedKLTrainer(model, margin=config.margin)
-        trainer.compile(optimizer=optimizer)
-    if verbose:
-        print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
-              f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
-    optimizer.build(model.trainable_variables)
-    if arrays is not None:
-        restore_model(model, optimizer, arrays)
-    checkpointer = None
-    if checkpoint_every:
-        checkpointer = Checkpointer(out_dir, checkpoint_every, "hierarchy", settings,
-                                    extra={"nodes": hierarchy.num_nodes,
-                                           "train_edges": int(len(train_edges))})
-    if state is not None and (state.get("nodes"), state.get("train_edges")) != (
-            hierarchy.num_nodes, int(len(train_edges))):
-        raise CheckpointError(f"--resume {out_dir}: the hierarchy differs from the one the run "
-                              f"started on ({state.get('nodes')} nodes and "
-                              f"{state.get('train_edges')} training edges there, "
-                              f"{hierarchy.num_nodes} and {len(train_edges)} now).")
-    state = state or {}
-    losses = list(state.get("losses", []))
-    start = time.perf_counter()
-
-    def elapsed():
-        return state.get("train_seconds", 0.0) + time.perf_counter() - start
-
-    first = (state.get("epoch", 0), state.get("step", 0))
-    saving = fit_checkpoint(checkpointer, model, trainer, first, arrays,
-                            lambda: {"losses": list(losses), "train_seconds": elapsed()})
-    record = keras.callbacks.LambdaCallback(
-        on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
-    progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
-                                           epoch_size=len(train_edges))
-    fit_by_epoch(trainer, epoch_dataset, config.epochs,
-                 [saving, progress, FiniteLoss(), record], start=first)
-    train_seconds = elapsed()
-    if checkpointer is not None:
-        checkpointer.wait()  # before the run replaces the directory
+    with job.scope():  # build, compile and fit in the distribution's scope
+        model, losses, train_seconds = _build_and_train(
+            config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
+            out_dir, settings, state, arrays, job.active)
     check_model_finite(model)
 
     table = model.get_layer("nodes")
@@ -379,6 +349,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                "final_loss": losses[-1],
                "num_nodes": hierarchy.num_nodes,
                "num_train_edges": int(len(train_edges))}
+    if job.active:
+        metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
+                                   "processes": job.num_processes,
+                                   "model_shards": job.model_shards}
+    if not job.is_chief:
+        return jsonable(metrics)  # process 0 evaluates and writes the run
     evaluating = Phase("evaluating", verbose)
     if split is not None:
         result = evaluate.classification(split.val, split.val_neg, split.test,
@@ -419,6 +395,83 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                        energy="kl", table="nodes", vocabulary="nodes.tsv", root=config.root,
                        **({"edges": str(config.edges)} if config.edges else {"pos": config.pos}))
     return metrics
+
+
+def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
+                     checkpoint_every, out_dir, settings, state, arrays, distributed):
+    """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`."""
+    import keras
+
+    from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.callbacks import ProgressLogger
+    from keras_gauss.checkpoint import CheckpointError
+    from keras_gauss.checkpoint import Checkpointer
+    from keras_gauss.checkpoint import fit_by_epoch
+    from keras_gauss.checkpoint import fit_checkpoint
+    from keras_gauss.checkpoint import restore_model
+    from keras_gauss.hierarchy.model import FusedKLTrainer
+    from keras_gauss.hierarchy.model import build_kl_model
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.losses import ThresholdedDivergence
+    from keras_gauss.optimizers import SparseAdagrad
+
+    model = build_kl_model(
+        hierarchy.num_nodes, config.dim, negatives=k, covariance=config.covariance,
+        max_norm=config.max_norm, min_variance=config.min_variance,
+        max_variance=config.max_variance,
+        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
+    )
+    if config.loss == "ranking":
+        loss = MaxMarginRanking(config.margin)
+    else:
+        loss = ThresholdedDivergence(config.threshold, config.margin)
+    optimizer = SparseAdagrad(config.learning_rate)
+    model.compile(optimizer=optimizer, loss=loss)
+    # The ranking loss trains with the fused step (same update, one op a
+    # step); the trainer shares `model`'s table and optimizer.
+    trainer = model
+    # (Not under a distribution: the fused op writes the tables itself.)
+    if (config.loss == "ranking" and keras.backend.backend() == "tensorflow"
+            and not distributed):
+        trainer = FusedKLTrainer(model, margin=config.margin)
+        trainer.compile(optimizer=optimizer)
+    if verbose:
+        print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
+              f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
+    optimizer.build(model.trainable_variables)
+    if arrays is not None:
+        restore_model(model, optimizer, arrays)
+    checkpointer = None
+    if checkpoint_every:
+        checkpointer = Checkpointer(out_dir, checkpoint_every, "hierarchy", settings,
+                                    extra={"nodes": hierarchy.num_nodes,
+                                           "train_edges": int(len(train_edges))})
+    if state is not None and (state.get("nodes"), state.get("train_edges")) != (
+            hierarchy.num_nodes, int(len(train_edges))):
+        raise CheckpointError(f"--resume {out_dir}: the hierarchy differs from the one the run "
+                              f"started on ({state.get('nodes')} nodes and "
+                              f"{state.get('train_edges')} training edges there, "
+                              f"{hierarchy.num_nodes} and {len(train_edges)} now).")
+    state = state or {}
+    losses = list(state.get("losses", []))
+    start = time.perf_counter()
+
+    def elapsed():
+        return state.get("train_seconds", 0.0) + time.perf_counter() - start
+
+    first = (state.get("epoch", 0), state.get("step", 0))
+    saving = fit_checkpoint(checkpointer, model, trainer, first, arrays,
+                            lambda: {"losses": list(losses), "train_seconds": elapsed()})
+    record = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
+    progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
+                                           epoch_size=len(train_edges))
+    fit_by_epoch(trainer, epoch_dataset, config.epochs,
+                 [saving, progress, FiniteLoss(), record], start=first)
+    train_seconds = elapsed()
+    if checkpointer is not None:
+        checkpointer.wait()  # before the run replaces the directory
+    return model, losses, train_seconds
 
 
 train_hierarchy = train_wordnet

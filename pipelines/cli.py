@@ -57,6 +57,9 @@ def add_parser(subparsers):
     train.add_argument("--threads", type=int, default=defaults.threads,
                        help="threads of --engine fused (default: 0, the cores this "
                             "process may use)")
+    from keras_gauss.distribution import add_arguments
+
+    add_arguments(train)
     train.set_defaults(handler=run_train_corpus)
 
     evaluate = subparsers.add_parser(
@@ -110,6 +113,8 @@ def run_train_corpus(args):
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
     from keras_gauss.checks import TrainingDivergedError
+    from keras_gauss.distribution import DistributionError
+    from keras_gauss.distribution import from_arguments
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
@@ -122,8 +127,9 @@ def run_train_corpus(args):
         metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
                                verbose=0 if args.quiet else 1,
                                checkpoint_every=args.checkpoint_every,
-                               resume=args.resume is not None)
-    except CheckpointError as error:
+                               resume=args.resume is not None,
+                               distribution=from_arguments(args))
+    except (CheckpointError, DistributionError) as error:
         raise CommandError(str(error)) from None
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"--out {error}") from None

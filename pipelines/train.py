@@ -156,7 +156,7 @@ def _throughput_callback(counter, batch_size, per_batch=True):
     return Throughput()
 
 
-def make_dataset(config, corpus, vocab, counter=None):
+def make_dataset(config, corpus, vocab, counter=None, keep=None):
     """The skip-gram stream of `config` (see `keras_gauss.pipelines.make_skipgram_dataset`).
 
     Args:
@@ -165,6 +165,8 @@ def make_dataset(config, corpus, vocab, counter=None):
         vocab: the `pipelines.Vocabulary`.
         counter: optional int64 `tf.Variable`; every batch adds its number of
             pairs to it (as the batch is produced).
+        keep: optional `dataset -> dataset` applied before counting (a
+            process's rows of each batch, `keras_gauss.distribution`).
 
     Returns:
         A `tf.data.Dataset` of `(x, y)` batches for `model.fit`.
@@ -179,6 +181,8 @@ def make_dataset(config, corpus, vocab, counter=None):
         batch_size=config.batch_size,
         seed=config.seed,
     )
+    if keep is not None:
+        dataset = keep(dataset)
     if counter is None:
         return dataset
 
@@ -390,7 +394,7 @@ def _available_engine(config):
 
 
 def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
-                 vocab=None, checkpoint_every=10.0, resume=False):
+                 vocab=None, checkpoint_every=10.0, resume=False, distribution=None):
     """Trains Gaussian word embeddings on a corpus and writes the run to `out_dir`.
 
     Builds the vocabulary (`min_count`, `max_size`) and
@@ -434,11 +438,20 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             `min_count` and `max_size` are then not applied).
         checkpoint_every: minutes between checkpoints (0: none).
         resume: continue the interrupted run in `out_dir`.
+        distribution: a `keras_gauss.distribution.DistributionConfig`
+            (`engine="keras"`, `KERAS_BACKEND=jax`): train on several
+            devices or processes. Every process runs the same stream and
+            trains its rows of each batch; the last, partial batch of an
+            epoch is dropped. Only process 0 writes `out_dir` (the run and
+            the checkpoints); with `resume`, every process reads
+            `out_dir` (put it on storage they share). `None`: one device.
 
     Returns:
         The metrics dict.
 
     Raises:
+        keras_gauss.distribution.DistributionError: a distribution that
+            cannot run (one line naming the setting).
         ValueError: a bad config, an empty corpus or an empty vocabulary
             after `min_count`, unreadable (binary, non-UTF-8) files.
         FileNotFoundError: a missing corpus path or unprepared TFDS data.
@@ -456,31 +469,46 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.checkpoint import check_minutes
     from keras_gauss.checkpoint import load_for_resume
     from keras_gauss.checkpoint import refuse_unfinished
+    from keras_gauss.distribution import Distribution
     from keras_gauss.pipelines import native_corpus
 
+    job = Distribution()
+    if distribution is not None:
+        from keras_gauss.distribution import resolve
+
+        resolve(distribution)  # job flags without --distribution are an error
     config.validate()
+    if distribution is not None and distribution.active:
+        from keras_gauss.distribution import DistributionError
+        from keras_gauss.distribution import start_distribution
+
+        if config.engine != "keras":
+            raise DistributionError(f"--distribution {distribution.distribution} trains with "
+                                    f"model.fit: it needs --engine keras, not {config.engine}.")
+        job = start_distribution(distribution)  # before anything else touches JAX
+        job.check_batch(config.batch_size)
+        if not job.is_chief:
+            checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints
     check_minutes(checkpoint_every)
     settings = dataclasses.asdict(config)  # as asked (before a fallback engine)
     checkpoint = None
     if resume:
         checkpoint = load_for_resume(out_dir, "corpus", settings)
-    else:
+    elif job.is_chief:
         refuse_unfinished(out_dir, overwrite)
     # The fused engine on text files runs without TensorFlow when it can
     # (and continues only its own checkpoints: another engine's chunks differ).
     native_checkpoint = checkpoint is None or \
         checkpoint[0].get("engine") == native_corpus.ENGINE
-    if native_checkpoint and native_corpus.available(config, corpus, vocab, callbacks):
+    if (not job.active and native_checkpoint
+            and native_corpus.available(config, corpus, vocab, callbacks)):
         metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose,
                                              checkpoint_every, checkpoint)
         if metrics is not None:
             return metrics
     import keras
-    import tensorflow as tf
 
     from keras_gauss.callbacks import Phase
-    from keras_gauss.callbacks import ProgressLogger
-    from keras_gauss.callbacks import FiniteLoss
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import Checkpointer
     from keras_gauss.checkpoint import epoch_seed
@@ -488,19 +516,21 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     from keras_gauss.checkpoint import fit_checkpoint
     from keras_gauss.checkpoint import has_checkpoint
     from keras_gauss.checkpoint import restore_model
+    from keras_gauss.checkpoint import check_minutes
+    from keras_gauss.checkpoint import has_checkpoint
+    from keras_gauss.checkpoint import load_for_resume
+    from keras_gauss.checkpoint import refuse_unfinished
     from keras_gauss.checks import check_model_finite
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
-    from keras_gauss.losses import MaxMarginRanking
-    from keras_gauss.optimizers import SparseAdagrad
     from keras_gauss.runs import check_table_memory
     from keras_gauss.runs import jsonable
     from keras_gauss.runs import write_run_info
-    from keras_gauss.pipelines.model import build_corpus_model
     from keras_gauss.pipelines.vocabulary import build_vocabulary
 
     state, arrays = checkpoint if checkpoint is not None else (None, None)
-    check_output_dir(out_dir, overwrite or resume)
+    if job.is_chief:
+        check_output_dir(out_dir, overwrite or resume)
     config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
     if vocab is None:
@@ -519,9 +549,78 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
                               "unavailable now?).")
     # Before any training: the tables fit in memory, the run on disk.
     check_table_memory(len(vocab), config.dim, tables=2)
-    check_output_dir(out_dir, overwrite or resume,
-                     need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim
-                     + (1 << 20))
+    job.check_rows(len(vocab), "--max-size")
+    if job.is_chief:
+        check_output_dir(out_dir, overwrite or resume,
+                         need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim
+                         + (1 << 20))
+    import tensorflow as tf
+
+    # Made outside the distribution's scope: a plain variable the data
+    # pipeline adds to.
+    counter = tf.Variable((state or {}).get("epoch_pairs_start", 0), dtype=tf.int64,
+                          trainable=False)
+    with job.scope():  # build, compile and fit in the distribution's scope
+        model, pairs, losses, train_seconds = _build_and_train(
+            config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir, settings,
+            corpus_id, state, arrays, job, counter)
+    check_model_finite(model)
+    tokens = vocab.total * config.epochs
+    if not pairs:
+        if job.active:
+            raise DistributionError(
+                f"--batch-size {config.batch_size}: the corpus gives no full batch of pairs "
+                "to share over the devices and processes; give a smaller --batch-size.")
+        raise ValueError("the corpus yields no (word, context) pairs: every line has "
+                         "fewer than two in-vocabulary tokens.")
+    metrics = {
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / config.epochs,
+        "pairs": pairs,
+        "pairs_per_second": pairs / train_seconds,
+        "tokens": tokens,
+        "tokens_per_second": tokens / train_seconds,
+        "final_loss": losses[-1] if losses else None,
+        "loss_per_epoch": losses,
+        "vocab_size": len(vocab),
+        "batch_size": config.batch_size,
+        "config": dataclasses.asdict(config),
+    }
+    if job.active:
+        metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
+                                   "processes": job.num_processes,
+                                   "model_shards": job.model_shards}
+    metrics = jsonable(metrics)
+    if not job.is_chief:
+        return metrics  # process 0 writes the run
+    # The checkpoint goes with the directory the run replaces.
+    with Phase(f"saving the run to {out_dir}", verbose), \
+            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
+        model.save(tmp / "model.keras")
+        vocab.save(tmp / "vocab.tsv")
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
+                       vocabulary="vocab.tsv", context_table="contexts")
+    return metrics
+
+
+def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir,
+                     settings, corpus_id, state, arrays, job, counter):
+    """`train_corpus`'s model, built and trained: `(model, pairs, losses, seconds)`."""
+    import keras
+
+    from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.callbacks import Phase
+    from keras_gauss.callbacks import ProgressLogger
+    from keras_gauss.checkpoint import Checkpointer
+    from keras_gauss.checkpoint import epoch_seed
+    from keras_gauss.checkpoint import fit_by_epoch
+    from keras_gauss.checkpoint import fit_checkpoint
+    from keras_gauss.checkpoint import restore_model
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.pipelines.model import build_corpus_model
+
     fused_step = config.engine == "fused-step"
     model = build_corpus_model(
         len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
@@ -564,14 +663,13 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress,
                                      checkpointer, state, elapsed)
     else:
-        counter = tf.Variable(state.get("epoch_pairs_start", 0), dtype=tf.int64,
-                              trainable=False)
         losses = list(state.get("losses", []))
         marks = {}
 
         def epoch_dataset(epoch):  # each epoch's stream depends on its number only
             return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
-                                corpus, vocab, counter)
+                                corpus, vocab, counter,
+                                keep=lambda d: job.local_batches(d, config.batch_size))
 
         def position():
             return {"epoch_pairs_start": marks["pairs"], "losses": list(losses),
@@ -590,39 +688,23 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             # epoch is found by running out of data) and on `shuffle`.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
             warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
-            fit_by_epoch(model, epoch_dataset, config.epochs,
-                         [saving, throughput, FiniteLoss(), *(callbacks or []), progress, record],
-                         start=(state.get("epoch", 0), state.get("step", 0)),
-                         on_epoch_begin=mark)
-        pairs = int(counter.numpy())
+            try:
+                fit_by_epoch(model, epoch_dataset, config.epochs,
+                             [saving, throughput, FiniteLoss(), *(callbacks or []), progress,
+                              record],
+                             start=(state.get("epoch", 0), state.get("step", 0)),
+                             on_epoch_begin=mark)
+            except StopIteration:  # an epoch without one batch: nothing to build on
+                if not job.active:
+                    raise
+                from keras_gauss.distribution import DistributionError
+
+                raise DistributionError(
+                    f"--batch-size {config.batch_size}: the corpus gives no full batch of "
+                    "pairs to share over the devices and processes; give a smaller "
+                    "--batch-size.") from None
+        pairs = int(counter.numpy()) * job.num_processes  # each counted its own rows
     train_seconds = elapsed()
     if checkpointer is not None:
         checkpointer.wait()  # before the run replaces the directory
-    check_model_finite(model)
-    tokens = vocab.total * config.epochs
-    if not pairs:
-        raise ValueError("the corpus yields no (word, context) pairs: every line has "
-                         "fewer than two in-vocabulary tokens.")
-    metrics = {
-        "train_seconds": train_seconds,
-        "seconds_per_epoch": train_seconds / config.epochs,
-        "pairs": pairs,
-        "pairs_per_second": pairs / train_seconds,
-        "tokens": tokens,
-        "tokens_per_second": tokens / train_seconds,
-        "final_loss": losses[-1] if losses else None,
-        "loss_per_epoch": losses,
-        "vocab_size": len(vocab),
-        "batch_size": config.batch_size,
-        "config": dataclasses.asdict(config),
-    }
-    metrics = jsonable(metrics)
-    # The checkpoint goes with the directory the run replaces.
-    with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
-        model.save(tmp / "model.keras")
-        vocab.save(tmp / "vocab.tsv")
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
-                       vocabulary="vocab.tsv", context_table="contexts")
-    return metrics
+    return model, pairs, losses, train_seconds

@@ -262,6 +262,32 @@ def check_help(blocks, project):
             assert check_readme.same_output(shown, done.stdout) is None, done.stdout
 
 
+def check_scale_out(blocks, project):
+    """The two-process command, as printed, on a corpus that survives the
+    default subsampling (1,000 words), with a free port for 7777."""
+    import random
+    import socket
+
+    pytest.importorskip("jax")
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(1000)]
+    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(1500)]
+    (project / "my_corpus.txt").write_text("\n".join(lines) + "\n")
+    (block,) = blocks
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert "127.0.0.1:7777" in block.text
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PATH"] = f"{pathlib.Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    done = subprocess.run(["bash", "-ec", block.text.replace("7777", str(port))],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads((project / "runs/two-processes/metrics.json").read_text())
+    assert metrics["distribution"]["processes"] == 2 and metrics["pairs"] > 0
+
+
 TEST_CHECKS = {
     "ci": check_ci,
     "quick-start": check_quick_start,
@@ -275,6 +301,7 @@ TEST_CHECKS = {
     "serving-request": check_serving_request,
     "export-formats": check_export_formats,
     "help": check_help,
+    "scale-out": check_scale_out,
 }
 NEEDS_WORDNET_RUN = {"load-run", "wordnet-cli", "serving", "serving-request", "export-formats"}
 

@@ -1,3 +1,5 @@
+import threading
+
 import keras
 from keras import ops
 
@@ -68,6 +70,7 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         self.initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon
         self._row_constraints = {}
+        self._hiding = 0  # replicas inside `apply` (no list here: Keras would track it)
 
     def build(self, var_list):
         if self.built:
@@ -82,19 +85,31 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     def apply(self, grads, trainable_variables=None):
         # Row constraints are applied to the touched rows in `update_step`;
         # hide them from the base class, which would project whole tables.
+        # Under `tf.distribute.MirroredStrategy` every replica runs `apply`
+        # in its own thread (they meet in the all-reduce of the gradients):
+        # the first one in hides the constraints, the last one out restores
+        # them, so no replica finds them half hidden.
         if trainable_variables is None:
             variables = self._trainable_variables
         else:
             variables = list(trainable_variables)
-        hidden = [v for v in variables if _row_constraint(v) is not None]
-        self._row_constraints = {self._var_key(v): v.constraint for v in hidden}
-        for v in hidden:
-            v.constraint = None
+        with _HIDING:
+            if not self._hiding:
+                hidden = [v for v in variables if _row_constraint(v) is not None]
+                self._row_constraints = {self._var_key(v): v.constraint for v in hidden}
+                for v in hidden:
+                    v.constraint = None
+            self._hiding += 1
         try:
             return super().apply(grads, trainable_variables)
         finally:
-            for v in hidden:
-                v.constraint = self._row_constraints[self._var_key(v)]
+            with _HIDING:
+                self._hiding -= 1
+                if not self._hiding:
+                    for v in variables:
+                        key = self._var_key(v)
+                        if key in self._row_constraints:
+                            v.constraint = self._row_constraints[key]
 
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
@@ -165,6 +180,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
             }
         )
         return config
+
+
+_HIDING = threading.Lock()  # see `SparseAdagrad.apply`
 
 
 def _row_constraint(variable):

@@ -1,0 +1,485 @@
+"""Training on several devices and processes: settings into a Keras distribution.
+
+`DistributionConfig` holds the command-line settings (`--distribution`,
+`--model-shards`, `--coordinator`, `--num-processes`, `--process-id`,
+`--distribution-timeout`); `start_distribution` checks them, joins the
+processes of a multi-process job and returns a `Distribution`: the scope
+the trainers build, compile and fit in, which process writes the run (the
+chief, process 0) and how each process takes its part of a batch.
+
+- `--distribution data`: `keras.distribution.DataParallel` over every
+  device of every process (JAX backend): each step's global batch is split
+  over the devices, the tables are replicated.
+- `--distribution model --model-shards N`: `keras.distribution.ModelParallel`
+  on a `(batch, model)` mesh of `devices / N` by `N` of one process; the
+  embedding tables and their AdaGrad accumulators are split by rows over
+  the `model` axis (`LayoutMap`: `('model', None)`), for vocabularies that
+  do not fit one device.
+- Several processes (on one or several hosts): `--coordinator HOST:PORT
+  --num-processes N --process-id I`, or Keras's `KERAS_DISTRIBUTION_JOB_ADDRESSES`,
+  `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`.
+  Before `keras.distribution.initialize` (which aborts the process, after a
+  long wait, when a peer is missing) the processes meet at HOST:PORT over
+  plain TCP: a missing coordinator or peer is one `DistributionError` after
+  `--distribution-timeout` seconds.
+
+Every process runs the same seeded data stream and keeps its own rows of
+each global batch (`Distribution.local_batches`), so a job trains exactly
+the batches a single process would (the last, partial batch of an epoch is
+dropped so that every process takes the same number of steps).
+
+On the TensorFlow backend, `--distribution data` is
+`tf.distribute.MirroredStrategy` over the local devices (the GPUs, else the
+logical CPUs); Keras 3 runs no multi-worker TensorFlow strategy in
+`model.fit` (keras-team/keras#20585), so several processes and
+`--distribution model` need `KERAS_BACKEND=jax`.
+"""
+
+import contextlib
+import dataclasses
+import os
+import socket
+import time
+
+KINDS = ("data", "model")
+ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+               "KERAS_DISTRIBUTION_PROCESS_ID")
+
+
+class DistributionError(ValueError):
+    """A distribution that cannot run here; the message is one line naming the setting."""
+
+
+@dataclasses.dataclass
+class DistributionConfig:
+    """Distribution settings of a trainer (none set: one device, as before).
+
+    Attributes:
+        distribution: `None` (one device), `"data"` (`DataParallel`) or
+            `"model"` (`ModelParallel`).
+        model_shards: devices each table is split over (`"model"` only; 1).
+        coordinator: `HOST:PORT` of process 0 (several processes), or `None`
+            (`KERAS_DISTRIBUTION_JOB_ADDRESSES`, else one process).
+        num_processes: processes of the job (`None`: the environment, else 1).
+        process_id: this process, `0..num_processes-1` (`None`: the
+            environment, else 0). Process 0 is the chief: it alone writes
+            the run directory and the checkpoints.
+        timeout: seconds to wait for the coordinator and the other
+            processes (60).
+
+    Example:
+
+    >>> DistributionConfig("data", coordinator="10.0.0.1:7777", num_processes=2,
+    ...                    process_id=1)  # doctest: +SKIP
+    """
+
+    distribution: str | None = None
+    model_shards: int = 1
+    coordinator: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+    timeout: float = 60.0
+
+    @property
+    def active(self):
+        return self.distribution is not None
+
+
+def resolve(config, environ=None):
+    """`config` with the job settings filled from the environment and checked.
+
+    Pure: reads `environ` (default `os.environ`), touches no device.
+
+    Returns:
+        A `DistributionConfig` with `num_processes` and `process_id` set
+        (and `coordinator` when `num_processes > 1`).
+
+    Raises:
+        DistributionError: a bad setting (one line naming it).
+    """
+    environ = os.environ if environ is None else environ
+    if config.distribution is None:  # the job's flags alone mean nothing
+        if ((config.num_processes or 1) > 1 or config.coordinator or config.model_shards != 1
+                or config.process_id):
+            raise DistributionError(
+                "--num-processes, --process-id, --coordinator and --model-shards need "
+                "--distribution data or model.")
+        if _env_int(environ, ENVIRONMENT[1], "--num-processes", 1) > 1:
+            raise DistributionError(  # else every process would train and write alone
+                f"{ENVIRONMENT[1]}={environ[ENVIRONMENT[1]]} needs --distribution data.")
+        return dataclasses.replace(config, num_processes=1, process_id=0)
+    coordinator = config.coordinator
+    if coordinator is None and environ.get(ENVIRONMENT[0]):
+        coordinator = environ[ENVIRONMENT[0]].split(",")[0].strip()
+    num = config.num_processes
+    if num is None:
+        num = _env_int(environ, ENVIRONMENT[1], "--num-processes", 1)
+    pid = config.process_id
+    if pid is None:
+        pid = _env_int(environ, ENVIRONMENT[2], "--process-id", 0)
+    if config.distribution not in KINDS:
+        raise DistributionError(f"--distribution must be 'data' or 'model', got "
+                                f"{config.distribution!r}.")
+    if not config.timeout > 0:
+        raise DistributionError(f"--distribution-timeout must be > 0 seconds, got "
+                                f"{config.timeout}.")
+    if num < 1:
+        raise DistributionError(f"--num-processes must be >= 1, got {num}.")
+    if not 0 <= pid < num:
+        raise DistributionError(f"--process-id must be in 0..{num - 1} (--num-processes "
+                                f"{num}), got {pid}.")
+    if config.model_shards < 1:
+        raise DistributionError(f"--model-shards must be >= 1, got {config.model_shards}.")
+    if config.model_shards > 1 and config.distribution != "model":
+        raise DistributionError("--model-shards splits the tables: it needs --distribution model.")
+    if config.distribution == "model" and num > 1:
+        raise DistributionError(
+            f"--distribution model runs on the devices of one process, not --num-processes "
+            f"{num} (several processes: --distribution data).")
+    if num > 1:
+        if not coordinator:
+            raise DistributionError(f"--num-processes {num} needs --coordinator HOST:PORT "
+                                    "(the address of process 0).")
+        split_address(coordinator)
+    return dataclasses.replace(config, num_processes=num, process_id=pid,
+                               coordinator=coordinator if num > 1 else None)
+
+
+def _env_int(environ, name, flag, default):
+    text = environ.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise DistributionError(f"{name}={text!r} ({flag}) is not an integer.") from None
+
+
+def split_address(address):
+    """`(host, port)` of `HOST:PORT`, or `DistributionError` naming `--coordinator`."""
+    host, _, port = str(address).rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise DistributionError(f"--coordinator {address}: give HOST:PORT, e.g. "
+                                "10.0.0.1:7777.")
+    return host.strip("[]"), int(port)
+
+
+def check_mesh(devices, model_shards):
+    """`(batch, model)` mesh shape of `devices` split into `model_shards`, or the error."""
+    if devices % model_shards:
+        raise DistributionError(f"--model-shards {model_shards} does not divide the "
+                                f"{devices} devices of the job.")
+    return devices // model_shards, model_shards
+
+
+def check_batch(batch_size, devices, num_processes, model_shards=1):
+    """Checks that a global batch of `batch_size` splits over the job.
+
+    Each process keeps `batch_size / num_processes` rows of every batch and
+    each of the `devices / model_shards` data replicas its own equal part.
+    """
+    if num_processes > batch_size:
+        raise DistributionError(f"--num-processes {num_processes} is more than the "
+                                f"--batch-size {batch_size} rows of a step to share.")
+    replicas = max(devices // model_shards, num_processes)
+    if batch_size % replicas:
+        raise DistributionError(
+            f"--batch-size {batch_size} does not split evenly over {replicas} data "
+            f"shards ({devices} devices / --model-shards {model_shards}, "
+            f"--num-processes {num_processes}); give a multiple of {replicas}.")
+
+
+def rendezvous(coordinator, num_processes, process_id, timeout):
+    """Meets the other processes at `coordinator` over TCP, or raises `DistributionError`.
+
+    Process 0 listens on the coordinator's port until the other
+    `num_processes - 1` have connected (each sends its count and id), then
+    tells them to go on and closes the port (for the JAX coordination
+    service to take). The others connect, retrying, until answered. Every
+    wait ends after `timeout` seconds.
+    """
+    host, port = split_address(coordinator)
+    deadline = time.monotonic() + timeout
+    if process_id == 0:
+        return _rendezvous_chief(host, port, coordinator, num_processes, timeout, deadline)
+    return _rendezvous_worker(host, port, coordinator, num_processes, process_id, timeout,
+                              deadline)
+
+
+def _rendezvous_chief(host, port, coordinator, num_processes, timeout, deadline):
+    try:
+        server = socket.create_server((host, port), reuse_port=False)
+    except OSError as error:
+        raise DistributionError(f"--coordinator {coordinator}: process 0 cannot listen there "
+                                f"({error.strerror or error}); give an address of this host "
+                                "and a free port.") from None
+    peers = {}
+    try:
+        while len(peers) < num_processes - 1:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DistributionError(
+                    f"--num-processes {num_processes}: only {len(peers) + 1} of them reached "
+                    f"--coordinator {coordinator} within {timeout:g} s "
+                    "(--distribution-timeout); start every process.")
+            server.settimeout(left)
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            connection.settimeout(max(deadline - time.monotonic(), 0.1))
+            try:
+                count, pid = (int(v) for v in _read_line(connection).split())
+            except (OSError, ValueError):
+                connection.close()
+                continue
+            problem = None
+            if count != num_processes:
+                problem = f"--num-processes {count} there, {num_processes} on process 0"
+            elif pid in peers or not 0 < pid < num_processes:
+                problem = f"--process-id {pid} is taken or out of range"
+            if problem:
+                _send(connection, f"error {problem}\n")
+                connection.close()
+                continue
+            peers[pid] = connection
+        for connection in peers.values():
+            _send(connection, "go\n")
+        for connection in peers.values():  # they close first: no TIME_WAIT on the port here
+            connection.settimeout(max(deadline - time.monotonic(), 1.0))
+            with contextlib.suppress(OSError):
+                connection.recv(1)
+    finally:
+        for connection in peers.values():
+            connection.close()
+        server.close()
+
+
+def _rendezvous_worker(host, port, coordinator, num_processes, process_id, timeout, deadline):
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DistributionError(
+                f"--coordinator {coordinator}: process 0 did not answer within {timeout:g} s "
+                "(--distribution-timeout); start process 0 there first, or check the address.")
+        try:
+            connection = socket.create_connection((host, port), timeout=min(left, 5.0))
+        except OSError:
+            time.sleep(min(0.2, max(left, 0)))
+            continue
+        with connection:
+            connection.settimeout(max(deadline - time.monotonic(), 0.1))
+            try:
+                _send(connection, f"{num_processes} {process_id}\n")
+                answer = _read_line(connection)
+            except OSError:
+                answer = ""
+        if answer == "go":
+            return
+        if answer.startswith("error "):
+            raise DistributionError(f"--coordinator {coordinator}: process 0 refused this "
+                                    f"process: {answer[6:]}.")
+        time.sleep(0.2)  # not our rendezvous (or it closed): try again until the deadline
+
+
+def _send(connection, text):
+    connection.sendall(text.encode("ascii"))
+
+
+def _read_line(connection):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(256)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", "replace").strip()
+
+
+class Distribution:
+    """A started distribution: its scope, the chief and this process's rows.
+
+    Made by `start_distribution`; `Distribution()` is the one-device
+    no-op (`scope()` does nothing, every batch is kept whole).
+
+    Attributes:
+        kind: `None`, `"data"` or `"model"`.
+        num_processes, process_id: the job (1 and 0 without one).
+        devices: devices of the whole job.
+        model_shards: devices a table is split over.
+        keras_distribution: the `keras.distribution.Distribution` (or `None`).
+        strategy: the `tf.distribute.MirroredStrategy` on TensorFlow (or `None`).
+    """
+
+    def __init__(self, kind=None, num_processes=1, process_id=0, devices=1, model_shards=1,
+                 keras_distribution=None, strategy=None):
+        self.kind = kind
+        self.strategy = strategy
+        self.num_processes = num_processes
+        self.process_id = process_id
+        self.devices = devices
+        self.model_shards = model_shards
+        self.keras_distribution = keras_distribution
+
+    @property
+    def active(self):
+        return self.kind is not None
+
+    @property
+    def is_chief(self):
+        """Process 0: it alone writes the run directory and the checkpoints."""
+        return self.process_id == 0
+
+    def scope(self):
+        """The scope to build, compile and fit the model in."""
+        if self.strategy is not None:
+            return self.strategy.scope()
+        if self.keras_distribution is None:
+            return contextlib.nullcontext()
+        return self.keras_distribution.scope()
+
+    def check_batch(self, batch_size):
+        if self.active:
+            check_batch(batch_size, self.devices, self.num_processes, self.model_shards)
+
+    def check_rows(self, rows, what="--max-size"):
+        """Checks that the tables' `rows` split evenly over `model_shards` devices."""
+        if self.model_shards > 1 and rows % self.model_shards:
+            raise DistributionError(
+                f"--model-shards {self.model_shards} does not divide the {rows:,} rows of the "
+                f"tables; give a --model-shards that divides it ({what} can set the rows).")
+
+    def local_batches(self, dataset, batch_size):
+        """This process's rows of every full global batch of `dataset`.
+
+        Partial batches (the end of an epoch) are dropped, so every process
+        takes the same number of steps; process `i` keeps rows
+        `[i * b, (i + 1) * b)` with `b = batch_size / num_processes`.
+        Unchanged without a distribution.
+        """
+        if not self.active:
+            return dataset
+        import tensorflow as tf
+
+        local = batch_size // self.num_processes
+        start = self.process_id * local
+
+        def full(x, y):
+            return tf.shape(y)[0] == batch_size
+
+        def mine(x, y):
+            return tf.nest.map_structure(lambda t: t[start:start + local], (x, y))
+
+        dataset = dataset.filter(full)
+        if self.num_processes > 1:
+            dataset = dataset.map(mine)
+        return dataset
+
+
+def table_layout_map(device_mesh):
+    """The `LayoutMap` that splits every embedding table (and its AdaGrad
+    accumulator) by rows over the mesh's `model` axis."""
+    import keras
+
+    layout_map = keras.distribution.LayoutMap(device_mesh)
+    layout_map[r".*(means|variances).*"] = ("model", None)
+    return layout_map
+
+
+def start_distribution(config, environ=None):
+    """Checks `config`, joins the job and returns the `Distribution`.
+
+    Call it before anything else touches JAX (the multi-process
+    initialisation must come first).
+
+    Raises:
+        DistributionError: a bad or impossible setting, a backend that
+            cannot do it, an unreachable coordinator or missing process.
+    """
+    config = resolve(config, environ)
+    if not config.active:
+        return Distribution()
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow" and config.distribution == "data" and config.num_processes == 1:
+        return _mirrored(config)
+    if backend != "jax":
+        what = (f"--num-processes {config.num_processes}" if config.num_processes > 1
+                else f"--distribution {config.distribution}")
+        raise DistributionError(
+            f"{what} needs KERAS_BACKEND=jax (the {backend} backend runs --distribution data "
+            "on one process only: Keras 3 has no multi-worker TensorFlow strategy in "
+            "model.fit, keras-team/keras#20585).")
+    if config.num_processes > 1:
+        rendezvous(config.coordinator, config.num_processes, config.process_id,
+                   config.timeout)
+        try:
+            keras.distribution.initialize(config.coordinator, config.num_processes,
+                                          config.process_id)
+        except Exception as error:  # noqa: BLE001: the backend's own errors
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise DistributionError(f"--coordinator {config.coordinator}: the JAX job did not "
+                                    f"start ({type(error).__name__}: {message}).") from None
+    devices = keras.distribution.list_devices()
+    if config.distribution == "data":
+        distribution = keras.distribution.DataParallel(devices=devices,
+                                                       auto_shard_dataset=False)
+        shards = 1
+    else:
+        shards = config.model_shards
+        shape = check_mesh(len(devices), shards)
+        mesh = keras.distribution.DeviceMesh(shape, ["batch", "model"], devices)
+        distribution = keras.distribution.ModelParallel(
+            layout_map=table_layout_map(mesh), batch_dim_name="batch",
+            auto_shard_dataset=False)
+    return Distribution(config.distribution, config.num_processes, config.process_id,
+                        len(devices), shards, distribution)
+
+
+_STRATEGIES = {}
+
+
+def _mirrored(config):
+    """`tf.distribute.MirroredStrategy` over the GPUs, else the logical CPUs."""
+    import tensorflow as tf
+
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    names = tuple(d.name for d in devices)
+    # One strategy per process and devices: two over the same devices would
+    # share collective op keys (a second run in the same process fails).
+    if names not in _STRATEGIES:
+        _STRATEGIES[names] = tf.distribute.MirroredStrategy(list(names))
+    strategy = _STRATEGIES[names]
+    return Distribution("data", 1, 0, strategy.num_replicas_in_sync, 1, strategy=strategy)
+
+
+def add_arguments(parser):
+    """Adds the distribution flags to an `argparse` parser."""
+    defaults = DistributionConfig()
+    group = parser.add_argument_group(
+        "several devices and processes (KERAS_BACKEND=jax; see README 'Scaling out')")
+    group.add_argument("--distribution", choices=KINDS, default=None,
+                       help="data: DataParallel over every device of every process; model: "
+                            "ModelParallel, the tables split by rows over --model-shards "
+                            "devices (default: one device)")
+    group.add_argument("--model-shards", type=int, default=defaults.model_shards,
+                       help="devices each table is split over (--distribution model; "
+                            "default: %(default)s)")
+    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0 (default: KERAS_DISTRIBUTION_JOB_ADDRESSES)")
+    group.add_argument("--num-processes", type=int, default=None,
+                       help="processes of the job (default: KERAS_DISTRIBUTION_NUM_PROCESSES "
+                            "or 1)")
+    group.add_argument("--process-id", type=int, default=None,
+                       help="this process, 0..N-1; 0 writes the run (default: "
+                            "KERAS_DISTRIBUTION_PROCESS_ID or 0)")
+    group.add_argument("--distribution-timeout", type=float, default=defaults.timeout,
+                       help="seconds to wait for the coordinator and the other processes "
+                            "(default: %(default)s)")
+
+
+def from_arguments(args):
+    """The `DistributionConfig` of parsed `add_arguments` flags."""
+    return DistributionConfig(args.distribution, args.model_shards, args.coordinator,
+                              args.num_processes, args.process_id, args.distribution_timeout)

@@ -1,0 +1,85 @@
+"""Trains the corpus model on one TensorFlow device and under `--distribution
+data` on TensorFlow (`MirroredStrategy`) over 2 logical CPU devices.
+
+    KERAS_BACKEND=tensorflow python mirrored_run.py OUT.npz CORPUS EDGES RUNS
+
+Writes the tables of both runs (`one/<path>`, `mirrored/<path>`), the
+largest difference between the two replicas' copies of any table
+(`replica_gap`) and the device counts of a `train_corpus` and a
+`train_hierarchy` run under the same distribution (`corpus_devices`,
+`hierarchy_devices`).
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+
+_cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_gauss.distribution import DistributionConfig  # noqa: E402
+from keras_gauss.distribution import start_distribution  # noqa: E402
+from keras_gauss.losses import MaxMarginRanking  # noqa: E402
+from keras_gauss.optimizers import SparseAdagrad  # noqa: E402
+from keras_gauss.pipelines.model import build_corpus_model  # noqa: E402
+
+K, VOCAB = 2, 30
+
+
+def train():
+    keras.utils.set_random_seed(0)
+    # max_norm 0.6: the norm constraint really cuts rows (means start up to ~1).
+    model = build_corpus_model(VOCAB, 4, negatives=K, energy="el", max_norm=0.6)
+    rng = np.random.default_rng(0)
+    for v in model.weights:
+        low, high = (-0.5, 0.5) if v.path.endswith("means") else (0.1, 3.0)
+        v.assign(rng.uniform(low, high, v.shape).astype("float32"))
+    x = {"word": rng.integers(0, VOCAB, 64).astype("int32"),
+         "context": rng.integers(0, VOCAB, 64).astype("int32"),
+         "negatives": rng.integers(0, VOCAB, (64, K)).astype("int32")}
+    y = np.zeros((64, 1 + K), "float32")
+    y[:, 0] = 1
+    model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(1.0))
+    model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=3, verbose=0)
+    return model
+
+
+def main(out, corpus, edges, runs):
+    results = {f"one/{v.path}": np.asarray(v.numpy()) for v in train().weights}
+    job = start_distribution(DistributionConfig("data"))
+    with job.scope():
+        model = train()
+    results.update({f"mirrored/{v.path}": np.asarray(v.numpy()) for v in model.weights})
+    gap = 0.0
+    for v in model.weights:
+        copies = [np.asarray(c.numpy()) for c in v.value.values]
+        assert len(copies) == 2, len(copies)
+        gap = max(gap, float(np.abs(copies[0] - copies[1]).max()))
+    results["replica_gap"] = np.array(gap)
+    results["replicas"] = np.array(job.devices)
+
+    from keras_gauss.hierarchy.train import WordNetConfig, train_hierarchy
+    from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+
+    metrics = train_corpus(CorpusConfig(dim=4, epochs=1, window=2, min_count=1, sample=0,
+                                        batch_size=256, engine="keras"), corpus,
+                           f"{runs}/corpus", verbose=0, checkpoint_every=0,
+                           distribution=DistributionConfig("data"))
+    results["corpus_devices"] = np.array(metrics["distribution"]["devices"])
+    metrics = train_hierarchy(WordNetConfig(edges=edges, dim=4, epochs=1, batch_size=16,
+                                            negatives=2, val_size=0, test_size=0,
+                                            reconstruction_nodes=10),
+                              f"{runs}/hierarchy", verbose=0, checkpoint_every=0,
+                              distribution=DistributionConfig("data"))
+    results["hierarchy_devices"] = np.array(metrics["distribution"]["devices"])
+    np.savez(out, **results)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

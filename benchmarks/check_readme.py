@@ -360,18 +360,17 @@ def check_corpus_news(blocks, workdir):
 
 
 def check_speed(blocks, workdir):
-    """The README's ratios to gensim. They are noisy on a shared machine, so the check
-    is that the op's ratio is still above the 1.25 target and below 2.5 (the README
-    shows 1.56-1.74), and train_corpus's between 1.25 and 3.5 (the README: 2.19)."""
+    """The README's end-to-end ratio to gensim (0.76 on a quiet machine). Wall times
+    are noisy on a shared machine, so the check is that train-corpus with its
+    defaults stays under 1.6x gensim."""
     (block,) = blocks
     (command,) = shell_commands(block.text)
     printed = run(command, workdir)
     print(printed)
-    for row, low, high in (("ours, fused op, ids in memory", 1.25, 2.5),
-                           ("ours, train_corpus fused", 1.25, 3.5)):
-        ratios = [_value(r) for r in re.findall(rf"{row}.*?(\d+\.\d+)\s+\S+\s*$", printed, re.M)]
-        assert ratios, f"no row {row!r} printed"
-        assert all(low <= r <= high for r in ratios), f"{row}: {ratios} outside [{low}, {high}]"
+    ratios = [float(r) for r in re.findall(r"^train-corpus \(defaults\).*?(\d+\.\d+)\s*$",
+                                           printed, re.M)]
+    assert ratios, "no row 'train-corpus (defaults)' printed"
+    assert all(r <= 1.6 for r in ratios), f"train-corpus / gensim {ratios} above 1.6"
 
 
 CHECKS = {

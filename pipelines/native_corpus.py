@@ -282,6 +282,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, checkpoint
     from keras_gauss.fused.sampling import alias_table
     from keras_gauss.io import atomic_directory
     from keras_gauss.io import check_output_dir
+    from keras_gauss.pipelines.train import NO_PAIRS
+    from keras_gauss.pipelines.train import corpus_metrics
     from keras_gauss.pipelines.model_file import corpus_model_config
     from keras_gauss.pipelines.model_file import write_corpus_model
     from keras_gauss.pipelines.sampling import keep_probabilities
@@ -399,22 +401,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, checkpoint
     for t, name in ((0, "words"), (1, "contexts")):
         check_tables_finite(arrays[2 * t], arrays[2 * t + 1], f"table {name!r}")
     if not total_pairs:
-        raise ValueError("the corpus yields no (word, context) pairs: every line has "
-                         "fewer than two in-vocabulary tokens.")
+        raise ValueError(NO_PAIRS)
     tokens = int(counts.sum()) * config.epochs
-    metrics = jsonable({
-        "train_seconds": train_seconds,
-        "seconds_per_epoch": train_seconds / config.epochs,
-        "pairs": total_pairs,
-        "pairs_per_second": total_pairs / train_seconds,
-        "tokens": tokens,
-        "tokens_per_second": tokens / train_seconds,
-        "final_loss": losses[-1] if losses else None,
-        "loss_per_epoch": losses,
-        "vocab_size": rows,
-        "batch_size": config.batch_size,
-        "config": _asdict(config),
-    })
+    metrics = jsonable(corpus_metrics(config, train_seconds, total_pairs, tokens, losses,
+                                      rows))
     model_config = corpus_model_config(
         rows, config.dim, config.negatives, config.energy, config.covariance,
         config.max_norm, config.min_variance, config.max_variance, config.seed,
@@ -454,8 +444,3 @@ def _restore(tables, arrays, out_dir):
                 f"needs float32 {tables.data[t].shape}; start again with --overwrite.")
         tables.data[t][...] = value
 
-
-def _asdict(config):
-    import dataclasses
-
-    return dataclasses.asdict(config)

@@ -7,6 +7,27 @@ import time
 import warnings
 
 
+NO_PAIRS = ("the corpus yields no (word, context) pairs: every line has fewer than two "
+            "in-vocabulary tokens.")
+
+
+def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):
+    """The `metrics.json` entries of a corpus run, whichever trainer ran it."""
+    return {
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / config.epochs,
+        "pairs": pairs,
+        "pairs_per_second": pairs / train_seconds,
+        "tokens": tokens,
+        "tokens_per_second": tokens / train_seconds,
+        "final_loss": losses[-1] if losses else None,
+        "loss_per_epoch": losses,
+        "vocab_size": vocab_size,
+        "batch_size": config.batch_size,
+        "config": dataclasses.asdict(config),
+    }
+
+
 ENGINES = ("keras", "fused-step", "fused")
 # The "fused" engine keeps a tokenized corpus of at most this size in memory
 # between epochs.
@@ -571,21 +592,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             raise DistributionError(
                 f"--batch-size {config.batch_size}: the corpus gives no full batch of pairs "
                 "to share over the devices and processes; give a smaller --batch-size.")
-        raise ValueError("the corpus yields no (word, context) pairs: every line has "
-                         "fewer than two in-vocabulary tokens.")
-    metrics = {
-        "train_seconds": train_seconds,
-        "seconds_per_epoch": train_seconds / config.epochs,
-        "pairs": pairs,
-        "pairs_per_second": pairs / train_seconds,
-        "tokens": tokens,
-        "tokens_per_second": tokens / train_seconds,
-        "final_loss": losses[-1] if losses else None,
-        "loss_per_epoch": losses,
-        "vocab_size": len(vocab),
-        "batch_size": config.batch_size,
-        "config": dataclasses.asdict(config),
-    }
+        raise ValueError(NO_PAIRS)
+    metrics = corpus_metrics(config, train_seconds, pairs, tokens, losses, len(vocab))
     if job.active:
         metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
                                    "processes": job.num_processes,

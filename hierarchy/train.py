@@ -202,6 +202,87 @@ def write_split(directory, split, nodes):
         (directory / f"{name}.tsv").write_text(lines(pos, 1) + lines(neg, 0), encoding="utf-8")
 
 
+def shard_steps(num_edges, batch_size, job):
+    """The steps of an epoch of a job whose process `i` of `N` trains edges
+    `i::N` of the `num_edges` training edges, `batch_size / N` a step.
+
+    Every process knows every shard's size (all split the same seeded
+    hierarchy), so they agree without a message: the fewest full local
+    batches of any shard, `(num_edges // N) // (batch_size // N)`.
+
+    Raises:
+        keras_gauss.distribution.DistributionError: a shard without one full
+            batch (more processes than edges to share).
+
+    Example:
+
+    >>> from keras_gauss.distribution import Distribution
+    >>> shard_steps(100, 16, Distribution("data", num_processes=2, process_id=1))
+    6
+    """
+    from keras_gauss.distribution import DistributionError
+
+    n, local = job.num_processes, batch_size // job.num_processes
+    steps = (num_edges // n) // local
+    if steps < 1:
+        raise DistributionError(
+            f"--num-processes {n}: process {n - 1} trains {num_edges // n} of the {num_edges} "
+            f"training edges (edges i::{n}), not one full batch of {local} (--batch-size "
+            f"{batch_size} / --num-processes); give fewer processes or a smaller --batch-size.")
+    return steps
+
+
+def shard_edges(config, edges, known, job, epoch, steps):
+    """This process's batches of epoch `epoch`: its edges `i::N`, `steps` batches.
+
+    `make_dataset` of `edges[i::N]` with `batch_size / N` edges a batch
+    and the process's own seed (`job.process_seed`); the job's global
+    batch `k` is every process's batch `k`, in process order.
+
+    Example:
+
+    >>> batches = shard_edges(config, split.train, split.train_index, job, 0, steps)  # doctest: +SKIP
+    """
+    from keras_gauss.hierarchy import make_dataset
+
+    local = config.batch_size // job.num_processes
+    data = make_dataset(edges[job.process_id::job.num_processes], known=known,
+                        batch_size=local, negatives=config.negatives,
+                        reversed_negatives=config.reversed_negatives,
+                        seed=job.process_seed(config.seed), first_pass=epoch,
+                        drop_remainder=True)
+    return job.local_batches(data, local, steps)
+
+
+def hierarchy_model(config, num_nodes, k):
+    """The compiled model of `config` (`build_kl_model`, its loss and
+    `SparseAdagrad`) with `k` negatives an edge, as `train_wordnet` trains it.
+
+    Example:
+
+    >>> model = hierarchy_model(WordNetConfig(dim=10), 100, k=6)  # doctest: +SKIP
+    """
+    import keras
+
+    from keras_gauss.hierarchy.model import build_kl_model
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.losses import ThresholdedDivergence
+    from keras_gauss.optimizers import SparseAdagrad
+
+    model = build_kl_model(
+        num_nodes, config.dim, negatives=k, covariance=config.covariance,
+        max_norm=config.max_norm, min_variance=config.min_variance,
+        max_variance=config.max_variance,
+        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
+    )
+    if config.loss == "ranking":
+        loss = MaxMarginRanking(config.margin)
+    else:
+        loss = ThresholdedDivergence(config.threshold, config.margin)
+    model.compile(optimizer=SparseAdagrad(config.learning_rate), loss=loss)
+    return model
+
+
 def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                   overwrite=False, verbose=1, checkpoint_every=10.0, resume=False,
                   distribution=None):
@@ -239,8 +320,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         resume: continue the interrupted run in `out_dir`.
         distribution: a `keras_gauss.distribution.DistributionConfig`
             (`KERAS_BACKEND=jax`): train on several devices or processes.
-            Every process draws the same epochs and trains its rows of each
-            batch; the last, partial batch of an epoch is dropped. Only
+            With several processes, process `i` of `N` trains only the
+            training edges `i::N` (every process reads the whole hierarchy:
+            the node table and the closure the negatives avoid),
+            `batch_size / N` a step, and all take the same steps an epoch
+            (`shard_steps`; `metrics["distribution"]` records each shard).
+            On one process the last, partial batch of an epoch is dropped. Only
             process 0 writes `out_dir` (the run and the checkpoints); with
             `resume`, every process reads `out_dir` (storage they share).
             `None`: one device.
@@ -319,13 +404,18 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         check_output_dir(out_dir, overwrite or resume,
                          need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes
                          * config.dim + (1 << 20))
-    if job.active and len(train_edges) < config.batch_size:
+    if job.active and job.num_processes == 1 and len(train_edges) < config.batch_size:
         raise DistributionError(f"--batch-size {config.batch_size}: only {len(train_edges)} "
                                 "training edges, not one full batch to share over the "
                                 "devices and processes; give a smaller --batch-size.")
     k = config.negatives + int(config.reversed_negatives)
+    steps = None
+    if job.num_processes > 1:  # each process trains its own edges: i::N
+        steps = shard_steps(len(train_edges), config.batch_size, job)
 
     def epoch_dataset(epoch):  # epoch e draws from the stream [seed, e]
+        if steps is not None:
+            return shard_edges(config, train_edges, known, job, epoch, steps)
         data = make_dataset(train_edges, known=known, batch_size=config.batch_size,
                             negatives=config.negatives,
                             reversed_negatives=config.reversed_negatives, seed=config.seed,
@@ -353,6 +443,15 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
                                    "processes": job.num_processes,
                                    "model_shards": job.model_shards}
+    if steps is not None:  # what each process trained on, and the steps they took
+        n, local = job.num_processes, config.batch_size // job.num_processes
+        shards = [{"process": i, "edges": len(range(i, len(train_edges), n)),
+                   "local_steps": len(range(i, len(train_edges), n)) // local}
+                  for i in range(n)]
+        metrics["distribution"].update({
+            "read": "training edges i::N", "steps_per_epoch": steps,
+            "edges_dropped_per_epoch": len(train_edges) - steps * local * n,
+            "shards": shards})
     if not job.is_chief:
         return jsonable(metrics)  # process 0 evaluates and writes the run
     evaluating = Phase("evaluating", verbose)
@@ -410,23 +509,9 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
     from keras_gauss.checkpoint import fit_checkpoint
     from keras_gauss.checkpoint import restore_model
     from keras_gauss.hierarchy.model import FusedKLTrainer
-    from keras_gauss.hierarchy.model import build_kl_model
-    from keras_gauss.losses import MaxMarginRanking
-    from keras_gauss.losses import ThresholdedDivergence
-    from keras_gauss.optimizers import SparseAdagrad
 
-    model = build_kl_model(
-        hierarchy.num_nodes, config.dim, negatives=k, covariance=config.covariance,
-        max_norm=config.max_norm, min_variance=config.min_variance,
-        max_variance=config.max_variance,
-        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
-    )
-    if config.loss == "ranking":
-        loss = MaxMarginRanking(config.margin)
-    else:
-        loss = ThresholdedDivergence(config.threshold, config.margin)
-    optimizer = SparseAdagrad(config.learning_rate)
-    model.compile(optimizer=optimizer, loss=loss)
+    model = hierarchy_model(config, hierarchy.num_nodes, k)
+    optimizer = model.optimizer
     # The ranking loss trains with the fused step (same update, one op a
     # step); the trainer shares `model`'s table and optimizer.
     trainer = model

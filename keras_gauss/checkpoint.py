@@ -275,6 +275,8 @@ def fit_by_epoch(trainer, epoch_dataset, epochs, callbacks=(), start=(0, 0),
         if on_epoch_begin is not None:
             on_epoch_begin(epoch)
         data = epoch_dataset(epoch)
+        if epoch == first:
+            _build_without_reading(trainer, data)
         if epoch == first and skip:
             data = data.skip(skip)
         trainer.history = history  # what `fit` returns
@@ -285,6 +287,24 @@ def fit_by_epoch(trainer, epoch_dataset, epochs, callbacks=(), start=(0, 0),
             break
     callback_list.finish(logs)
     return history
+
+
+def _build_without_reading(trainer, data):
+    """Builds `trainer`'s loss and metrics from `data`'s element spec.
+
+    Else the first `fit` on JAX reads a batch to build them and starts the
+    dataset again: it trains on the dataset's second pass, whose shuffle
+    and draws differ from the first's (`reshuffle_each_iteration`), so a
+    run resumed in epoch `e` would train other batches than the
+    uninterrupted run, whose first `fit` was epoch 0's.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax" or not hasattr(trainer, "_symbolic_build"):
+        return
+    spec = keras.tree.map_structure(
+        lambda s: keras.KerasTensor(tuple(s.shape), s.dtype.name), data.element_spec)
+    trainer._symbolic_build(data_batch=spec)
 
 
 def epoch_seed(seed, epoch):
@@ -337,6 +357,11 @@ def fit_checkpoint(checkpointer, model, trainer, start=(0, 0), arrays=None, posi
             if checkpointer is not None and checkpointer.due():
                 state = {"epoch": self.epoch, "step": self.offset + batch + 1,
                          **(position() if position else {})}
+                # On JAX, `fit` holds the variables' values itself between
+                # two epochs (the variables are emptied): put them back.
+                sync = getattr(trainer, "jax_state_sync", None)
+                if sync is not None:
+                    sync()
                 checkpointer.save(state, model_arrays(model, trainer.optimizer, trainer))
 
     return FitCheckpoint()

@@ -23,10 +23,15 @@ chief, process 0) and how each process takes its part of a batch.
   plain TCP: a missing coordinator or peer is one `DistributionError` after
   `--distribution-timeout` seconds.
 
-Every process runs the same seeded data stream and keeps its own rows of
-each global batch (`Distribution.local_batches`), so a job trains exactly
-the batches a single process would (the last, partial batch of an epoch is
-dropped so that every process takes the same number of steps).
+Each process of a multi-process job reads its own shard of the data
+(`Distribution.shard`: elements `i::N` of the corpus's lines or of the
+training edges), draws its own seeded stream from it
+(`Distribution.process_seed`) and feeds its `batch_size / N` rows of every
+global batch. The processes agree on what they must share over the JAX
+job (`Distribution.allgather`): the word counts (one vocabulary) and the
+steps of an epoch (`Distribution.agree_steps`: the fewest full local
+batches any process has, so that all take the same number of steps;
+`Distribution.local_batches` cuts every process's stream to them).
 
 On the TensorFlow backend, `--distribution data` is
 `tf.distribute.MirroredStrategy` over the local devices (the GPUs, else the
@@ -37,6 +42,7 @@ logical CPUs); Keras 3 runs no multi-worker TensorFlow strategy in
 
 import contextlib
 import dataclasses
+import json
 import os
 import socket
 import time
@@ -47,7 +53,14 @@ ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCE
 
 
 class DistributionError(ValueError):
-    """A distribution that cannot run here; the message is one line naming the setting."""
+    """A distribution that cannot run here; the message is one line naming the setting.
+
+    The command lines print it as one error line (exit status 2).
+
+    Example:
+
+    >>> raise DistributionError("--num-processes 0 must be >= 1.")  # doctest: +SKIP
+    """
 
 
 @dataclasses.dataclass
@@ -96,6 +109,11 @@ def resolve(config, environ=None):
 
     Raises:
         DistributionError: a bad setting (one line naming it).
+
+    Example:
+
+    >>> resolve(DistributionConfig("data"), {"KERAS_DISTRIBUTION_NUM_PROCESSES": "1"}).process_id
+    0
     """
     environ = os.environ if environ is None else environ
     if config.distribution is None:  # the job's flags alone mean nothing
@@ -156,7 +174,13 @@ def _env_int(environ, name, flag, default):
 
 
 def split_address(address):
-    """`(host, port)` of `HOST:PORT`, or `DistributionError` naming `--coordinator`."""
+    """`(host, port)` of `HOST:PORT`, or `DistributionError` naming `--coordinator`.
+
+    Example:
+
+    >>> split_address("10.0.0.1:7777")
+    ('10.0.0.1', 7777)
+    """
     host, _, port = str(address).rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise DistributionError(f"--coordinator {address}: give HOST:PORT, e.g. "
@@ -165,7 +189,17 @@ def split_address(address):
 
 
 def check_mesh(devices, model_shards):
-    """`(batch, model)` mesh shape of `devices` split into `model_shards`, or the error."""
+    """`(batch, model)` mesh shape of `devices` split into `model_shards`, or the error.
+
+    Args:
+        devices: devices of the job.
+        model_shards: devices each table is split over (`--model-shards`).
+
+    Example:
+
+    >>> check_mesh(4, 2)
+    (2, 2)
+    """
     if devices % model_shards:
         raise DistributionError(f"--model-shards {model_shards} does not divide the "
                                 f"{devices} devices of the job.")
@@ -175,8 +209,21 @@ def check_mesh(devices, model_shards):
 def check_batch(batch_size, devices, num_processes, model_shards=1):
     """Checks that a global batch of `batch_size` splits over the job.
 
-    Each process keeps `batch_size / num_processes` rows of every batch and
+    Each process feeds `batch_size / num_processes` rows of every batch and
     each of the `devices / model_shards` data replicas its own equal part.
+
+    Args:
+        batch_size: rows of a global batch (`--batch-size`).
+        devices: devices of the job.
+        num_processes: processes of the job.
+        model_shards: devices each table is split over (1).
+
+    Raises:
+        DistributionError: a batch that does not split evenly.
+
+    Example:
+
+    >>> check_batch(256, devices=2, num_processes=2)
     """
     if num_processes > batch_size:
         raise DistributionError(f"--num-processes {num_processes} is more than the "
@@ -197,6 +244,16 @@ def rendezvous(coordinator, num_processes, process_id, timeout):
     tells them to go on and closes the port (for the JAX coordination
     service to take). The others connect, retrying, until answered. Every
     wait ends after `timeout` seconds.
+
+    Args:
+        coordinator: `HOST:PORT` of process 0.
+        num_processes: processes of the job.
+        process_id: this process.
+        timeout: seconds to wait.
+
+    Example:
+
+    >>> rendezvous("127.0.0.1:7777", 2, 1, timeout=60)  # doctest: +SKIP
     """
     host, port = split_address(coordinator)
     deadline = time.monotonic() + timeout
@@ -309,6 +366,12 @@ class Distribution:
         model_shards: devices a table is split over.
         keras_distribution: the `keras.distribution.Distribution` (or `None`).
         strategy: the `tf.distribute.MirroredStrategy` on TensorFlow (or `None`).
+
+    Example:
+
+    >>> job = Distribution("data", num_processes=2, process_id=1, devices=2)
+    >>> job.active, job.is_chief
+    (True, False)
     """
 
     def __init__(self, kind=None, num_processes=1, process_id=0, devices=1, model_shards=1,
@@ -339,6 +402,7 @@ class Distribution:
         return self.keras_distribution.scope()
 
     def check_batch(self, batch_size):
+        """`check_batch` of the job's devices and processes (nothing without a job)."""
         if self.active:
             check_batch(batch_size, self.devices, self.num_processes, self.model_shards)
 
@@ -349,36 +413,140 @@ class Distribution:
                 f"--model-shards {self.model_shards} does not divide the {rows:,} rows of the "
                 f"tables; give a --model-shards that divides it ({what} can set the rows).")
 
-    def local_batches(self, dataset, batch_size):
-        """This process's rows of every full global batch of `dataset`.
+    def shard(self, dataset):
+        """This process's share of `dataset`: its elements `i::N`.
 
-        Partial batches (the end of an epoch) are dropped, so every process
-        takes the same number of steps; process `i` keeps rows
-        `[i * b, (i + 1) * b)` with `b = batch_size / num_processes`.
-        Unchanged without a distribution.
+        Process `i` of `N` keeps elements `i, i + N, i + 2N, ...` (lines of
+        a corpus, rows of an edge array); unchanged with one process.
+
+        Args:
+            dataset: a `tf.data.Dataset` (e.g. of lines).
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> job = Distribution("data", num_processes=2, process_id=1, devices=2)
+        >>> [int(i) for i in job.shard(tf.data.Dataset.range(5)).as_numpy_iterator()]
+        [1, 3]
+        """
+        if self.num_processes == 1:
+            return dataset
+        return dataset.shard(self.num_processes, self.process_id)
+
+    def process_seed(self, seed):
+        """The data seed of this process: `seed * N + i` (`seed` with one process).
+
+        Every process draws its own stream (its shuffle, windows and
+        negatives), all fixed by `seed`.
+
+        Example:
+
+        >>> Distribution("data", num_processes=2, process_id=1).process_seed(5)
+        11
+        """
+        return int(seed) * self.num_processes + self.process_id
+
+    def allgather(self, value):
+        """Every process's `value` (JSON-able), in process order.
+
+        Runs over the JAX job (`jax.experimental.multihost_utils`); every
+        process must call it, with its own value. `[value]` with one
+        process.
+
+        Example:
+
+        >>> Distribution().allgather({"lines": 3})
+        [{'lines': 3}]
+        """
+        if self.num_processes == 1:
+            return [value]
+        import numpy as np
+        from jax.experimental import multihost_utils
+
+        data = np.frombuffer(json.dumps(value).encode("utf-8"), np.uint8)
+        sizes = np.asarray(multihost_utils.process_allgather(
+            np.array([data.size], np.int64))).reshape(-1)
+        padded = np.zeros(int(sizes.max()), np.uint8)
+        padded[:data.size] = data
+        rows = np.asarray(multihost_utils.process_allgather(padded))
+        return [json.loads(bytes(rows[i, :sizes[i]]).decode("utf-8"))
+                for i in range(self.num_processes)]
+
+    def agree_steps(self, local_steps, rows, what="data"):
+        """The steps of an epoch every process takes: the fewest `local_steps` of any.
+
+        Every process must call it (`allgather`). All of them raise the
+        same `DistributionError` when a process has no full batch.
+
+        Args:
+            local_steps: full local batches this process's shard gives an epoch.
+            rows: rows of a local batch (`--batch-size / N`), for the error.
+            what: the data, for the error (e.g. "corpus").
+
+        Returns:
+            `(steps, every)`: the agreed steps and every process's `local_steps`.
+
+        Example:
+
+        >>> Distribution().agree_steps(7, rows=256)
+        (7, [7])
+        """
+        every = [int(n) for n in self.allgather(int(local_steps))]
+        steps = min(every)
+        if steps < 1:
+            empty = every.index(steps)
+            raise DistributionError(
+                f"--num-processes {self.num_processes}: process {empty}'s shard of the "
+                f"{what} gives no full batch of {rows} rows (--batch-size / "
+                f"--num-processes) an epoch; give fewer "
+                "processes, a smaller --batch-size or more data.")
+        return steps, every
+
+    def local_batches(self, dataset, batch_size, steps=None):
+        """This process's batches of an epoch: full batches, `steps` of them.
+
+        Partial batches are dropped. With `steps` (several processes: each
+        reads its own shard, `agree_steps`), exactly `steps` batches: a
+        stream that runs short (fewer pairs than expected this epoch)
+        continues into its next pass, at most `steps + 1` passes.
+
+        Args:
+            dataset: this process's `(x, y)` batches.
+            batch_size: rows of a full batch of this process.
+            steps: the agreed steps of an epoch (`None`: every full batch).
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> data = tf.data.Dataset.range(5).map(lambda i: ({"w": i}, i)).batch(2)
+        >>> [len(y) for _, y in Distribution("data").local_batches(data, 2, steps=3)]
+        [2, 2, 2]
         """
         if not self.active:
             return dataset
         import tensorflow as tf
 
-        local = batch_size // self.num_processes
-        start = self.process_id * local
-
         def full(x, y):
             return tf.shape(y)[0] == batch_size
 
-        def mine(x, y):
-            return tf.nest.map_structure(lambda t: t[start:start + local], (x, y))
-
         dataset = dataset.filter(full)
-        if self.num_processes > 1:
-            dataset = dataset.map(mine)
+        if steps is not None:
+            dataset = dataset.repeat(steps + 1).take(steps)
         return dataset
 
 
 def table_layout_map(device_mesh):
     """The `LayoutMap` that splits every embedding table (and its AdaGrad
-    accumulator) by rows over the mesh's `model` axis."""
+    accumulator) by rows over the mesh's `model` axis.
+
+    Args:
+        device_mesh: a `keras.distribution.DeviceMesh` with a `model` axis.
+
+    Example:
+
+    >>> mesh = keras.distribution.DeviceMesh((1, 2), ["batch", "model"])  # doctest: +SKIP
+    >>> table_layout_map(mesh)["words/means"]  # doctest: +SKIP
+    """
     import keras
 
     layout_map = keras.distribution.LayoutMap(device_mesh)
@@ -392,9 +560,19 @@ def start_distribution(config, environ=None):
     Call it before anything else touches JAX (the multi-process
     initialisation must come first).
 
+    Args:
+        config: a `DistributionConfig`.
+        environ: the environment to read (default `os.environ`).
+
     Raises:
         DistributionError: a bad or impossible setting, a backend that
             cannot do it, an unreachable coordinator or missing process.
+
+    Example:
+
+    >>> job = start_distribution(DistributionConfig("data"))  # doctest: +SKIP
+    >>> with job.scope():  # doctest: +SKIP
+    ...     model = build_model()
     """
     config = resolve(config, environ)
     if not config.active:
@@ -455,7 +633,16 @@ def _mirrored(config):
 
 
 def add_arguments(parser):
-    """Adds the distribution flags to an `argparse` parser."""
+    """Adds the distribution flags to an `argparse` parser.
+
+    Example:
+
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser)
+    >>> from_arguments(parser.parse_args(["--distribution", "data"])).distribution
+    'data'
+    """
     defaults = DistributionConfig()
     group = parser.add_argument_group(
         "several devices and processes (KERAS_BACKEND=jax; see README 'Scaling out')")
@@ -480,6 +667,11 @@ def add_arguments(parser):
 
 
 def from_arguments(args):
-    """The `DistributionConfig` of parsed `add_arguments` flags."""
+    """The `DistributionConfig` of parsed `add_arguments` flags.
+
+    Example:
+
+    >>> config = from_arguments(args)  # doctest: +SKIP
+    """
     return DistributionConfig(args.distribution, args.model_shards, args.coordinator,
                               args.num_processes, args.process_id, args.distribution_timeout)

@@ -23,6 +23,7 @@ _EXPORTS = {
     "build_corpus_model": "model",
     "CorpusConfig": "train", "train_corpus": "train",
     "Tokenizer": "vocabulary", "Vocabulary": "vocabulary", "build_vocabulary": "vocabulary",
+    "CorpusCount": "vocabulary", "count_corpus": "vocabulary", "vocabulary_from_counts": "vocabulary",
 }
 
 
@@ -32,6 +33,7 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "Corpus",
     "CorpusConfig",
+    "CorpusCount",
     "Embeddings",
     "EpochSize",
     "Tokenizer",
@@ -39,6 +41,7 @@ __all__ = [
     "build_corpus_model",
     "build_vocabulary",
     "cache_dir",
+    "count_corpus",
     "describe_corpus",
     "empirical_gaussians",
     "entailment",
@@ -55,5 +58,6 @@ __all__ = [
     "tfds_source",
     "tokenize",
     "train_corpus",
+    "vocabulary_from_counts",
     "wordnet_source",
 ]

@@ -215,6 +215,140 @@ def make_dataset(config, corpus, vocab, counter=None, keep=None):
     return dataset.map(count).prefetch(tf.data.AUTOTUNE)
 
 
+def shard_plan(config, corpus, vocab, job):
+    """The vocabulary and steps of an epoch of a job whose processes each
+    read their own lines of the corpus, and what each read.
+
+    Process `i` of `N` reads lines `i::N` (`job.shard`): interleaved lines
+    split any corpus `load_corpus` reads (a `.gz` file cannot be entered at
+    a byte offset; a directory may hold fewer files than processes) into
+    shards of nearly equal size and content. Each process counts the words
+    of its lines; the counts are summed over the processes
+    (`job.allgather`), so every process builds the same vocabulary (the
+    one of the whole corpus). Each then measures its epoch (expected pairs,
+    `keras_gauss.pipelines.epoch_size`) and all take the fewest full local
+    batches of `batch_size / N` pairs any has (`job.agree_steps`); the
+    rest of each shard's pairs (`pairs_dropped_per_epoch`, expected) is
+    not trained that epoch.
+
+    Args:
+        config: a `CorpusConfig`.
+        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
+        vocab: a prebuilt `Vocabulary`, or `None` (counted here).
+        job: the started `keras_gauss.distribution.Distribution`.
+
+    Returns:
+        `(vocab, steps, shards)`: `shards` lists every process's read
+        (`{"process", "lines", "line_digest", "tokens", "pairs_per_epoch",
+        "local_steps"}`; `line_digest` is `CorpusCount.digest`).
+
+    Raises:
+        keras_gauss.distribution.DistributionError: a process without
+            lines, or without one full batch an epoch (the same in every
+            process).
+
+    Example:
+
+    >>> vocab, steps, shards = shard_plan(config, "news.txt.gz", None, job)  # doctest: +SKIP
+    >>> [s["lines"] for s in shards]  # doctest: +SKIP
+    [5000, 5000]
+    """
+    from keras_gauss.distribution import DistributionError
+    from keras_gauss.pipelines.skipgram import epoch_size
+    from keras_gauss.pipelines.sources import describe_corpus
+    from keras_gauss.pipelines.sources import load_corpus
+    from keras_gauss.pipelines.vocabulary import count_corpus
+    from keras_gauss.pipelines.vocabulary import vocabulary_from_counts
+
+    lines = job.shard(load_corpus(corpus))
+    count = count_corpus(lines)
+    every = job.allgather({"counts": dict(count.counts) if vocab is None else {},
+                           "lines": count.lines, "digest": count.digest})
+    total = sum(e["lines"] for e in every)
+    if min(e["lines"] for e in every) == 0:
+        raise DistributionError(
+            f"--num-processes {job.num_processes}: the corpus has {total} line(s), fewer than "
+            f"the processes (process i reads lines i::{job.num_processes}); give at most "
+            f"{max(total, 1)} processes or a larger corpus.")
+    if vocab is None:
+        merged = {}
+        for e in every:
+            for word, n in e["counts"].items():
+                merged[word] = merged.get(word, 0) + n
+        vocab = vocabulary_from_counts(merged, config.min_count, config.max_size,
+                                       describe_corpus(corpus))
+    local = config.batch_size // job.num_processes
+    size = epoch_size(lines, vocab, window=config.window, dynamic_window=config.dynamic_window,
+                      sample=config.sample)
+    steps, local_steps = job.agree_steps(size.pairs // local, local, "corpus's lines")
+    sizes = job.allgather([size.tokens, size.pairs])
+    shards = [{"process": i, "lines": e["lines"], "line_digest": e["digest"],
+               "tokens": tokens, "pairs_per_epoch": pairs, "local_steps": n}
+              for i, (e, (tokens, pairs), n) in enumerate(zip(every, sizes, local_steps))]
+    return vocab, steps, shards
+
+
+def shard_batches(config, corpus, vocab, job, epoch, steps, counter=None):
+    """This process's batches of epoch `epoch` of a job of several processes.
+
+    The skip-gram stream (`make_dataset`) of the process's lines `i::N`
+    (`job.shard`), with its own seed (`job.process_seed` of the epoch's
+    seed) and `batch_size / N` pairs a batch, cut to the agreed `steps`
+    (`job.local_batches`). The job's global batch `k` is every process's
+    batch `k`, in process order.
+
+    Args:
+        config, corpus, vocab: as for `make_dataset`.
+        job: the `keras_gauss.distribution.Distribution` (of this process).
+        epoch: the epoch, from 0.
+        steps: the agreed steps of an epoch (`shard_plan`).
+        counter: as for `make_dataset` (counts this process's pairs).
+
+    Example:
+
+    >>> batches = shard_batches(config, "news.txt.gz", vocab, job, 0, steps)  # doctest: +SKIP
+    """
+    from keras_gauss.checkpoint import epoch_seed
+    from keras_gauss.pipelines.sources import load_corpus
+
+    local = config.batch_size // job.num_processes
+    mine = dataclasses.replace(config, batch_size=local,
+                               seed=job.process_seed(epoch_seed(config.seed, epoch)))
+    return make_dataset(mine, job.shard(load_corpus(corpus)), vocab, counter,
+                        keep=lambda d: job.local_batches(d, local, steps))
+
+
+def corpus_model(config, vocab_size):
+    """The compiled corpus model of `config` (`build_corpus_model`, `SparseAdagrad`),
+    as `train_corpus` trains it (its tables seeded by `config.seed`).
+
+    Example:
+
+    >>> model = corpus_model(CorpusConfig(dim=10), len(vocab))  # doctest: +SKIP
+    """
+    import keras
+
+    from keras_gauss.losses import MaxMarginRanking
+    from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.pipelines.model import build_corpus_model
+
+    fused_step = config.engine == "fused-step"
+    model = build_corpus_model(
+        vocab_size, config.dim, negatives=config.negatives, energy=config.energy,
+        covariance=config.covariance, max_norm=config.max_norm,
+        min_variance=config.min_variance, max_variance=config.max_variance,
+        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
+        variance_initializer=keras.initializers.Constant(config.init_variance),
+        margin=config.margin, fused=fused_step,
+    )
+    if fused_step:  # the fused step owns its loss
+        model.compile(optimizer=SparseAdagrad(config.learning_rate))
+    else:
+        model.compile(optimizer=SparseAdagrad(config.learning_rate),
+                      loss=MaxMarginRanking(config.margin))
+    return model
+
+
 def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None,
                 tokenizer=None):
     """The corpus as chunks of tokenized lines: `(ids, row_splits)` pairs.
@@ -461,11 +595,16 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         resume: continue the interrupted run in `out_dir`.
         distribution: a `keras_gauss.distribution.DistributionConfig`
             (`engine="keras"`, `KERAS_BACKEND=jax`): train on several
-            devices or processes. Every process runs the same stream and
-            trains its rows of each batch; the last, partial batch of an
-            epoch is dropped. Only process 0 writes `out_dir` (the run and
-            the checkpoints); with `resume`, every process reads
-            `out_dir` (put it on storage they share). `None`: one device.
+            devices or processes. With several processes, process `i` of
+            `N` reads only lines `i::N` of the corpus and feeds
+            `batch_size / N` pairs of every step; the word counts are
+            summed over the processes (one vocabulary) and all take the
+            same steps an epoch (`shard_plan`; `metrics["distribution"]`
+            records what each read). On one process the last, partial
+            batch of an epoch is dropped. Only process 0 writes `out_dir`
+            (the run and the checkpoints); with `resume`, every process
+            reads `out_dir` (put it on storage they share). `None`: one
+            device.
 
     Returns:
         The metrics dict.
@@ -554,7 +693,13 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         check_output_dir(out_dir, overwrite or resume)
     config = _available_engine(config)
     keras.utils.set_random_seed(config.seed)
-    if vocab is None:
+    steps = shards = None
+    if job.num_processes > 1:  # each process reads its own lines: i::N
+        counting = Phase("counting the vocabulary and the epoch of this process's lines",
+                         verbose)
+        vocab, steps, shards = shard_plan(config, corpus, vocab, job)
+        counting.done()
+    elif vocab is None:
         counting = Phase("counting the vocabulary", verbose)
         vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
         counting.done()
@@ -584,7 +729,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     with job.scope():  # build, compile and fit in the distribution's scope
         model, pairs, losses, train_seconds = _build_and_train(
             config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir, settings,
-            corpus_id, state, arrays, job, counter)
+            corpus_id, state, arrays, job, counter, steps)
     check_model_finite(model)
     tokens = vocab.total * config.epochs
     if not pairs:
@@ -598,6 +743,13 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
                                    "processes": job.num_processes,
                                    "model_shards": job.model_shards}
+    if shards is not None:  # what each process read, and the steps they agreed on
+        local = config.batch_size // job.num_processes
+        metrics["distribution"].update({
+            "read": "lines i::N", "steps_per_epoch": steps,
+            "pairs_dropped_per_epoch": sum(s["pairs_per_epoch"] - steps * local
+                                           for s in shards),
+            "shards": shards})
     metrics = jsonable(metrics)
     if not job.is_chief:
         return metrics  # process 0 writes the run
@@ -613,7 +765,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
 
 def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir,
-                     settings, corpus_id, state, arrays, job, counter):
+                     settings, corpus_id, state, arrays, job, counter, steps=None):
     """`train_corpus`'s model, built and trained: `(model, pairs, losses, seconds)`."""
     import keras
 
@@ -625,24 +777,8 @@ def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every
     from keras_gauss.checkpoint import fit_by_epoch
     from keras_gauss.checkpoint import fit_checkpoint
     from keras_gauss.checkpoint import restore_model
-    from keras_gauss.losses import MaxMarginRanking
-    from keras_gauss.optimizers import SparseAdagrad
-    from keras_gauss.pipelines.model import build_corpus_model
 
-    fused_step = config.engine == "fused-step"
-    model = build_corpus_model(
-        len(vocab), config.dim, negatives=config.negatives, energy=config.energy,
-        covariance=config.covariance, max_norm=config.max_norm,
-        min_variance=config.min_variance, max_variance=config.max_variance,
-        mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
-        variance_initializer=keras.initializers.Constant(config.init_variance),
-        margin=config.margin, fused=fused_step,
-    )
-    if fused_step:  # the fused step owns its loss
-        model.compile(optimizer=SparseAdagrad(config.learning_rate))
-    else:
-        model.compile(optimizer=SparseAdagrad(config.learning_rate),
-                      loss=MaxMarginRanking(config.margin))
+    model = corpus_model(config, len(vocab))
     if verbose:
         print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
               f"{config.covariance} {config.energy.upper()}, window {config.window}, "
@@ -675,6 +811,8 @@ def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every
         marks = {}
 
         def epoch_dataset(epoch):  # each epoch's stream depends on its number only
+            if steps is not None:  # several processes: each reads its own lines
+                return shard_batches(config, corpus, vocab, job, epoch, steps, counter)
             return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
                                 corpus, vocab, counter,
                                 keep=lambda d: job.local_batches(d, config.batch_size))
@@ -712,6 +850,11 @@ def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every
                     "pairs to share over the devices and processes; give a smaller "
                     "--batch-size.") from None
         pairs = int(counter.numpy()) * job.num_processes  # each counted its own rows
+        if steps is not None:
+            # Exact: every step trains one global batch. (The counter counts
+            # the batches the input pipeline makes, and Keras on JAX makes
+            # one or more it does not train.)
+            pairs = steps * config.batch_size * len(losses)
     train_seconds = elapsed()
     if checkpointer is not None:
         checkpointer.wait()  # before the run replaces the directory

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -13,7 +13,7 @@ import tensorflow as tf
 from .sources import Corpus, describe_corpus, load_corpus
 from .tokens import tokenize
 
-__all__ = ["Tokenizer", "Vocabulary", "build_vocabulary"]
+__all__ = ["CorpusCount", "Tokenizer", "Vocabulary", "build_vocabulary", "count_corpus", "vocabulary_from_counts"]
 
 Tokenizer = Callable[[tf.Tensor], tf.RaggedTensor]
 """Maps a 1-D batch of ``tf.string`` lines to a ragged ``[lines, tokens]`` tensor."""
@@ -92,9 +92,93 @@ class Vocabulary:
         return cls(words, counts)
 
 
-def _chunk_counts(lines: tf.Tensor, tokenizer: Tokenizer) -> tuple[tf.Tensor, tf.Tensor]:
+def _chunk_counts(lines: tf.Tensor, tokenizer: Tokenizer) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     words, _, counts = tf.unique_with_counts(tokenizer(lines).flat_values)
-    return words, counts
+    # An order-free fingerprint of the lines read (40-bit hashes, summed).
+    digest = tf.reduce_sum(tf.strings.to_hash_bucket_fast(lines, 1 << 40))
+    return words, counts, tf.size(lines), digest
+
+
+class CorpusCount(NamedTuple):
+    """What one counting pass read.
+
+    Attributes:
+        counts: ``{word: count}`` of every token (before ``min_count``).
+        lines: Lines read.
+        digest: Order-free fingerprint of those lines (the sum of their
+            40-bit FarmHash fingerprints, ``tf.strings.to_hash_bucket_fast``,
+            modulo ``2**64``): equal for equal sets of lines.
+    """
+
+    counts: collections.Counter
+    lines: int
+    digest: int
+
+
+def count_corpus(corpus: Corpus = None, tokenizer: Tokenizer = tokenize, chunk_lines: int = 1024) -> CorpusCount:
+    """Count the words and lines of a corpus in one streaming pass.
+
+    Counting is done per chunk of lines inside ``tf.data`` (``tf.unique_with_counts``)
+    and merged in Python, so memory grows with the number of distinct words only.
+
+    Args:
+        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`)
+            or a dataset of lines (e.g. one process's shard).
+        tokenizer: Tokenizer, the same one the training pipeline will use.
+        chunk_lines: Lines tokenized together.
+
+    Returns:
+        A :class:`CorpusCount`.
+
+    Example:
+        >>> count = count_corpus(tf.data.Dataset.from_tensor_slices(["a b a", "b"]))
+        >>> sorted(count.counts.items()), count.lines
+        ([('a', 2), ('b', 2)], 2)
+    """
+    counter: collections.Counter = collections.Counter()
+    lines = digest = 0
+    chunks = load_corpus(corpus).batch(chunk_lines).map(
+        lambda lines: _chunk_counts(lines, tokenizer), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    for words, counts, n, chunk_digest in chunks.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
+        lines += int(n)
+        digest += int(chunk_digest)
+        for word, count in zip(words.tolist(), counts.tolist()):
+            counter[word.decode("utf-8", "replace")] += count
+    return CorpusCount(counter, lines, digest % (1 << 64))
+
+
+def vocabulary_from_counts(
+    counts: collections.Counter | dict, min_count: int = 5, max_size: int | None = None, name: str = "the corpus"
+) -> Vocabulary:
+    """The frequent words of ``counts``, sorted by count (descending), ties by word.
+
+    Args:
+        counts: ``{word: count}`` (e.g. :func:`count_corpus`'s, or the sum of
+            several processes' counts of their shards).
+        min_count: Drop words seen fewer times.
+        max_size: Keep at most this many words (the most frequent); ``None`` for no limit.
+        name: The corpus, for the errors.
+
+    Raises:
+        ValueError: If there are no tokens, or no word reaches ``min_count``.
+
+    Example:
+        >>> vocabulary_from_counts({"a": 3, "b": 5, "c": 1}, min_count=2).words
+        ('b', 'a')
+    """
+    if not counts:
+        raise ValueError(f"corpus {name} contains no tokens")
+    ranked = sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))
+    kept = [wc for wc in ranked if wc[1] >= min_count][:max_size]
+    if not kept:
+        word, count = ranked[0]
+        raise ValueError(
+            f"vocabulary of corpus {name} is empty after min_count={min_count} "
+            f"(most frequent word {word!r} occurs {count} times)"
+        )
+    words, counts = zip(*kept)
+    return Vocabulary(words, counts)
 
 
 def build_vocabulary(
@@ -106,8 +190,7 @@ def build_vocabulary(
 ) -> Vocabulary:
     """Count the words of a corpus in one streaming pass and keep the frequent ones.
 
-    Counting is done per chunk of lines inside ``tf.data`` (``tf.unique_with_counts``)
-    and merged in Python, so memory grows with the number of distinct words only.
+    :func:`count_corpus`, then :func:`vocabulary_from_counts`.
 
     Args:
         corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`); default WordNet glosses.
@@ -126,22 +209,5 @@ def build_vocabulary(
         >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
         >>> vocab.save("news.vocab.tsv")  # doctest: +SKIP
     """
-    counter: collections.Counter = collections.Counter()
-    chunks = load_corpus(corpus).batch(chunk_lines).map(
-        lambda lines: _chunk_counts(lines, tokenizer), num_parallel_calls=tf.data.AUTOTUNE
-    )
-    for words, counts in chunks.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
-        for word, count in zip(words.tolist(), counts.tolist()):
-            counter[word.decode("utf-8", "replace")] += count
-    if not counter:
-        raise ValueError(f"corpus {describe_corpus(corpus)} contains no tokens")
-    ranked = sorted(counter.items(), key=lambda wc: (-wc[1], wc[0]))
-    kept = [wc for wc in ranked if wc[1] >= min_count][:max_size]
-    if not kept:
-        word, count = ranked[0]
-        raise ValueError(
-            f"vocabulary of corpus {describe_corpus(corpus)} is empty after min_count={min_count} "
-            f"(most frequent word {word!r} occurs {count} times)"
-        )
-    words, counts = zip(*kept)
-    return Vocabulary(words, counts)
+    counts = count_corpus(corpus, tokenizer, chunk_lines).counts
+    return vocabulary_from_counts(counts, min_count, max_size, describe_corpus(corpus))

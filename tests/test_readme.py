@@ -286,6 +286,8 @@ def check_scale_out(blocks, project):
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads((project / "runs/two-processes/metrics.json").read_text())
     assert metrics["distribution"]["processes"] == 2 and metrics["pairs"] > 0
+    # Each process read its own half of the lines (i::2).
+    assert [s["lines"] for s in metrics["distribution"]["shards"]] == [750, 750]
 
 
 TEST_CHECKS = {

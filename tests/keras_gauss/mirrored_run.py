@@ -20,34 +20,20 @@ import tensorflow as tf  # noqa: E402
 _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_gauss.distribution import DistributionConfig  # noqa: E402
 from keras_gauss.distribution import start_distribution  # noqa: E402
-from keras_gauss.losses import MaxMarginRanking  # noqa: E402
-from keras_gauss.optimizers import SparseAdagrad  # noqa: E402
-from keras_gauss.pipelines.model import build_corpus_model  # noqa: E402
 
-K, VOCAB = 2, 30
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seeded_training import train_seeded  # noqa: E402
 
 
 def train():
-    keras.utils.set_random_seed(0)
     # max_norm 0.6: the norm constraint really cuts rows (means start up to ~1).
-    model = build_corpus_model(VOCAB, 4, negatives=K, energy="el", max_norm=0.6)
-    rng = np.random.default_rng(0)
-    for v in model.weights:
-        low, high = (-0.5, 0.5) if v.path.endswith("means") else (0.1, 3.0)
-        v.assign(rng.uniform(low, high, v.shape).astype("float32"))
-    x = {"word": rng.integers(0, VOCAB, 64).astype("int32"),
-         "context": rng.integers(0, VOCAB, 64).astype("int32"),
-         "negatives": rng.integers(0, VOCAB, (64, K)).astype("int32")}
-    y = np.zeros((64, 1 + K), "float32")
-    y[:, 0] = 1
-    model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(1.0))
-    model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=3, verbose=0)
-    return model
+    return train_seeded(30, lambda model, x, y: model.fit(
+        tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=3, verbose=0),
+        max_norm=0.6)
 
 
 def main(out, corpus, edges, runs):

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_gauss.checkpoint import KILL_AFTER
 from keras_gauss.distribution import Distribution
 from keras_gauss.distribution import DistributionConfig
 from keras_gauss.distribution import DistributionError
@@ -110,17 +111,58 @@ def test_mesh_and_batch_must_divide():
         Distribution("model", devices=2, model_shards=2).check_rows(51)
 
 
-def test_each_process_keeps_its_rows_of_every_full_batch():
+def test_each_process_reads_its_shard_and_takes_the_agreed_steps():
     import tensorflow as tf
 
-    x = {"word": tf.range(10)}
-    data = tf.data.Dataset.from_tensor_slices((x, tf.range(10))).batch(4)  # 4, 4, 2
-    parts = []
-    for pid in (0, 1):
-        job = Distribution("data", num_processes=2, process_id=pid, devices=2)
-        parts.append([y.numpy().tolist() for _, y in job.local_batches(data, 4)])
-    assert parts == [[[0, 1], [4, 5]], [[2, 3], [6, 7]]]  # the partial batch is dropped
+    lines = tf.data.Dataset.range(7)
+    shards = [list(Distribution("data", num_processes=3, process_id=i, devices=3)
+                   .shard(lines).as_numpy_iterator()) for i in range(3)]
+    assert shards == [[0, 3, 6], [1, 4], [2, 5]]  # i::N: disjoint, their union is all
+    assert list(Distribution().shard(lines).as_numpy_iterator()) == list(range(7))
+    assert [Distribution("data", num_processes=3, process_id=i).process_seed(4)
+            for i in range(3)] == [12, 13, 14]  # one stream each
+    assert Distribution().process_seed(4) == 4  # one process: the seed as before
+
+    data = tf.data.Dataset.from_tensor_slices(({"word": tf.range(10)}, tf.range(10))).batch(4)
+    job = Distribution("data", num_processes=2, process_id=0, devices=2)
+    assert [y.numpy().tolist() for _, y in job.local_batches(data, 4)] == [
+        [0, 1, 2, 3], [4, 5, 6, 7]]  # the partial batch is dropped
+    # Exactly the agreed steps: fewer, or more (the stream goes on into its next pass).
+    assert [y.numpy().tolist() for _, y in job.local_batches(data, 4, steps=1)] == [
+        [0, 1, 2, 3]]
+    assert len(list(job.local_batches(data, 4, steps=5))) == 5
     assert len(list(Distribution().local_batches(data, 4))) == 3  # no job: unchanged
+
+
+class _Peers(Distribution):
+    """A process of a job whose other processes report `others` (no JAX job)."""
+
+    def __init__(self, others):
+        super().__init__("data", num_processes=1 + len(others), process_id=0, devices=2)
+        self.others = others
+
+    def allgather(self, value):
+        return [value, *self.others]
+
+
+def test_steps_agreement_takes_the_fewest_and_refuses_an_empty_shard():
+    assert _Peers([5, 9]).agree_steps(7, rows=128) == (5, [7, 5, 9])
+    with pytest.raises(DistributionError, match="--num-processes 3: process 2's shard of the "
+                                                "corpus's lines gives no full batch of 128 "
+                                                "rows") as info:
+        _Peers([5, 0]).agree_steps(7, rows=128, what="corpus's lines")
+    assert "\n" not in str(info.value)
+
+
+def test_hierarchy_shards_agree_without_a_message():
+    from keras_gauss.hierarchy.train import shard_steps
+
+    jobs = [Distribution("data", num_processes=3, process_id=i, devices=3) for i in range(3)]
+    # 100 edges over 3 processes: 34, 33, 33; batches of 12 / 3 = 4: 8 steps each.
+    assert {shard_steps(100, 12, job) for job in jobs} == {8}
+    with pytest.raises(DistributionError, match="--num-processes 3: process 2 trains 0 of the "
+                                                "2 training edges"):
+        shard_steps(2, 3, jobs[0])
 
 
 # --- rendezvous ---------------------------------------------------------------
@@ -267,40 +309,181 @@ def _tables(run):
     return {w.path: w.numpy() for w in load_run(run).model.weights}
 
 
-def test_two_processes_train_what_one_process_trains(corpus, tmp_path):
-    """Two JAX processes on localhost (one device each) against one process
-    (one device), `--distribution data`, same seed and corpus: each process
-    sums the gradient rows of its half of a batch and the halves are added
-    across the processes, so the tables differ from one process's by float
-    rounding of those sums only (a few ulp of values of order 1, through 2
-    epochs of AdaGrad steps): 1e-5 absolute."""
-    pytest.importorskip("jax")
-    base = ["train-corpus", "--corpus", str(corpus), *TRAIN, "--distribution", "data"]
+# A corpus whose two shards (lines i::2) differ: process 0's lines are about
+# animals and 8 tokens long, process 1's about tools and 5 long. Neither
+# shard alone has the whole vocabulary, and their epochs have 23 and 12
+# full batches of 128 pairs (the job must agree on 12).
+def _uneven_lines():
+    rng = np.random.default_rng(0)
+    return [" ".join(rng.choice(TOPICS[i % 2] + ["the"], 8 if i % 2 == 0 else 5))
+            for i in range(300)]
+
+
+def _shard_job(kind, data, run, out, extra=(), env=None, kill_chief=None):
+    """The two processes of `shard_run.py`, started (each writes `out`.PID.npz)."""
     port = free_port()
-    job = [*base, "--out", str(tmp_path / "two"), "--num-processes", "2",
-           "--coordinator", f"127.0.0.1:{port}", "--distribution-timeout", "120"]
-    # Both processes are given the same --out (as on shared storage): only
-    # process 0 writes it.
-    procs = [subprocess.Popen([*CLI, *job, "--process-id", str(pid)], env=jax_env(1),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for pid in (0, 1)]
-    one = _run([*base, "--out", str(tmp_path / "one")], jax_env(1))
-    outputs = [p.communicate(timeout=300) for p in procs]
-    assert one.returncode == 0, one.stderr[-2000:]
-    for proc, (out, err) in zip(procs, outputs):
+    procs = []
+    for pid in (0, 1):
+        environ = jax_env(1)
+        if pid == 0 and kill_chief:
+            environ[KILL_AFTER] = str(kill_chief)
+        procs.append(subprocess.Popen(
+            [sys.executable, str(HERE / "shard_run.py"), f"{out}.{pid}.npz", kind, str(data),
+             str(run), str(port), str(pid), *extra], env=environ, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def _finish(procs, timeout=300):
+    outputs = [p.communicate(timeout=timeout) for p in procs]
+    for proc, (_, err) in zip(procs, outputs):
         assert proc.returncode == 0, err[-3000:]
-    assert "run written to" in outputs[0][0]
-    single, double = _tables(tmp_path / "one"), _tables(tmp_path / "two")
-    assert set(single) == set(double) and len(single) == 4
-    for path in single:
-        np.testing.assert_allclose(double[path], single[path], rtol=0, atol=1e-5,
+
+
+def _results(path):
+    data = np.load(path)
+    tables = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("tables/")}
+    return json.loads(str(data["metrics"])), tables
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """A two-process corpus job on its shards, and the one-process reference fed
+    the same global batches (run beside it)."""
+    pytest.importorskip("jax")
+    tmp = tmp_path_factory.mktemp("sharded")
+    (tmp / "corpus.txt").write_text("\n".join(_uneven_lines()) + "\n", encoding="utf-8")
+    procs = _shard_job("corpus", tmp / "corpus.txt", tmp / "two", tmp / "out")
+    reference = subprocess.run(
+        [sys.executable, str(HERE / "shard_run.py"), str(tmp / "ref.npz"), "corpus",
+         str(tmp / "corpus.txt"), str(tmp / "unused"), "reference"], env=jax_env(1),
+        capture_output=True, text=True, timeout=300)
+    _finish(procs)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    return tmp
+
+
+def test_each_process_reads_its_own_lines_and_the_job_trains_their_global_batches(sharded):
+    """Two JAX processes on localhost, each reading lines i::2 of the corpus.
+
+    - What each read (metrics.json): 150 lines, whose digest is that of
+      lines i::2 (not of the other shard, nor of the whole corpus).
+    - One vocabulary, the whole corpus's (each shard lacks a topic): the
+      counts are summed over the processes.
+    - The same steps: the fewest full batches of any shard (12, not 23).
+    - Both processes end with identical tables (they are replicated).
+    - They equal the one-process reference fed the same global batches
+      (process 0's batch k, then process 1's), to 1e-5: each process sums
+      the gradient rows of its half and the halves are added across the
+      processes, so only the rounding of those sums differs (a few ulp of
+      values of order 1 through 24 AdaGrad steps).
+    """
+    import tensorflow as tf
+
+    from keras_gauss.pipelines.vocabulary import Vocabulary
+    from keras_gauss.pipelines.vocabulary import count_corpus
+
+    lines = _uneven_lines()
+    (m0, t0), (m1, t1) = (_results(sharded / f"out.{pid}.npz") for pid in (0, 1))
+    reference, ref_tables = _results(sharded / "ref.npz")
+    written = json.loads((sharded / "two" / "metrics.json").read_text())
+    assert written["distribution"] == m0["distribution"] == m1["distribution"]
+    job = written["distribution"]
+    shards = job["shards"]
+
+    def digest(part):
+        return count_corpus(tf.data.Dataset.from_tensor_slices(part)).digest
+
+    assert [s["lines"] for s in shards] == [150, 150]
+    assert [s["line_digest"] for s in shards] == [digest(lines[0::2]), digest(lines[1::2])]
+    assert digest(lines) not in [s["line_digest"] for s in shards]
+    assert [s["local_steps"] for s in shards] == [23, 12]
+    assert job["steps_per_epoch"] == reference["steps"] == 12
+    assert job["pairs_dropped_per_epoch"] == 3000 + 1650 - 12 * 256
+    assert written["pairs"] == 2 * 12 * 256
+    assert list(Vocabulary.load(sharded / "two" / "vocab.tsv").words) == reference["words"]
+    assert set(reference["words"]) == {"the", *TOPICS[0], *TOPICS[1]}
+    assert set(t0) == set(ref_tables) and len(t0) == 4
+    for path in t0:
+        np.testing.assert_array_equal(t0[path], t1[path], err_msg=path)
+        np.testing.assert_allclose(t0[path], ref_tables[path], rtol=0, atol=1e-5,
                                    err_msg=path)
-    start = (np.random.default_rng(1).uniform(-0.05, 0.05, (1,)))  # tables moved from init
-    assert all(not np.allclose(v, start) for v in double.values())
-    metrics = [json.loads((tmp_path / r / "metrics.json").read_text()) for r in ("one", "two")]
-    assert metrics[0]["pairs"] == metrics[1]["pairs"] > 0
-    assert metrics[1]["distribution"] == {"kind": "data", "devices": 2, "processes": 2,
-                                          "model_shards": 1}
+    run = _tables(sharded / "two")
+    for path in run:
+        np.testing.assert_array_equal(run[path], t0[path], err_msg=path)
+
+
+def test_two_processes_resume_a_killed_run_to_the_uninterrupted_tables(sharded, tmp_path):
+    """Process 0 is SIGKILLed after its 15th checkpoint (one a step: in the
+    second epoch), process 1 then too; both resume from the checkpoint
+    process 0 wrote, to the tables and pairs of the uninterrupted job."""
+    from keras_gauss.checkpoint import read_checkpoint
+
+    corpus, run = sharded / "corpus.txt", tmp_path / "run"
+    procs = _shard_job("corpus", corpus, run, tmp_path / "killed", kill_chief=15)
+    _, err = procs[0].communicate(timeout=300)
+    assert procs[0].returncode == -9, err[-3000:]
+    procs[1].kill()  # it waits for process 0 in a collective (or JAX has ended it)
+    procs[1].communicate(timeout=60)
+    assert not (run / "run.json").exists()
+    state, _ = read_checkpoint(run)
+    assert (state["epoch"], state["step"]) == (1, 3)
+    _finish(_shard_job("corpus", corpus, run, tmp_path / "resumed", ["resume"]))
+    (m0, t0), (_, t1) = (_results(tmp_path / f"resumed.{pid}.npz") for pid in (0, 1))
+    _, whole = _results(sharded / "out.0.npz")
+    for path in whole:
+        np.testing.assert_array_equal(t0[path], whole[path], err_msg=path)
+        np.testing.assert_array_equal(t1[path], whole[path], err_msg=path)
+    assert m0["pairs"] == 2 * 12 * 256
+    assert _tables(run).keys() == whole.keys()
+
+
+def test_more_processes_than_lines_is_one_line_on_every_process(tmp_path):
+    pytest.importorskip("jax")
+    (tmp_path / "one.txt").write_text("cat dog cat dog\n")
+    port = free_port()
+    procs = [subprocess.Popen(
+        [*CLI, "train-corpus", "--corpus", str(tmp_path / "one.txt"), "--out",
+         str(tmp_path / "r"), *TRAIN, "--distribution", "data", "--num-processes", "2",
+         "--coordinator", f"127.0.0.1:{port}", "--distribution-timeout", "120",
+         "--process-id", str(pid)], env=jax_env(1), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for pid in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 2, err[-3000:]
+        assert err.count("\n") == 1, err
+        assert ("--num-processes 2: the corpus has 1 line(s), fewer than the processes "
+                "(process i reads lines i::2)") in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_hierarchy_processes_train_their_own_edges(tmp_path):
+    """`train_hierarchy` on two processes: process i trains edges i::2 of the
+    63 training edges (32 and 31: 4 and 3 batches of 8, the job takes 3),
+    to the tables of one process fed the same global batches (to 1e-5, as
+    above)."""
+    pytest.importorskip("jax")
+    lines = ([f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
+             + [f"h{i}\tg{i}" for i in range(5)])  # 16 + 32 + 15 = 63 closure edges
+    (tmp_path / "edges.tsv").write_text("\n".join(lines) + "\n")
+    procs = _shard_job("hierarchy", tmp_path / "edges.tsv", tmp_path / "run", tmp_path / "out")
+    reference = subprocess.run(
+        [sys.executable, str(HERE / "shard_run.py"), str(tmp_path / "ref.npz"), "hierarchy",
+         str(tmp_path / "edges.tsv"), str(tmp_path / "unused"), "reference"], env=jax_env(1),
+        capture_output=True, text=True, timeout=300)
+    _finish(procs)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    metrics, tables = _results(tmp_path / "out.0.npz")
+    ref, ref_tables = _results(tmp_path / "ref.npz")
+    job = metrics["distribution"]
+    assert [s["edges"] for s in job["shards"]] == [32, 31]
+    assert [s["local_steps"] for s in job["shards"]] == [4, 3]
+    assert job["steps_per_epoch"] == ref["steps"] == 3
+    assert job["edges_dropped_per_epoch"] == 63 - 3 * 16
+    assert set(tables) == set(ref_tables) and tables
+    for path in tables:
+        np.testing.assert_allclose(tables[path], ref_tables[path], rtol=0, atol=1e-5,
+                                   err_msg=path)
 
 
 def test_model_parallel_splits_the_tables_by_rows_and_matches_one_device(tmp_path):

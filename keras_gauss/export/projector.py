@@ -55,7 +55,7 @@ def write_projector(directory, words, means, variances, counts=None,
 
     >>> import numpy as np
     >>> write_projector("projector", ["cat", "dog"], np.eye(2), np.ones((2, 2)))
-    PosixPath('projector')
+    PosixPath('.../projector')
     """
     from keras_gauss.checks import check_tables_finite
     from keras_gauss.io import atomic_directory, check_output_dir
@@ -106,7 +106,7 @@ def export_run_projector(run_dir, directory, overwrite=False):
 
     Example:
 
-    >>> export_run_projector("runs/wordnet", "projector/wordnet")
+    >>> export_run_projector("runs/wordnet", "projector/wordnet")  # doctest: +SKIP
     PosixPath('projector/wordnet')
     """
     from keras_gauss.io import check_output_dir

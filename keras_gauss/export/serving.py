@@ -291,8 +291,8 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
 
     >>> import numpy as np
     >>> export_tables(np.zeros((3, 2)), np.ones((3, 2)), ["a", "b", "c"],
-    ...               "serve/1", "el", k=2)
-    PosixPath('serve/1')
+    ...               "tables/1", "el", k=2)
+    PosixPath('tables/1')
     """
     import tensorflow as tf
 
@@ -432,7 +432,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
 
     Example:
 
-    >>> export_run("runs/wordnet", "serving/wordnet", version=1, k=10)
+    >>> export_run("runs/wordnet", "serving/wordnet", version=1, k=10)  # doctest: +SKIP
     PosixPath('serving/wordnet/1')
     """
     from keras_gauss.io import check_output_dir

@@ -6,8 +6,12 @@ significant digits (float32 round-trips exactly); the binary format has
 `word`, a space, `d` little-endian float32 values and a newline per word, as
 the original `word2vec` tool writes. gensim reads both:
 
+>>> import numpy as np
+>>> save_word2vec(["cat", "dog"], np.eye(2), "means.bin", binary=True)
+PosixPath('means.bin')
 >>> from gensim.models import KeyedVectors
->>> vectors = KeyedVectors.load_word2vec_format("means.bin", binary=True)
+>>> KeyedVectors.load_word2vec_format("means.bin", binary=True)["dog"]
+array([0., 1.], dtype=float32)
 
 Only the means are written (the formats hold one vector per word); words may
 not contain spaces or line breaks, which these formats cannot represent.
@@ -111,7 +115,7 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
 
     Example:
 
-    >>> export_run_word2vec("runs/corpus", "means.bin", binary=True)
+    >>> export_run_word2vec("runs/corpus", "means.bin", binary=True)  # doctest: +SKIP
     PosixPath('means.bin')
     """
     from keras_gauss.runs import load_run

@@ -66,10 +66,10 @@ class NativeTokenizer:
 
     Example:
 
-    >>> tokenizer = NativeTokenizer()  # doctest: +SKIP
-    >>> tokenizer.add("don't 'quote' it\nit")  # doctest: +SKIP
-    >>> tokenizer.result()  # doctest: +SKIP
-    (["don't", 'quote', 'it'], array([0, 1, 2, 2]), array([3, 1]))
+    >>> tokenizer = NativeTokenizer()
+    >>> tokenizer.add("don't 'quote' it\\nit")
+    >>> tokenizer.result()
+    (["don't", 'quote', 'it'], array([0, 1, 2, 2], dtype=int32), array([3, 1]))
     """
 
     def __init__(self):

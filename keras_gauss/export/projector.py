@@ -106,8 +106,13 @@ def export_run_projector(run_dir, directory, overwrite=False):
 
     Example:
 
-    >>> export_run_projector("runs/wordnet", "projector/wordnet")  # doctest: +SKIP
-    PosixPath('projector/wordnet')
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> export_run_projector("runs/tiny", "tiny_projector")
+    PosixPath('.../tiny_projector')
     """
     from keras_gauss.io import check_output_dir
     from keras_gauss.runs import load_run

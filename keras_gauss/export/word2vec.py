@@ -115,8 +115,16 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
 
     Example:
 
-    >>> export_run_word2vec("runs/corpus", "means.bin", binary=True)  # doctest: +SKIP
-    PosixPath('means.bin')
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> export_run_word2vec("runs/tiny", "means.txt")
+    PosixPath('means.txt')
+    >>> open("means.txt").readline()  # 7 words, 4 dimensions
+    '7 4\\n'
+
     """
     from keras_gauss.runs import load_run
 

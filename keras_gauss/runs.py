@@ -71,9 +71,9 @@ class Run:
     Example: a hand-made run of three 2-d synsets (a trainer writes the
     same files), loaded and queried.
 
-    >>> import tempfile
     >>> from keras_gauss.hierarchy.model import build_kl_model
-    >>> path = tempfile.mkdtemp()
+    >>> path = "runs/hand-made"
+    >>> os.makedirs(path)
     >>> model = build_kl_model(3, dim=2)
     >>> nodes = model.get_layer("nodes")
     >>> _ = nodes.means.assign([[0.0, 0.0], [0.2, 0.0], [0.3, 0.1]])

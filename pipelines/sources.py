@@ -83,8 +83,11 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
             the message names the file.
 
     Example:
-        >>> lines = text_source("corpus/")  # doctest: +SKIP
-        >>> next(iter(lines)).numpy()  # doctest: +SKIP
+        >>> os.makedirs("corpus")
+        >>> with open("corpus/1.txt", "w") as f:
+        ...     _ = f.write("The first line of the first file.\\nIts second line.\\n")
+        >>> lines = text_source("corpus/")
+        >>> next(iter(lines)).numpy()
         b'The first line of the first file.'
     """
     if isinstance(paths, (str, os.PathLike)):

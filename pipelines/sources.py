@@ -180,7 +180,7 @@ def wordnet_source() -> tf.data.Dataset:
 
     Example:
         >>> next(iter(wordnet_source())).numpy()  # doctest: +SKIP
-        b'able to exercise or perform (a skill or ability)'
+        b'that which is perceived or known or inferred to have its own distinct existence (living or nonliving)'
     """
     from keras_gauss.hierarchy.wordnet import load_wordnet
 

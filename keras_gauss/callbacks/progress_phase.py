@@ -19,11 +19,11 @@ class Phase:
 
     Example:
 
-    >>> with Phase("counting"):
+    >>> with Phase("counting"):  # prints "counting... 0.0 s"
     ...     total = sum(range(1000))
-    counting... 0.0 s
+    counting... ... s
     >>> step = Phase("saving"); seconds = step.done()  # the same, by hand
-    saving... 0.0 s
+    saving... ... s
     """
 
     _open = None  # the phase whose line is not finished yet

@@ -289,7 +289,16 @@ def _chunks(ids, splits, tokens):
 def available(config, corpus, vocab=None, callbacks=None):
     """Whether `train_corpus(config, corpus, ...)` can run here: the fused
     engine, no prebuilt vocabulary or callbacks, a text corpus, and the
-    native trainer builds."""
+    native trainer builds.
+
+    Example:
+
+    >>> from keras_gauss.pipelines.train import CorpusConfig
+    >>> available(CorpusConfig(), "corpus.txt")  # True where g++ builds the trainer
+    True
+    >>> available(CorpusConfig(engine="keras"), "corpus.txt"), available(CorpusConfig(), "tfds:imdb")
+    (False, False)
+    """
     if config.engine != "fused" or vocab is not None or callbacks:
         return False
     if not isinstance(corpus, (str, os.PathLike)):

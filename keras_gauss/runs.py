@@ -442,7 +442,18 @@ def load_run(run_dir):
             table with non-finite means or non-finite or non-positive
             variances; the message names the file.
 
-    Example: see `Run`, which writes a tiny run directory and loads it.
+    Example: a tiny corpus run (`Run`'s example writes a hierarchy run by hand).
+
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)
+    >>> run = load_run("runs/tiny")
+    >>> run
+    Run(path='runs/tiny', kind='corpus', energy_name='el', words=7, dim=4)
+    >>> run.words[:3], run.means.shape
+    (['the', 'on', 'sat'], (7, 4))
     """
     from keras_gauss import register_serializables
     from keras_gauss.checks import check_tables_finite

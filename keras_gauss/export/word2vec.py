@@ -124,7 +124,6 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
     PosixPath('means.txt')
     >>> open("means.txt").readline()  # 7 words, 4 dimensions
     '7 4\\n'
-
     """
     from keras_gauss.runs import load_run
 

@@ -862,9 +862,8 @@ def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every
                     "--batch-size.") from None
         pairs = int(counter.numpy()) * job.num_processes  # each counted its own rows
         if steps is not None:
-            # Exact: every step trains one global batch. (The counter counts
-            # the batches the input pipeline makes, and Keras on JAX makes
-            # one or more it does not train.)
+            # Exact by construction: every step trains one global batch (the
+            # counter counts the batches the input pipeline makes).
             pairs = steps * config.batch_size * len(losses)
     train_seconds = elapsed()
     if checkpointer is not None:

@@ -27,6 +27,10 @@ linked to the project's shared data, as from the repository root; the
 `keras-gauss` and `python` of the running interpreter's environment are used.
 Prints each check's result and `uptime`'s load average; exits 1 if one fails.
 
+A figure's caption of the form ``*`python examples/NAME.py`: ...*`` is
+checked too (`CAPTIONS` below): the script is run and the figures the
+caption quotes are compared with what it prints.
+
 To add a checked block: put `<!-- check: script NEW-ID -->` before it and a
 function `check_new_id(blocks, workdir)` in `CHECKS` below (most are one
 `run_console(blocks, workdir, tol)` call); or mark it `test` and add a case
@@ -387,6 +391,39 @@ CHECKS = {
 }
 
 
+# --- figure captions ---------------------------------------------------------
+
+CAPTION = re.compile(r"^\*`(?P<command>python examples/[\w.]+\.py)`: (?P<text>.*?)\*\s*$",
+                     re.M | re.S)
+
+
+def readme_captions(path=ROOT / "README.md"):
+    """`{command: caption text}` of the README's italic figure captions."""
+    text = Path(path).read_text()
+    return {m["command"]: " ".join(m["text"].split()) for m in CAPTION.finditer(text)}
+
+
+def check_mammals_caption(caption, workdir):
+    """The mammal figure's caption: its share of nested direct links (whole
+    percent, within 2 points) and "all N drawn is-a pairs" (exactly N of N)."""
+    printed = run("python examples/wordnet_mammals.py --out runs/mammals-2d", workdir)
+    print(printed)
+    share = re.search(r"(\d+)% of the mammal subtree's direct links", caption)
+    pairs = re.search(r"all (\d+) drawn is-a pairs", caption)
+    assert share and pairs, f"caption not understood: {caption!r}"
+    got_share = re.search(r"direct links nested .*?: (\d+\.\d+)%", printed)
+    got_pairs = re.search(r"^(\d+)/(\d+) drawn is-a pairs", printed, re.M)
+    assert got_share and got_pairs, "the example did not print its figures"
+    assert abs(float(got_share[1]) - int(share[1])) <= 2, (
+        f"caption says {share[1]}% of direct links nested, the example printed {got_share[1]}%")
+    assert got_pairs[1] == got_pairs[2] == pairs[1], (
+        f"caption says all {pairs[1]} drawn pairs nested, the example printed "
+        f"{got_pairs[1]}/{got_pairs[2]}")
+
+
+CAPTIONS = {"python examples/wordnet_mammals.py": ("figure-mammals", check_mammals_caption)}
+
+
 def load_average():
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -409,14 +446,21 @@ def main(argv=None):
     workdir.mkdir(parents=True, exist_ok=True)
     if not (workdir.parent / "shared").exists():
         (workdir.parent / "shared").symlink_to(SHARED)
+    captions = readme_captions()
+    unknown = sorted(set(captions) - set(CAPTIONS))
+    if unknown:
+        parser.error(f"README captions without a check here: {', '.join(unknown)}")
+    checks = [(c, CHECKS[c], found[c]) for c in CHECKS if c in found]
+    checks += [(check_id, check, captions[command])
+               for command, (check_id, check) in CAPTIONS.items() if command in captions]
     failed = []
-    for check_id in [c for c in CHECKS if c in found]:
+    for check_id, check, shown in checks:
         if (args.only and check_id not in args.only) or check_id in args.skip:
             continue
         print(f"== {check_id} ({load_average()})", flush=True)
         start = time.perf_counter()
         try:
-            CHECKS[check_id](found[check_id], workdir)
+            check(shown, workdir)
             print(f"== {check_id}: ok, {time.perf_counter() - start:.0f} s", flush=True)
         except Exception as error:  # one failed check does not stop the others
             failed.append(check_id)

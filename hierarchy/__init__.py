@@ -2,12 +2,21 @@
 
 ``import keras_gauss.hierarchy`` imports neither TensorFlow nor NLTK; each name loads on first use.
 
-Example:
+Example: the mammals of WordNet (``build_hierarchy()``: all 82,115 noun
+synsets), a split, batches; and a hierarchy of your own.
+
     >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset
-    >>> h = build_hierarchy()                      # 82,115 synsets, 743,241 edges
-    >>> split = split_edges(h, seed=0)             # 4,000 val + 4,000 test held out
-    >>> ds = make_dataset(split.train, known=split.train_index, batch_size=512)  # doctest: +SKIP
-    >>> own, _ = hierarchy_from_edge_file("my_taxonomy.tsv")  # doctest: +SKIP
+    >>> h = build_hierarchy("mammal.n.01")
+    >>> h.num_nodes, len(h.edges)                  # the closure's is-a pairs
+    (1182, 6542)
+    >>> split = split_edges(h, val_size=100, test_size=100, seed=0)
+    >>> ds = make_dataset(split.train, known=split.train_index, batch_size=512)
+    >>> from keras_gauss.hierarchy import hierarchy_from_edge_file
+    >>> with open("my_taxonomy.tsv", "w") as f:  # specific TAB general
+    ...     _ = f.write("dog\\tmammal\\nmammal\\tanimal\\n")
+    >>> own, _ = hierarchy_from_edge_file("my_taxonomy.tsv")
+    >>> own.num_nodes, len(own.edges)              # dog is-a animal added
+    (3, 3)
 """
 
 from keras_gauss._lazy import lazy_exports

@@ -177,10 +177,16 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances) -> di
         ``{"threshold", "val_accuracy", "test_accuracy"}``.
 
     Example:
-        >>> from keras_gauss.hierarchy import build_hierarchy, split_edges  # doctest: +SKIP
-        >>> h = build_hierarchy("mammal.n.01"); s = split_edges(h, val_size=0.05, test_size=0.05)  # doctest: +SKIP
-        >>> classification(s.val, s.val_neg, s.test, s.test_neg, means, variances)  # doctest: +SKIP
-        {'threshold': -3.1, 'val_accuracy': 0.91, 'test_accuracy': 0.9}
+        >>> import numpy as np
+        >>> from keras_gauss.hierarchy import split_edges
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+        >>> h = synthetic_hierarchy()
+        >>> s = split_edges(h, val_size=5, test_size=5, seed=0)
+        >>> means = np.random.default_rng(0).normal(size=(h.num_nodes, 2))  # untrained
+        >>> result = classification(s.val, s.val_neg, s.test, s.test_neg, means,
+        ...                         np.ones((h.num_nodes, 2)))
+        >>> sorted(result)  # the threshold is chosen on the validation pairs
+        ['test_accuracy', 'threshold', 'val_accuracy']
     """
 
     def scores(edges):
@@ -360,11 +366,13 @@ def reconstruction(
         (bool) and ``nodes``: the sorted int64 ids of the queries evaluated.
 
     Example:
-        >>> from keras_gauss.hierarchy import build_hierarchy  # doctest: +SKIP
-        >>> h = build_hierarchy("mammal.n.01")  # doctest: +SKIP
-        >>> reconstruction(h, means, variances)["map"]  # doctest: +SKIP
-        0.87
-        >>> reconstruction(build_hierarchy(), m, v, max_nodes=1000, seed=0)  # doctest: +SKIP
+        >>> import numpy as np
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+        >>> h = synthetic_hierarchy()
+        >>> means = np.random.default_rng(0).normal(size=(h.num_nodes, 2))  # untrained
+        >>> result = reconstruction(h, means, np.ones((h.num_nodes, 2)), max_nodes=10, seed=0)
+        >>> result["num_queries"], result["subsampled"], 0 < result["map"] <= 1
+        (10, True, True)
     """
     means, variances = _check_tables(means, variances)
     n = hierarchy.num_nodes
@@ -514,10 +522,15 @@ def word_pair_scores(
         likely "word1 is-a word2", NaN if not covered) and the boolean coverage mask.
 
     Example:
-        >>> from keras_gauss.hierarchy import build_hierarchy  # doctest: +SKIP
-        >>> h = build_hierarchy()  # doctest: +SKIP
-        >>> word_pair_scores([("dog", "animal"), ("dog", "qwzx")], h, means, variances)  # doctest: +SKIP
-        PairScores(scores=array([-12.3, nan]), covered=array([ True, False]))
+        >>> import numpy as np
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
+        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
+        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
+        >>> word_pair_scores([("dog", "animal"), ("animal", "dog"), ("dog", "qwzx")],
+        ...                  h, means, variances, lemmas=lemmas).scores.round(2)
+        array([-0.64, -1.61,   nan])
     """
     if reduce not in ("max", "mean"):
         raise ValueError(f"reduce must be 'max' or 'mean', not {reduce!r}")
@@ -608,8 +621,21 @@ def hyperlex_spearman(
         ``n_covered / n_pairs``; ``spearman`` is ``nan`` with fewer than 2 covered pairs.
 
     Example:
-        >>> hyperlex_spearman("../shared/data/hyperlex/hyperlex-nouns.txt", h, means, variances)  # doctest: +SKIP
-        {'spearman': 0.51, 'pvalue': 1e-120, 'coverage': 1.0, 'n_pairs': 2163, 'n_covered': 2163}
+        >>> import numpy as np
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
+        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
+        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
+        >>> lemmas["cat"] = ["cat"]
+        >>> means[h.nodes.index("cat")] = [2.0, 0.0]  # far from dog
+        >>> with open("hyperlex.txt", "w") as f:  # WORD1 WORD2 POS TYPE AVG_SCORE ...
+        ...     _ = f.write("dog animal N hyp-1 5.5 9.2 0.4\\n"
+        ...                 "animal dog N rhyp-1 0.5 0.8 0.3\\n"
+        ...                 "cat dog N cohyp 0.2 0.3 0.5\\n")
+        >>> result = hyperlex_spearman("hyperlex.txt", h, means, variances, lemmas=lemmas)
+        >>> round(result["spearman"], 2), result["n_covered"]
+        (1.0, 3)
     """
     rows = read_hyperlex(path)
     scores, covered = word_pair_scores(
@@ -662,8 +688,17 @@ def baroni2012(
         (``nan`` metrics if no covered pair is positive).
 
     Example:
-        >>> baroni2012("../shared/data/entailment/baroni2012.tsv", h, means, variances)  # doctest: +SKIP
-        {'ap': 0.7, 'best_f1': 0.75, ..., 'coverage': 1.0, 'n_pairs': 2770, 'n_covered': 2770}
+        >>> import numpy as np
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
+        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
+        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
+        >>> with open("baroni2012.tsv", "w") as f:
+        ...     _ = f.write("dog\\tanimal\\tTrue\\nanimal\\tdog\\tFalse\\n")
+        >>> result = baroni2012("baroni2012.tsv", h, means, variances, lemmas=lemmas)
+        >>> result["ap"], result["n_covered"]
+        (1.0, 2)
     """
     rows = read_entailment(path)
     scores, covered = word_pair_scores(

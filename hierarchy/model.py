@@ -107,12 +107,19 @@ class FusedKLTrainer(keras.Model):
 
     Example:
 
-    >>> model = build_kl_model(num_nodes=100, dim=10, negatives=2)
+    >>> from keras_gauss import MaxMarginRanking, SparseAdagrad
+    >>> from keras_gauss.hierarchy.dataset import make_dataset
+    >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+    >>> h = synthetic_hierarchy()
+    >>> model = build_kl_model(num_nodes=h.num_nodes, dim=2, negatives=2)
     >>> optimizer = SparseAdagrad(0.05)
     >>> model.compile(optimizer=optimizer, loss=MaxMarginRanking())
     >>> trainer = FusedKLTrainer(model)
     >>> trainer.compile(optimizer=optimizer)
-    >>> trainer.fit(dataset)  # the make_dataset batches; trains model's table
+    >>> dataset = make_dataset(h, batch_size=8, negatives=2)
+    >>> history = trainer.fit(dataset, epochs=2, verbose=0)  # trains model's table
+    >>> len(history.history["loss"])
+    2
     """
 
     def __init__(self, model, margin=1.0, use_fused=None, **kwargs):

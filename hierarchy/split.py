@@ -174,9 +174,10 @@ def split_edges(
 
     Example:
         >>> from keras_gauss.hierarchy.closure import build_hierarchy
-        >>> split = split_edges(build_hierarchy(), seed=0)
-        >>> len(split.train), len(split.val), len(split.test)
-        (735241, 4000, 4000)
+        >>> h = build_hierarchy("mammal.n.01")  # all nouns: 4,000 + 4,000 held out
+        >>> split = split_edges(h, val_size=500, test_size=500, seed=0)
+        >>> len(h.edges), len(split.train), len(split.val), len(split.test)
+        (6542, 5542, 500, 500)
     """
     edges = hierarchy.edges
     n = hierarchy.num_nodes

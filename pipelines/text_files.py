@@ -53,8 +53,17 @@ def verify_gzip(path: str | os.PathLike) -> int:
             truncated or corrupt.
 
     Example:
-        >>> verify_gzip("news.txt.gz")  # doctest: +SKIP
-        12581234
+
+    >>> import gzip
+    >>> with gzip.open("news.txt.gz", "wt") as f:
+    ...     _ = f.write("the cat sat\\n")
+    >>> verify_gzip("news.txt.gz")
+    12
+    >>> with open("news.txt.gz", "rb") as whole, open("cut.txt.gz", "wb") as cut:
+    ...     _ = cut.write(whole.read()[:-4])  # loses the length field
+    >>> verify_gzip("cut.txt.gz")
+    Traceback (most recent call last):
+    ValueError: cut.txt.gz: corrupt or truncated gzip file ... refusing to train on part of it
     """
     path = Path(path)
     stat = path.stat()
@@ -73,6 +82,14 @@ def gzip_chunks(path: str | os.PathLike):
     Raises:
         ValueError: Naming the file and the compressed byte offset where it is
             truncated or corrupt (after the pieces before it were yielded).
+
+    Example:
+
+    >>> import gzip
+    >>> with gzip.open("news.txt.gz", "wt") as f:
+    ...     _ = f.write("the cat sat\\n")
+    >>> b"".join(gzip_chunks("news.txt.gz"))
+    b'the cat sat\\n'
     """
     path = Path(path)
     size, offset, members = path.stat().st_size, 0, 0

@@ -239,10 +239,15 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
 
     Example:
 
-    >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
-    >>> ids, splits = next(iter(line_chunks("news.txt.gz", vocab)))  # doctest: +SKIP
-    >>> splits.shape, ids.dtype  # doctest: +SKIP
-    (TensorShape([257]), tf.int32)
+    >>> from keras_gauss.pipelines.vocabulary import build_vocabulary
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat\\nthe dog sat\\na bird\\n")
+    >>> vocab = build_vocabulary("corpus.txt", min_count=2)
+    >>> vocab.words
+    ('sat', 'the')
+    >>> ids, splits = next(iter(line_chunks("corpus.txt", vocab, shuffle_buffer=0)))
+    >>> ids.numpy().tolist(), splits.numpy().tolist()  # "a bird" has no known word
+    ([1, 0, 1, 0], [0, 2, 4, 4])
     """
     import tensorflow as tf
 
@@ -484,8 +489,14 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     Example:
 
-    >>> metrics = train_corpus(CorpusConfig(epochs=5), "news.txt.gz", "runs/news")
-    >>> metrics["pairs_per_second"]
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> metrics = train_corpus(CorpusConfig(dim=4, min_count=1, epochs=2), "corpus.txt",
+    ...                        "runs/tiny", verbose=0)
+    >>> metrics["vocab_size"], len(metrics["loss_per_epoch"])
+    (7, 2)
+    >>> sorted(os.listdir("runs/tiny"))
+    ['metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
     """
     from keras_gauss.checkpoint import check_minutes
     from keras_gauss.checkpoint import load_for_resume

@@ -123,8 +123,12 @@ def build_vocabulary(
         ValueError: If the corpus has no tokens, or no word reaches ``min_count``.
 
     Example:
-        >>> vocab = build_vocabulary("news.txt.gz", min_count=5)  # doctest: +SKIP
-        >>> vocab.save("news.vocab.tsv")  # doctest: +SKIP
+        >>> with open("news.txt", "w") as f:
+        ...     _ = f.write("The cat sat.\\nThe dog sat on the cat.\\n")
+        >>> vocab = build_vocabulary("news.txt", min_count=2)
+        >>> vocab.words, vocab.counts.tolist()
+        (('the', 'cat', 'sat'), [3, 2, 2])
+        >>> vocab.save("news.vocab.tsv")
     """
     counter: collections.Counter = collections.Counter()
     chunks = load_corpus(corpus).batch(chunk_lines).map(

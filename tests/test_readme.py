@@ -125,6 +125,13 @@ def test_every_block_is_checked():
     assert set(check_readme.CHECKS) == set(check_readme.blocks_by_id("script"))
 
 
+def test_every_figure_caption_is_checked():
+    """A caption ``*`python examples/X.py`: ...*`` is run by check_readme's `CAPTIONS`."""
+    captions = check_readme.readme_captions()
+    assert "python examples/wordnet_mammals.py" in captions
+    assert set(captions) == set(check_readme.CAPTIONS)
+
+
 def test_an_unmarked_block_fails(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("<!-- check: test help -->\n```bash\nkeras-gauss --help\n```\n\n"

@@ -13,7 +13,13 @@ class FiniteLoss(keras.callbacks.Callback):
 
     Example:
 
-    >>> model.fit(dataset, epochs=3, callbacks=[FiniteLoss()])  # doctest: +SKIP
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer=keras.optimizers.SGD(1e30), loss="mse")  # diverges
+    >>> x = np.ones((4, 1))
+    >>> model.fit(x, x, epochs=3, verbose=0, callbacks=[FiniteLoss()])
+    Traceback (most recent call last):
+    keras_gauss.checks.TrainingDivergedError: ...
     """
 
     def on_epoch_end(self, epoch, logs=None):

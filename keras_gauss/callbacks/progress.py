@@ -15,9 +15,14 @@ class ProgressLogger(Progress, keras.callbacks.Callback):
 
     Example:
 
-    >>> model.fit(ds, epochs=10, verbose=0,
-    ...           callbacks=[ProgressLogger(unit="edges", batch_size=1024)])
-    Epoch 1/10: loss 0.5123, 729,241 edges in 17.2 s (42,398 edges/s)
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> x = np.ones((8, 1))
+    >>> logger = ProgressLogger(unit="samples", batch_size=4, mode="lines")
+    >>> _ = model.fit(x, x, batch_size=4, epochs=2, verbose=0, callbacks=[logger])
+    Epoch 1/2: loss ..., 8 samples in ... s (... samples/s)
+    Epoch 2/2: loss ..., 8 samples in ... s (... samples/s)
     """
 
     def set_params(self, params):

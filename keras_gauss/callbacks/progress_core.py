@@ -43,9 +43,14 @@ class Progress:
 
     Example:
 
-    >>> model.fit(ds, epochs=10, verbose=0,
-    ...           callbacks=[ProgressLogger(unit="edges", batch_size=1024)])
-    Epoch 1/10: loss 0.5123, 729,241 edges in 17.2 s (42,398 edges/s)
+    >>> progress = Progress(unit="pairs", batch_size=100, mode="lines")
+    >>> progress.set_params({"epochs": 1, "steps": 3})
+    >>> progress.on_train_begin()
+    >>> progress.on_epoch_begin(0)
+    >>> for step in range(3):
+    ...     progress.on_train_batch_end(step, {"loss": 0.5})
+    >>> progress.on_epoch_end(0, {"loss": 0.5})
+    Epoch 1/1: loss 0.5000, 300 pairs in ... s (... pairs/s)
     """
 
     def __init__(self, unit="samples", batch_size=None, epoch_size=None, mode="auto",

@@ -19,10 +19,11 @@ class Phase:
 
     Example:
 
-    >>> step = Phase("evaluating")
-    >>> scores = evaluate(...)
-    >>> step.done()
-    evaluating... 3.2 s
+    >>> with Phase("counting"):  # prints "counting... 0.0 s"
+    ...     total = sum(range(1000))
+    counting... ... s
+    >>> step = Phase("saving"); seconds = step.done()  # the same, by hand
+    saving... ... s
     """
 
     _open = None  # the phase whose line is not finished yet

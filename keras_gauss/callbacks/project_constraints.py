@@ -27,10 +27,18 @@ class ProjectConstraints(keras.callbacks.Callback):
 
     Example:
 
-    >>> table = keras.layers.Embedding(10_000, 50, name="words")
-    >>> ...
-    >>> model.fit(ds, callbacks=[ProjectConstraints({"words/embeddings":
-    ...                                             NormClip(2.0)})])
+    >>> import numpy as np
+    >>> from keras_gauss.constraints import NormClip
+    >>> ids = keras.Input((1,), dtype="int32")
+    >>> rows = keras.layers.Embedding(4, 2, name="words",
+    ...     embeddings_initializer=keras.initializers.Constant(3.0))(ids)
+    >>> model = keras.Model(ids, keras.layers.Dense(1)(keras.layers.Flatten()(rows)))
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> clip = ProjectConstraints({"words/embeddings": NormClip(2.0)})
+    >>> _ = model.fit(np.arange(4)[:, None], np.zeros(4), verbose=0, callbacks=[clip])
+    >>> table = model.get_layer("words").embeddings.numpy()
+    >>> np.linalg.norm(table, axis=1) <= 2.0  # the rows started at norm 4.24
+    array([ True,  True,  True,  True])
     """
 
     def __init__(self, constraints):

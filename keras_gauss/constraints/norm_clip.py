@@ -20,8 +20,10 @@ class NormClip(RowConstraint):
     Example:
 
     >>> import numpy as np
-    >>> NormClip(1.0)(np.array([[3.0, 4.0], [0.3, 0.4]]))
-    ... # [[0.6, 0.8], [0.3, 0.4]]
+    >>> clipped = NormClip(1.0)(np.array([[3.0, 4.0], [0.3, 0.4]]))
+    >>> keras.ops.convert_to_numpy(clipped)  # rows longer than 1 scaled to 1
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
     """
 
     def __init__(self, max_norm=2.0):

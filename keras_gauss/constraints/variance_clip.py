@@ -23,8 +23,8 @@ class VarianceClip(RowConstraint):
     Example:
 
     >>> import numpy as np
-    >>> VarianceClip(0.5, 2.0)(np.array([0.1, 1.0, 9.0]))
-    ... # [0.5, 1.0, 2.0]
+    >>> keras.ops.convert_to_numpy(VarianceClip(0.5, 2.0)(np.array([0.1, 1.0, 9.0])))
+    array([0.5, 1. , 2. ])
     """
 
     def __init__(self, min_value=0.05, max_value=5.0):

@@ -55,7 +55,7 @@ def write_projector(directory, words, means, variances, counts=None,
 
     >>> import numpy as np
     >>> write_projector("projector", ["cat", "dog"], np.eye(2), np.ones((2, 2)))
-    PosixPath('projector')
+    PosixPath('.../projector')
     """
     from keras_gauss.checks import check_tables_finite
     from keras_gauss.io import atomic_directory, check_output_dir
@@ -106,8 +106,13 @@ def export_run_projector(run_dir, directory, overwrite=False):
 
     Example:
 
-    >>> export_run_projector("runs/wordnet", "projector/wordnet")
-    PosixPath('projector/wordnet')
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> export_run_projector("runs/tiny", "tiny_projector")
+    PosixPath('.../tiny_projector')
     """
     from keras_gauss.io import check_output_dir
     from keras_gauss.runs import load_run

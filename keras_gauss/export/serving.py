@@ -291,8 +291,8 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
 
     >>> import numpy as np
     >>> export_tables(np.zeros((3, 2)), np.ones((3, 2)), ["a", "b", "c"],
-    ...               "serve/1", "el", k=2)
-    PosixPath('serve/1')
+    ...               "tables/1", "el", k=2)
+    PosixPath('tables/1')
     """
     import tensorflow as tf
 
@@ -432,8 +432,13 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
 
     Example:
 
-    >>> export_run("runs/wordnet", "serving/wordnet", version=1, k=10)
-    PosixPath('serving/wordnet/1')
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
+    PosixPath('serving/tiny/1')
     """
     from keras_gauss.io import check_output_dir
     from keras_gauss.runs import load_run

@@ -6,8 +6,12 @@ significant digits (float32 round-trips exactly); the binary format has
 `word`, a space, `d` little-endian float32 values and a newline per word, as
 the original `word2vec` tool writes. gensim reads both:
 
+>>> import numpy as np
+>>> save_word2vec(["cat", "dog"], np.eye(2), "means.bin", binary=True)
+PosixPath('means.bin')
 >>> from gensim.models import KeyedVectors
->>> vectors = KeyedVectors.load_word2vec_format("means.bin", binary=True)
+>>> KeyedVectors.load_word2vec_format("means.bin", binary=True)["dog"]
+array([0., 1.], dtype=float32)
 
 Only the means are written (the formats hold one vector per word); words may
 not contain spaces or line breaks, which these formats cannot represent.
@@ -111,8 +115,15 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
 
     Example:
 
-    >>> export_run_word2vec("runs/corpus", "means.bin", binary=True)
-    PosixPath('means.bin')
+    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
+    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> export_run_word2vec("runs/tiny", "means.txt")
+    PosixPath('means.txt')
+    >>> open("means.txt").readline()  # 7 words, 4 dimensions
+    '7 4\\n'
     """
     from keras_gauss.runs import load_run
 

@@ -13,12 +13,7 @@ where both sides change from candidate to candidate (the hierarchy model;
 (subsampling, windows, negatives and the ranking steps; multi-threaded),
 also with an exact pure TensorFlow fallback.
 
-Example:
-
->>> from keras_gauss.fused import FusedRankingModel
->>> model = FusedRankingModel(10_000, 50)
->>> model.compile(optimizer=keras_gauss.SparseAdagrad(0.1))
->>> model.fit(dataset)  # x = {"word", "context", "negatives"}, y ignored
+Example: see `FusedRankingModel` (`x = {"word", "context", "negatives"}`).
 """
 
 from keras_gauss._lazy import lazy_exports

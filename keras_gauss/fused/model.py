@@ -66,11 +66,17 @@ class FusedRankingModel(keras.Model):
 
     Example:
 
-    >>> model = FusedRankingModel(60_000, 50)
-    >>> model.compile(optimizer=keras_gauss.SparseAdagrad(0.1),
-    ...               steps_per_execution=16)
-    >>> x = {"word": w, "context": c, "negatives": n}   # int32 arrays
-    >>> model.fit(x, np.zeros((len(w), 2)), batch_size=4096)
+    >>> import numpy as np
+    >>> from keras_gauss.optimizers import SparseAdagrad
+    >>> model = FusedRankingModel(10, 4)
+    >>> model.compile(optimizer=SparseAdagrad(0.1), steps_per_execution=4)
+    >>> rng = np.random.default_rng(0)
+    >>> x = {"word": rng.integers(0, 10, 64, dtype="int32"),
+    ...      "context": rng.integers(0, 10, 64, dtype="int32"),
+    ...      "negatives": rng.integers(0, 10, (64, 2), dtype="int32")}
+    >>> history = model.fit(x, np.zeros((64, 3)), batch_size=16, epochs=2, verbose=0)
+    >>> len(history.history["loss"]), tuple(model(x).shape)  # (B, 1 + k) energies
+    (2, (64, 3))
     """
 
     def __init__(

@@ -11,10 +11,15 @@ Keras tables back (copies) once training is done.
 
 Example:
 
->>> tables = NativeTables.initial(1000, 50, seed=0)  # doctest: +SKIP
+>>> from keras_gauss.fused.sampling import alias_table
+>>> tables = NativeTables.initial(5, 2, seed=0)  # 5 words, 2-d
+>>> probs, alias = alias_table(np.ones(5))
+>>> ids, splits = np.arange(5, dtype=np.int32), np.array([0, 5])  # one sentence
 >>> loss, pairs = tables.train(ids, splits, seed=0, learning_rate=0.2,
-...                            negative_probs=probs, negative_alias=alias)  # doctest: +SKIP
->>> word_means = tables.means(0)  # doctest: +SKIP
+...                            negative_probs=probs, negative_alias=alias,
+...                            window=1, dynamic_window=False)
+>>> int(pairs), tables.means(0).shape
+(8, (5, 2))
 """
 
 import ctypes
@@ -66,10 +71,10 @@ class NativeTokenizer:
 
     Example:
 
-    >>> tokenizer = NativeTokenizer()  # doctest: +SKIP
-    >>> tokenizer.add("don't 'quote' it\nit")  # doctest: +SKIP
-    >>> tokenizer.result()  # doctest: +SKIP
-    (["don't", 'quote', 'it'], array([0, 1, 2, 2]), array([3, 1]))
+    >>> tokenizer = NativeTokenizer()
+    >>> tokenizer.add("don't 'quote' it\\nit")
+    >>> tokenizer.result()
+    (["don't", 'quote', 'it'], array([0, 1, 2, 2], dtype=int32), array([3, 1]))
     """
 
     def __init__(self):

@@ -192,10 +192,19 @@ def skipgram_train(
 
     Example:
 
-    >>> probs, alias = alias_table(counts ** 0.75)
-    >>> loss, pairs = skipgram_train(tables, accumulators, ids, splits, seed=0,
-    ...                              learning_rate=0.2, negative_probs=probs,
-    ...                              negative_alias=alias, batch_size=1)
+    >>> rng = np.random.default_rng(0)
+    >>> def variable(low, high):
+    ...     return tf.Variable(rng.uniform(low, high, (5, 2)).astype("float32"))
+    >>> tables = [variable(-0.1, 0.1), variable(0.5, 1.0)] * 2  # words, contexts
+    >>> tables = [tf.Variable(t) for t in tables]  # four distinct variables
+    >>> accumulators = [tf.Variable(tf.zeros((5, 2))) for _ in range(4)]
+    >>> probs, alias = alias_table(np.ones(5))  # uniform negatives
+    >>> loss, pairs = skipgram_train(tables, accumulators, [0, 1, 2, 3, 4], [0, 5],
+    ...                              seed=0, learning_rate=0.2, negative_probs=probs,
+    ...                              negative_alias=alias, window=1,
+    ...                              dynamic_window=False, batch_size=1)
+    >>> int(pairs)  # both neighbours of each word of one 5-word sentence
+    8
     """
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")

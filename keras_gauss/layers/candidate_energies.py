@@ -33,10 +33,12 @@ def candidate_energies(energy_layer, words, contexts, word, context, negatives):
     Example:
 
     >>> import numpy as np
+    >>> from keras_gauss.layers import GaussianEmbedding
     >>> table = GaussianEmbedding(10, 4)
-    >>> candidate_energies(ELEnergy(), table, table, np.array([1]),
-    ...                    np.array([2]), np.array([[3, 4]])).shape
-    TensorShape([1, 3])
+    >>> energies = candidate_energies(ELEnergy(), table, table, np.array([1]),
+    ...                               np.array([2]), np.array([[3, 4]]))
+    >>> tuple(energies.shape)  # (batch, 1 positive + 2 negatives)
+    (1, 3)
     """
     candidates = ops.concatenate([ops.expand_dims(context, -1), negatives], axis=-1)
     mean_w, var_w = words(word)

@@ -30,11 +30,16 @@ class ELEnergy(keras.layers.Layer):
     Example:
 
     >>> import numpy as np
+    >>> mean, var = np.zeros((1, 2)), np.ones((1, 2))
+    >>> # log N(0; 0 - 1, I + I) in 2-d: -log(4 pi) - 1/2 * 2 / 2
+    >>> keras.ops.convert_to_numpy(ELEnergy()(mean, var, mean + 1.0, var)).round(4)
+    array([-3.031], dtype=float32)
+    >>> from keras_gauss.layers import GaussianEmbedding
     >>> words = GaussianEmbedding(100, 8)
     >>> mean_i, var_i = words(np.array([1, 2]))
     >>> mean_j, var_j = words(np.array([3, 4]))
-    >>> ELEnergy()(mean_i, var_i, mean_j, var_j).shape
-    TensorShape([2])
+    >>> tuple(ELEnergy()(mean_i, var_i, mean_j, var_j).shape)
+    (2,)
     """
 
     def __init__(self, include_constant=True, **kwargs):

@@ -31,11 +31,13 @@ class KLEnergy(keras.layers.Layer):
     Example:
 
     >>> import numpy as np
-    >>> nodes = GaussianEmbedding(100, 8)
-    >>> animal = nodes(np.array([0]))
-    >>> dog = nodes(np.array([1]))
-    >>> KLEnergy()(*animal, *dog).shape  # -KL(dog || animal)
-    TensorShape([1])
+    >>> animal = np.zeros((1, 2)), np.full((1, 2), 4.0)  # (mean, variance)
+    >>> dog = np.zeros((1, 2)), np.ones((1, 2))
+    >>> # -KL(dog || animal) = -(1/2)(2 * 1/4 - 2 + 2 log 4): near 0, dog is-a animal
+    >>> keras.ops.convert_to_numpy(KLEnergy()(*animal, *dog)).round(4)
+    array([-0.6363], dtype=float32)
+    >>> keras.ops.convert_to_numpy(KLEnergy()(*dog, *animal)).round(4)  # -KL(animal || dog)
+    array([-1.6137], dtype=float32)
     """
 
     def __init__(self, **kwargs):

@@ -55,6 +55,9 @@ class ThresholdedDivergence(keras.losses.Loss):
 
     Example:
 
+    >>> from keras_gauss.hierarchy.model import build_kl_model
+    >>> from keras_gauss.optimizers import SparseAdagrad
+    >>> model = build_kl_model(10, dim=2)
     >>> model.compile(optimizer=SparseAdagrad(0.05),
     ...               loss=ThresholdedDivergence(threshold=0.0, margin=2.0))
     """

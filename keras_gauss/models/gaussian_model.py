@@ -28,9 +28,12 @@ class GaussianModel(keras.Model):
 
     Example:
 
+    >>> from keras_gauss.layers import GaussianEmbedding
     >>> ids = keras.Input((), dtype="int32")
     >>> mean, var = GaussianEmbedding(1000, 50)(ids)
     >>> model = GaussianModel(ids, mean)
+    >>> model.count_params()  # 1000 x 50 means and variances
+    100000
     """
 
     def train_step(self, *args, **kwargs):

@@ -48,6 +48,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
     Example:
 
+    >>> from keras_gauss.hierarchy.model import build_kl_model
+    >>> from keras_gauss.losses import MaxMarginRanking
+    >>> model = build_kl_model(10, dim=2)
     >>> model.compile(optimizer=SparseAdagrad(0.05), loss=MaxMarginRanking())
     """
 

@@ -99,6 +99,10 @@ def _add_training_flags(train, defaults):
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
                        help="also use each reversed edge as a negative (default: on)")
+    train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
+                       metavar="FRACTION",
+                       help="fraction of the --negatives whose general node is replaced by a "
+                            "sibling of it in the training closure (hard negatives; default: 0)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

@@ -397,3 +397,31 @@ def build_hierarchy(
     if pos not in ("n", "v"):
         raise ValueError(f"--pos must be 'n' (nouns) or 'v' (verbs), got {pos!r}.")
     return _build_cached(root, bool(include_lemmas), data_dir, pos)
+
+
+def transitive_reduction(index: EdgeIndex) -> np.ndarray:
+    """The direct links of a transitively closed edge set: ``(c, p)`` with no ``q`` between them.
+
+    An edge ``(c, p)`` of the closure is implied, and dropped, when ``c`` has an
+    ancestor ``q`` of which ``p`` is an ancestor. Vectorised: one pass over
+    the pairs (edge, ancestor of its parent).
+
+    Args:
+        index: :class:`EdgeIndex` of a transitively closed edge set, e.g. a
+            split's ``train_index`` (the closure of the training edges).
+
+    Returns:
+        ``(m, 2)`` int32 ``(child, parent)`` edges, sorted as ``index.keys``.
+
+    Example:
+        >>> transitive_reduction(closure_index(np.array([[2, 1], [1, 0]]), 3)).tolist()
+        [[1, 0], [2, 1]]
+    """
+    n = index.num_nodes
+    child, parent = np.divmod(index.keys, n)
+    counts = index.num_ancestors[parent]  # ancestors of each edge's parent
+    starts = np.repeat(index._anc_ptr[parent] - np.cumsum(counts) + counts, counts)
+    implied = _sorted_unique(np.repeat(child, counts) * n
+                             + index._anc[starts + np.arange(counts.sum())])
+    direct = ~np.isin(index.keys, implied, assume_unique=True)
+    return np.stack([child[direct], parent[direct]], axis=1).astype(np.int32)

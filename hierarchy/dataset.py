@@ -7,8 +7,9 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from .closure import EdgeIndex, Hierarchy
+from .closure import EdgeIndex, Hierarchy, transitive_reduction
 from .negatives import sample_negatives
+from .negatives import sibling_negatives as draw_siblings
 
 __all__ = ["make_dataset", "sample_negatives"]
 
@@ -20,6 +21,7 @@ def make_dataset(
     batch_size: int = 1024,
     negatives: int = 1,
     reversed_negatives: bool = False,
+    sibling_negatives: float = 0.0,
     corrupt: str = "either",
     shuffle: bool = True,
     drop_remainder: bool = False,
@@ -47,6 +49,12 @@ def make_dataset(
         negatives: Corrupted edges ``k`` per positive.
         reversed_negatives: Also use the reversed pair (general as specific,
             specific as general) as one extra, last negative.
+        sibling_negatives: Fraction (0 to 1) of the ``negatives`` that are hard:
+            the general node replaced by a sibling of it in ``known`` (another
+            child of one of its direct parents, unrelated to the specific node;
+            :func:`~keras_gauss.hierarchy.negatives.sibling_negatives`). Each
+            negative is hard with this probability when its edge has such a
+            sibling, else stays random. 0 (default) draws exactly as before.
         corrupt: Side to replace: ``"either"`` (coin flip), ``"specific"`` or ``"general"``.
         shuffle: Shuffle the edges each epoch.
         drop_remainder: Drop the last, smaller batch.
@@ -79,7 +87,12 @@ def make_dataset(
         raise ValueError("no edges to train on")
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    if not 0.0 <= sibling_negatives <= 1.0:
+        raise ValueError(f"sibling_negatives must lie in [0, 1], got {sibling_negatives}")
     index = known.index if isinstance(known, Hierarchy) else known
+    direct = None
+    if sibling_negatives > 0:  # direct links of what the sampler knows, once
+        direct = EdgeIndex(transitive_reduction(index), index.num_nodes)
     edges = np.asarray(edges, dtype=np.int32)
     k = negatives + int(reversed_negatives)
     labels = np.zeros((batch_size, 1 + k), dtype=np.float32)
@@ -90,6 +103,10 @@ def make_dataset(
         rng = np.random.default_rng([seed, next(passes)])
         pos = edges[rng.permutation(len(edges))] if shuffle else edges
         neg_s, neg_g = sample_negatives(pos, index, negatives, corrupt=corrupt, rng=rng)
+        if direct is not None:
+            sib_s, sib_g, found = draw_siblings(pos, index, negatives, direct=direct, rng=rng)
+            hard = found & (rng.random(found.shape) < sibling_negatives)
+            neg_s, neg_g = np.where(hard, sib_s, neg_s), np.where(hard, sib_g, neg_g)
         if reversed_negatives:
             neg_s = np.concatenate([neg_s, pos[:, 1:]], axis=1)
             neg_g = np.concatenate([neg_g, pos[:, :1]], axis=1)

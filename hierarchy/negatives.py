@@ -6,7 +6,7 @@ import numpy as np
 
 from .closure import EdgeIndex, Hierarchy
 
-__all__ = ["sample_negatives"]
+__all__ = ["sample_negatives", "sibling_negatives"]
 
 _MAX_ROUNDS = 32  # rejection rounds before the exact fallback
 
@@ -131,3 +131,72 @@ def sample_negatives(
     neg_specific = np.where(replace_specific, new, specific).astype(np.int32)
     neg_general = np.where(replace_specific, general, new).astype(np.int32)
     return neg_specific.reshape(-1, num_negatives), neg_general.reshape(-1, num_negatives)
+
+
+def sibling_negatives(
+    edges: np.ndarray,
+    known: Hierarchy | EdgeIndex,
+    num_negatives: int = 1,
+    *,
+    direct: EdgeIndex | None = None,
+    rounds: int = 8,
+    rng: np.random.Generator | int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hard negatives: the general node of each ``(c, p)`` edge replaced by a sibling of ``p``.
+
+    A sibling of ``p`` is another child of one of ``p``'s direct parents in
+    ``known`` (a random direct parent, then a random child of it), kept only if
+    it is unrelated to ``c`` in ``known``. The specific side is never replaced:
+    a sibling of ``c`` usually lies below ``p`` (it shares ``c``'s parent), so
+    it would be a positive. Everything comes from ``known``: given a split's
+    ``train_index``, no held-out edge is seen.
+
+    Args:
+        edges: ``(n, 2)`` int array of ``(specific, general)`` ids.
+        known: What the sampler may know (the closure of the training edges).
+        num_negatives: Negatives ``k`` per edge.
+        direct: The direct links of ``known`` as an :class:`EdgeIndex`
+            (``EdgeIndex(transitive_reduction(known), n)``); computed when ``None``.
+        rounds: Draws per negative before giving up on it.
+        rng: A ``np.random.Generator`` or a seed.
+
+    Returns:
+        ``(neg_specific, neg_general, found)``: int32 arrays of shape ``(n, k)`` and a
+        bool array of the same shape; where ``found`` is False (``p`` has no
+        sibling unrelated to ``c``) the row holds the edge itself and the caller
+        must use another negative.
+
+    Example:
+        >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
+        >>> h = hierarchy_from_parents({"b": ["a"], "c": ["a"], "d": ["b"], "e": ["c"]})
+        >>> s, g, found = sibling_negatives(h.ids(["d", "b"]).reshape(1, 2), h, 3, rng=0)
+        >>> [h.nodes[i] for i in g[0]], bool(found.all())  # b's sibling c, unrelated to d
+        (['c', 'c', 'c'], True)
+    """
+    from .closure import transitive_reduction
+
+    index = _as_index(known)
+    rng = np.random.default_rng(rng)
+    if direct is None:
+        direct = EdgeIndex(transitive_reduction(index), index.num_nodes)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    specific = np.repeat(edges[:, 0], num_negatives)
+    general = np.repeat(edges[:, 1], num_negatives)
+    new = general.copy()
+    found = np.zeros(len(general), dtype=bool)
+    todo = np.flatnonzero(direct.num_ancestors[general] > 0)
+    for _ in range(rounds):
+        if not len(todo):
+            break
+        p = general[todo]
+        pick = direct._anc_ptr[p] + (rng.random(len(todo)) * direct.num_ancestors[p]).astype(np.int64)
+        q = direct._anc[pick]  # a direct parent of p
+        pick = direct._desc_ptr[q] + (rng.random(len(todo)) * direct.num_descendants[q]).astype(np.int64)
+        s = direct._desc[pick]  # a child of q
+        ok = (s != p) & ~index.related(specific[todo], s)
+        new[todo[ok]] = s[ok]
+        found[todo[ok]] = True
+        todo = todo[~ok]
+    shape = (-1, num_negatives)
+    return (specific.astype(np.int32).reshape(shape), new.astype(np.int32).reshape(shape),
+            found.reshape(shape))

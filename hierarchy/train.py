@@ -30,6 +30,9 @@ class WordNetConfig:
         batch_size: positive edges per step.
         negatives: corrupted edges per positive.
         reversed_negatives: also use each reversed edge as a negative.
+        sibling_negatives: fraction (0 to 1) of the `negatives` whose general
+            node is replaced by one of its siblings in the training closure
+            (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
             order embeddings' thresholded divergence).
         margin: margin of the loss.
@@ -62,6 +65,7 @@ class WordNetConfig:
     batch_size: int = 1024
     negatives: int = 5
     reversed_negatives: bool = True
+    sibling_negatives: float = 0.0
     loss: str = "ranking"
     margin: float = 1.0
     threshold: float = 0.0
@@ -97,6 +101,8 @@ class WordNetConfig:
             raise ValueError("--val-size, --test-size, --threshold and --poincare-seconds must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
+        if not 0 <= self.sibling_negatives <= 1:
+            raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
 
@@ -418,7 +424,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
             return shard_edges(config, train_edges, known, job, epoch, steps)
         data = make_dataset(train_edges, known=known, batch_size=config.batch_size,
                             negatives=config.negatives,
-                            reversed_negatives=config.reversed_negatives, seed=config.seed,
+                            reversed_negatives=config.reversed_negatives,
+                            sibling_negatives=config.sibling_negatives, seed=config.seed,
                             first_pass=epoch, drop_remainder=job.active)
         return job.local_batches(data, config.batch_size)
     preparing.done()

@@ -71,6 +71,7 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--dim", "0"], "--dim"),
         (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),
         (["--val-size", "0"], "--val-size"),
+        (["--sibling-negatives", "1.5"], "--sibling-negatives"),
     ],
 )
 def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):

@@ -257,6 +257,13 @@ def main():
                         help="also score the test split, for the chosen scores only")
     parser.add_argument("--hyperlex", help="HyperLex nouns file (scored for closure-split runs)")
     args = parser.parse_args()
+    for run_dir in args.runs:
+        if not os.path.isfile(os.path.join(run_dir, "metrics.json")):
+            parser.error(f"{run_dir}: no metrics.json (not a train-wordnet run directory)")
+        if json.load(open(os.path.join(run_dir, "metrics.json"))).get("config", {}).get("edges"):
+            parser.error(f"{run_dir}: a train-hierarchy --edges run; only WordNet runs are rebuilt here")
+    if args.hyperlex and not os.path.isfile(args.hyperlex):
+        parser.error(f"--hyperlex {args.hyperlex}: no such file")
     hierarchies = {}
     for run_dir in args.runs:
         hierarchy, tables, config = score_split(run_dir, hierarchies, args.test)

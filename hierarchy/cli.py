@@ -103,6 +103,11 @@ def _add_training_flags(train, defaults):
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "
                             "sibling of it in the training closure (hard negatives; default: 0)")
+    train.add_argument("--generality", type=float, default=defaults.generality, metavar="BETA",
+                       help="weight of the generality term: 'x is-a y' scores -KL(N_x || N_y) + "
+                            "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
+                            "scored and served (recorded in run.json); training is unchanged "
+                            "(default: 0, the plain KL energy)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

@@ -13,6 +13,16 @@ Higher means more likely "specific is-a general": the score is 0 when the two
 Gaussians are equal and close to 0 when the specific Gaussian lies inside the
 broad general one. This is :func:`keras_gauss.ops.kl_energy` ``(general, specific)``.
 
+With a *generality term* ``beta >= 0`` (``WordNetConfig.generality``,
+``--generality``) every score below becomes::
+
+    score(specific, general) = -KL(N_specific || N_general)
+                               + beta * (log det Sigma_general - log det Sigma_specific)
+
+which rewards a general side broader than the specific side and changes sign
+for the reversed pair. ``beta = 0`` (every function's default) is exactly the
+KL energy, bit for bit.
+
 Protocols:
 
 * :func:`classification` -- held-out edge classification (Vendrov et al., 2016):
@@ -53,6 +63,7 @@ __all__ = [
     "average_precision",
     "baroni2012",
     "best_f1",
+    "check_generality",
     "classification",
     "depth_scorer",
     "kl_scorer",
@@ -101,8 +112,30 @@ def _kl(mean_p: np.ndarray, var_p: np.ndarray, mean_q: np.ndarray, var_q: np.nda
     return 0.5 * np.sum(ratio + np.square(mean_q - mean_p) / var_q - 1.0 - np.log(ratio), axis=-1)
 
 
-def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None) -> np.ndarray:
+def check_generality(beta, name: str = "generality") -> float:
+    """``beta`` as a float, or ``ValueError`` naming ``name`` unless it is finite and ``>= 0``.
+
+    Example:
+        >>> check_generality(0.1)
+        0.1
+        >>> check_generality(-1, "--generality")
+        Traceback (most recent call last):
+        ...
+        ValueError: --generality must be a finite number >= 0, got -1.
+    """
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(beta) or beta < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {beta!r}.")
+    return float(beta)
+
+
+def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None,
+                generality: float = 0.0) -> np.ndarray:
     """Energies ``-KL(N_specific || N_general)`` of many node pairs at once.
+
+    With ``generality = beta > 0`` each energy gains the generality term
+    ``beta * (log det Sigma_general - log det Sigma_specific)`` (see the module
+    docstring): a broad general side scores higher, the reversed pair lower.
 
     Args:
         means: ``(num_nodes, d)`` means.
@@ -111,10 +144,12 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
             ``(n, 2)`` array of ``(specific, general)`` edges when ``general`` is ``None``.
         general: Integer ids of the general (ancestor) nodes, same shape as ``specific``.
         chunk_size: Pairs per vectorised block (default: about 2M floats per block).
+        generality: ``beta >= 0``, the weight of the generality term (default 0:
+            the plain KL energy, bit for bit).
 
     Returns:
-        float64 array shaped like ``specific`` (``(n,)`` for an edge array), all ``<= 0``;
-        higher = more likely "specific is-a general".
+        float64 array shaped like ``specific`` (``(n,)`` for an edge array), all ``<= 0``
+        when ``generality`` is 0; higher = more likely "specific is-a general".
 
     Raises:
         ValueError: On mismatched shapes, ids out of range or non-positive variances.
@@ -125,7 +160,16 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         [-0.5, -0.0]
         >>> edge_scores(means, variances, np.array([[0, 1]])).tolist()
         [-0.5]
+
+        A broader general side, with the generality term (``log det`` 2 vs 0):
+
+        >>> variances = np.array([[1.0], [np.e ** 2]])
+        >>> edge_scores(means, variances, [0, 1], [1, 0]).round(3).tolist()  # beta 0: KL only
+        [-0.635, -2.695]
+        >>> edge_scores(means, variances, [0, 1], [1, 0], generality=0.1).round(3).tolist()
+        [-0.435, -2.895]
     """
+    generality = check_generality(generality)
     means, variances = _check_tables(means, variances)
     if general is None:
         edges = np.asarray(specific)
@@ -150,13 +194,18 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
             means[g].astype(np.float64),
             variances[g].astype(np.float64),
         )
+        if generality:
+            log_var_s = np.log(variances[s].astype(np.float64)).sum(axis=-1)
+            log_var_g = np.log(variances[g].astype(np.float64)).sum(axis=-1)
+            out[start : start + chunk] += generality * (log_var_g - log_var_s)
     return out.reshape(shape)
 
 
 # --------------------------------------------------------------------------- classification
 
 
-def classification(val_pos, val_neg, test_pos, test_neg, means, variances) -> dict:
+def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
+                   generality: float = 0.0) -> dict:
     """Held-out edge classification accuracy (Vendrov et al., 2016 protocol).
 
     Each pair ``(specific, general)`` is scored by ``-KL(N_specific || N_general)``
@@ -172,6 +221,7 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances) -> di
         test_neg: ``(l, 2)`` negative test pairs (``EdgeSplit.test_neg``).
         means: ``(num_nodes, d)`` means.
         variances: ``(num_nodes, d)`` variances.
+        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
         ``{"threshold", "val_accuracy", "test_accuracy"}``.
@@ -191,14 +241,17 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances) -> di
 
     def scores(edges):
         edges = np.asarray(edges).reshape(-1, 2)
-        return edge_scores(means, variances, edges[:, 0], edges[:, 1])
+        return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality)
 
     return threshold_classification(scores(val_pos), scores(val_neg), scores(test_pos), scores(test_neg))
 
 
-def kl_scorer(means, variances):
-    """``pairs -> -KL(N_specific || N_general)``: the model's score of ``(n, 2)`` edge arrays."""
-    return lambda pairs: edge_scores(means, variances, np.asarray(pairs).reshape(-1, 2))
+def kl_scorer(means, variances, generality: float = 0.0):
+    """``pairs -> -KL(N_specific || N_general)`` (plus the generality term with ``generality > 0``,
+    see :func:`edge_scores`): the model's score of ``(n, 2)`` edge arrays."""
+    generality = check_generality(generality)
+    return lambda pairs: edge_scores(means, variances, np.asarray(pairs).reshape(-1, 2),
+                                     generality=generality)
 
 
 def lookup_scorer(index):
@@ -328,6 +381,8 @@ def reconstruction(
     nodes: Sequence[int] | Sequence[str] | None = None,
     max_nodes: int | None = None,
     seed: int = 0,
+    *,
+    generality: float = 0.0,
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
 
@@ -359,6 +414,8 @@ def reconstruction(
         max_nodes: If set and there are more query nodes, evaluate a uniform
             random subset of this many (without replacement, seeded).
         seed: Seed of that subsample.
+        generality: weight ``beta`` of the generality term in the score (default 0;
+            see :func:`edge_scores`).
 
     Returns:
         A dict with ``mean_rank`` and ``map`` (``nan`` if no query has ancestors),
@@ -374,6 +431,7 @@ def reconstruction(
         >>> result["num_queries"], result["subsampled"], 0 < result["map"] <= 1
         (10, True, True)
     """
+    generality = check_generality(generality)
     means, variances = _check_tables(means, variances)
     n = hierarchy.num_nodes
     if means.shape[0] != n:
@@ -414,6 +472,8 @@ def reconstruction(
                 quad[r:r_end, c:c_end] = np.einsum("bnd,nd->bn", out, inv_var[c:c_end])
         scores = -0.5 * (quad + log_det[None, :] - log_det[q][:, None] - d)
         del quad
+        if generality:
+            scores += generality * (log_det[None, :] - log_det[q][:, None])
         if not np.isfinite(scores).all():
             raise ValueError("non-finite KL scores (overflow?): check the means and variances")
         scores[np.arange(b), q] = -np.inf  # u itself takes no part
@@ -486,6 +546,7 @@ def word_pair_scores(
     mode: str = "auto",
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
+    generality: float = 0.0,
 ) -> PairScores:
     """Score word pairs ``(word1, word2)`` meaning "word1 is-a word2" with the node embeddings.
 
@@ -516,6 +577,7 @@ def word_pair_scores(
             (lowercased, ``_``-joined words); by default it is read once from
             :func:`~keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
+        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
         :class:`PairScores` ``(scores, covered)``: float64 scores (higher = more
@@ -556,7 +618,8 @@ def word_pair_scores(
     scores = np.full(len(counts), np.nan)
     covered = counts > 0
     if covered.any():
-        flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds))
+        flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds),
+                           generality=generality)
         starts = (np.cumsum(counts) - counts)[covered]
         if reduce == "max":
             scores[covered] = np.maximum.reduceat(flat, starts)
@@ -598,6 +661,7 @@ def hyperlex_spearman(
     mode: str = "auto",
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
+    generality: float = 0.0,
 ) -> dict:
     """Spearman correlation with the HyperLex noun scores (Vulić et al., 2017).
 
@@ -615,6 +679,7 @@ def hyperlex_spearman(
         mode: Word-to-node mapping, see :func:`word_pair_scores`.
         lemmas: Optional ``word -> synset names`` mapping (default: WordNet's).
         data_dir: WordNet data directory for the default mapping.
+        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
         ``{"spearman", "pvalue", "coverage", "n_pairs", "n_covered"}``: ``coverage`` is
@@ -639,7 +704,8 @@ def hyperlex_spearman(
     """
     rows = read_hyperlex(path)
     scores, covered = word_pair_scores(
-        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir
+        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
+        generality=generality,
     )
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())
@@ -663,6 +729,7 @@ def baroni2012(
     mode: str = "auto",
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
+    generality: float = 0.0,
 ) -> dict:
     """Lexical entailment detection on Baroni et al. (2012): average precision and best F1.
 
@@ -682,6 +749,7 @@ def baroni2012(
         mode: Word-to-node mapping, see :func:`word_pair_scores`.
         lemmas: Optional ``word -> synset names`` mapping (default: WordNet's).
         data_dir: WordNet data directory for the default mapping.
+        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
         ``{"ap", "best_f1", "f1_threshold", "positive_rate", "coverage", "n_pairs", "n_covered"}``
@@ -702,7 +770,8 @@ def baroni2012(
     """
     rows = read_entailment(path)
     scores, covered = word_pair_scores(
-        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir
+        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
+        generality=generality,
     )
     labels = np.array([label for _, _, label in rows], dtype=bool)
     y, s = labels[covered], scores[covered]

@@ -53,6 +53,26 @@ class WordNetConfig:
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
+        generality: `beta >= 0`, the weight of the generality term in the
+            run's energy: "x is-a y" scores `-KL(N_x || N_y) + beta * (log
+            det Sigma_y - log det Sigma_x)`, which favours a general side
+            broader than the specific side and lowers the reversed pair. Used
+            wherever the run is scored (validation threshold, every kind of
+            test negatives, reconstruction, HyperLex, Baroni) and by the
+            saved run (`run.json`: `keras_gauss.load_run`, `keras-gauss
+            neighbors`, the serving export). Training (the loss) is
+            unchanged. 0 (default): the plain KL energy.
+
+    Example: the generality term, recorded in the config.
+
+    >>> config = WordNetConfig(root="mammal.n.01", generality=0.1)
+    >>> config.validate()
+    >>> config.generality
+    0.1
+    >>> WordNetConfig(generality=-1.0).validate()
+    Traceback (most recent call last):
+    ...
+    ValueError: --generality must be a finite number >= 0, got -1.0.
     """
 
     edges: str | None = None
@@ -79,6 +99,7 @@ class WordNetConfig:
     reconstruction_nodes: int | None = 2000
     seed: int = 0
     poincare_seconds: float = 0.0
+    generality: float = 0.0
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -101,6 +122,9 @@ class WordNetConfig:
             raise ValueError("--val-size, --test-size, --threshold and --poincare-seconds must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
+        from keras_gauss.hierarchy.evaluate import check_generality
+
+        check_generality(self.generality, "--generality")
         if not 0 <= self.sibling_negatives <= 1:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
@@ -165,8 +189,12 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0):
+def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0,
+                   generality=0.0):
     """Every kind of held-out negatives, scored by the model and the baselines.
+
+    The model's score is `-KL(N_specific || N_general)` plus, with
+    `generality > 0`, the generality term (`evaluate.edge_scores`).
 
     Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
     "depth_difference"[, "poincare"]}`, each scorer's entry as
@@ -178,7 +206,8 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
     known = split.train_index
     result = {"split": split.method, "eligible": split.eligible,
               "sizes": {name: [int(len(pos)), int(len(neg))] for name, (pos, neg) in parts.items()},
-              "model": evaluate.split_classification(parts, evaluate.kl_scorer(means, variances)),
+              "model": evaluate.split_classification(
+                  parts, evaluate.kl_scorer(means, variances, generality)),
               "closure_lookup": evaluate.split_classification(parts, evaluate.lookup_scorer(known)),
               "depth_difference": evaluate.split_classification(parts, evaluate.depth_scorer(known))}
     if poincare_seconds > 0:
@@ -464,24 +493,29 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     evaluating = Phase("evaluating", verbose)
     if split is not None:
         result = evaluate.classification(split.val, split.val_neg, split.test,
-                                         split.test_neg, means, variances)
+                                         split.test_neg, means, variances,
+                                         generality=config.generality)
         metrics.update({key: result[key] for key in
                         ("test_accuracy", "val_accuracy", "threshold")})
         metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
-                                               config.poincare_seconds, config.seed)
+                                               config.poincare_seconds, config.seed,
+                                               config.generality)
         for kind in ("reversed", "sibling"):
             if kind in metrics["evaluation"]["model"]:
                 metrics[f"test_{kind}_accuracy"] = metrics["evaluation"]["model"][kind]["test_accuracy"]
     recon = evaluate.reconstruction(hierarchy, means, variances,
-                                    max_nodes=config.reconstruction_nodes, seed=config.seed)
+                                    max_nodes=config.reconstruction_nodes, seed=config.seed,
+                                    generality=config.generality)
     metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
                     "reconstruction_queries": recon["num_queries"]})
     if hyperlex is not None:
-        result = evaluate.hyperlex_spearman(hyperlex, hierarchy, means, variances)
+        result = evaluate.hyperlex_spearman(hyperlex, hierarchy, means, variances,
+                                            generality=config.generality)
         metrics.update({"hyperlex_spearman": result["spearman"],
                         "hyperlex_coverage": result["coverage"]})
     if entailment is not None:
-        result = evaluate.baroni2012(entailment, hierarchy, means, variances)
+        result = evaluate.baroni2012(entailment, hierarchy, means, variances,
+                                     generality=config.generality)
         metrics.update({"baroni2012_ap": result["ap"],
                         "baroni2012_best_f1": result["best_f1"],
                         "baroni2012_coverage": result["coverage"]})
@@ -499,6 +533,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
             write_split(tmp / "split", split, hierarchy.nodes)
         write_run_info(tmp, kind="wordnet" if config.edges is None else "hierarchy",
                        energy="kl", table="nodes", vocabulary="nodes.tsv", root=config.root,
+                       generality=config.generality,
                        **({"edges": str(config.edges)} if config.edges else {"pos": config.pos}))
     return metrics
 

@@ -17,7 +17,11 @@ A run directory holds:
 
 KL direction: `energy(query, candidate) = -KL(N_query || N_candidate)`, high
 when the query lies inside the candidate, i.e. "query is-a candidate"
-(`KLEnergy(general=candidate, specific=query)`).
+(`KLEnergy(general=candidate, specific=query)`). A hierarchy run trained with
+`--generality BETA` (`run.json`: `"generality": BETA`) adds the generality
+term `BETA * (log det Sigma_candidate - log det Sigma_query)` to that energy,
+in `energy`, `neighbors`, `is_a` and the serving export alike; a run without
+the entry uses 0.
 """
 
 import dataclasses
@@ -67,6 +71,8 @@ class Run:
         metrics: `metrics.json`, or `{}`.
         means, variances: the table as float32 numpy arrays `(n, d)`
             (variances broadcast when spherical), read once.
+        generality: the weight `beta` of the generality term of a KL run's
+            energy (`run.json`'s `"generality"`; 0 when absent, and for EL runs).
 
     Example: a hand-made run of three 2-d synsets (a trainer writes the
     same files), loaded and queried.
@@ -90,6 +96,8 @@ class Run:
     Run(path=..., kind='wordnet', energy_name='kl', words=3, dim=2)
     >>> run.energy("dog.n.01", ["mammal.n.01", "animal.n.01"]).round(2)  # -KL(dog || .)
     array([-0.82, -2.06])
+    >>> run.generality  # no "generality" in run.json: the plain KL energy
+    0.0
     >>> run.is_a(["dog.n.01", "mammal.n.01"], "animal.n.01")
     array([False,  True])
     >>> [(w, round(e, 2)) for w, e in run.neighbors("dog.n.01", k=2)]
@@ -98,6 +106,7 @@ class Run:
 
     def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
         self.path = path
+        self.generality = _generality(info) if energy == "kl" else 0.0
         self.model = model
         self.words = words
         self.counts = counts
@@ -190,7 +199,8 @@ class Run:
 
         KL runs: `energy(query, candidate) = -KL(N_query || N_candidate)`,
         high (near 0) when the query lies inside the candidate ("query is-a
-        candidate"). EL runs: the log expected-likelihood kernel
+        candidate"), plus `generality * (log det Sigma_candidate - log det
+        Sigma_query)` for a run trained with `--generality`. EL runs: the log expected-likelihood kernel
         `log N(0; mu_a - mu_b, Sigma_a + Sigma_b)` (with the `-d/2 log 2 pi`
         term when the model's `ELEnergy` keeps it). Computed with numpy in
         float64 from the query table on both sides.
@@ -214,7 +224,8 @@ class Run:
         means, variances = self.tables()
         values = pair_energy(self.energy_name, means[left], variances[left],
                              means[right], variances[right],
-                             include_constant=self._include_constant())
+                             include_constant=self._include_constant(),
+                             generality=self.generality)
         return float(values[0]) if single_a and single_b else values
 
     def _include_constant(self):
@@ -258,7 +269,8 @@ class Run:
         if by == "energy":
             scores = pair_energy(self.energy_name, means[i][None], variances[i][None],
                                  means, variances,
-                                 include_constant=self._include_constant())
+                                 include_constant=self._include_constant(),
+                                 generality=self.generality)
         else:
             mean64 = means.astype(np.float64)
             norms = np.maximum(np.linalg.norm(mean64, axis=1), 1e-12)
@@ -314,6 +326,18 @@ class Run:
         return bool(values >= threshold) if np.ndim(values) == 0 else values >= threshold
 
 
+def _generality(info, where=RUN_FILE):
+    """`run.json`'s generality weight (0 when absent); `DamagedRunError` if not finite `>= 0`."""
+    value = info.get("generality", 0.0)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise DamagedRunError(f"{where}: 'generality' must be a finite number >= 0, "
+                              f"got {value!r}.")
+    return float(value)
+
+
 def _lemma(name):
     """The lemma of a synset name (`st._bernard.n.01` -> `st._bernard`), else the name."""
     parts = name.rsplit(".", 2)
@@ -327,7 +351,8 @@ def _listing(words, limit=8):
     return shown + (f" (and {len(words) - limit} more)" if len(words) > limit else "")
 
 
-def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True):
+def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
+                generality=0.0):
     """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
 
     Args:
@@ -336,6 +361,9 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True):
         mean_a, var_a: `(..., d)` means and variances of the first side.
         mean_b, var_b: `(..., d)` of the second side.
         include_constant: EL's `-d/2 log 2 pi` term.
+        generality: with `"kl"`, the weight `beta >= 0` of the generality
+            term `beta * (log det Sigma_b - log det Sigma_a)` added to the
+            energy ("a is-a b" gains when `b` is broader); default 0.
 
     Returns:
         `(...)` float64 energies.
@@ -344,13 +372,19 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True):
 
     >>> float(pair_energy("kl", [0.0], [1.0], [1.0], [1.0]))
     -0.5
+    >>> round(float(pair_energy("kl", [0.0], [1.0], [0.0], [4.0], generality=0.5)), 4)
+    0.375
     """
     mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
                                     for v in (mean_a, var_a, mean_b, var_b))
     diff = mean_b - mean_a
     if energy == "kl":
         ratio = var_a / var_b
-        return -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
+        value = -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
+        if generality:
+            value = value + generality * (np.log(var_b).sum(axis=-1)
+                                          - np.log(var_a).sum(axis=-1))
+        return value
     if energy == "el":
         total = var_a + var_b
         value = -0.5 * np.sum(np.log(total) + np.square(diff) / total, axis=-1)
@@ -474,6 +508,7 @@ def load_run(run_dir):
     if info["energy"] not in ("kl", "el"):
         raise DamagedRunError(f"{info_path}: energy must be 'kl' or 'el', got "
                               f"{info['energy']!r}.")
+    _generality(info, info_path)
     vocabulary = run_dir / info["vocabulary"]
     if Path(info["vocabulary"]).name != info["vocabulary"]:
         raise DamagedRunError(f"{info_path}: vocabulary must be a file name in the run "

@@ -12,7 +12,10 @@ TensorFlow only, never `keras_gauss`:
   expected-likelihood kernel `log N(0; mu_q - mu_c, Sigma_q + Sigma_c)`; with
   KL it is `-KL(N_query || N_candidate)`, high (close to 0) when the query
   lies inside the candidate, i.e. "query is-a candidate"
-  (`energy(["dog.n.01"], ["mammal.n.01"])` is high, the reverse is low).
+  (`energy(["dog.n.01"], ["mammal.n.01"])` is high, the reverse is low),
+  plus `generality * (log det Sigma_candidate - log det Sigma_query)` for a
+  hierarchy run trained with `--generality` (the same numbers as
+  `keras_gauss.load_run(DIR).energy`).
 - `embed`: input `word`; outputs `mean` and `variance` (float32,
   `(batch, d)`, a spherical variance repeated over the `d` columns) and
   `in_vocabulary`.
@@ -122,7 +125,8 @@ def _make_vocabulary(asset_path, size):
 
 
 def _endpoint_functions(vocabulary, gather_query, gather_candidate,
-                        all_candidates, energy, k, include_constant=True):
+                        all_candidates, energy, k, include_constant=True,
+                        generality=0.0):
     """Builds the endpoint bodies (plain Python functions of string tensors).
 
     Args:
@@ -133,6 +137,8 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         energy: `"el"` or `"kl"`.
         k: neighbours returned by `neighbors`.
         include_constant: keep EL's `-d/2 log 2 pi` term.
+        generality: with `"kl"`, the weight of the generality term
+            `generality * (log det Sigma_candidate - log det Sigma_query)`.
 
     Returns:
         `{"energy": fn(query, candidate), "embed": fn(word),
@@ -147,7 +153,12 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
             return gauss_ops.el_energy(query_mean, query_var, cand_mean,
                                        cand_var, include_constant=include_constant)
         # -KL(N_query || N_candidate): the candidate is the general concept.
-        return gauss_ops.kl_energy(cand_mean, cand_var, query_mean, query_var)
+        value = gauss_ops.kl_energy(cand_mean, cand_var, query_mean, query_var)
+        if generality:
+            value = value + generality * (
+                tf.reduce_sum(tf.math.log(cand_var), axis=-1)
+                - tf.reduce_sum(tf.math.log(query_var), axis=-1))
+        return value
 
     oov = tf.constant(OOV_ENERGY, tf.float32)
 
@@ -221,9 +232,13 @@ def _input_signatures():
     }
 
 
-def _check_options(energy, k, size):
+def _check_options(energy, k, size, generality=0.0):
     if energy not in ENERGIES:
         raise ValueError(f"energy must be 'el' or 'kl', got {energy!r}.")
+    from keras_gauss.hierarchy.evaluate import check_generality
+
+    if check_generality(generality) and energy != "kl":
+        raise ValueError(f"generality applies to KL energy only, not {energy!r}.")
     if size < 2:
         raise ValueError(f"a vocabulary of {size} entries has no neighbours to serve.")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -231,11 +246,16 @@ def _check_options(energy, k, size):
     return int(min(k, size - 1))
 
 
-def _export_info(energy, k, size, dim, **extra):
+def _export_info(energy, k, size, dim, generality=0.0, **extra):
+    direction = "energy(query, candidate) = -KL(N_query || N_candidate)"
+    if generality:
+        direction += (f" + {generality!r} * (log det Sigma_candidate "
+                      "- log det Sigma_query)")
     return {
         "format": 1,
         "energy": energy,
-        "kl_direction": "energy(query, candidate) = -KL(N_query || N_candidate)",
+        "kl_direction": direction,
+        "generality": float(generality),
         "k": k,
         "vocabulary_size": size,
         "dim": dim,
@@ -253,7 +273,7 @@ def _write_info(directory, info):
 
 def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                   candidate_means=None, candidate_variances=None,
-                  include_constant=True, overwrite=False, info=None):
+                  include_constant=True, overwrite=False, info=None, generality=0.0):
     """Exports Gaussian tables as a SavedModel with string endpoints.
 
     The SavedModel is built from a `tf.Module` holding the tables as
@@ -278,6 +298,10 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
         include_constant: keep EL's `-d/2 log 2 pi` term.
         overwrite: replace an existing non-empty `path`.
         info: extra entries for `assets.extra/keras_gauss_export.json`.
+        generality: with `"kl"`, the weight `beta >= 0` of the generality
+            term added to the energy (`beta * (log det Sigma_candidate -
+            log det Sigma_query)`; a hierarchy run's `--generality`);
+            default 0.
 
     Returns:
         The export directory as a `Path`.
@@ -321,7 +345,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                             "export: the candidate table")
     size, dim = means.shape
     words = check_vocabulary(words, size)
-    k = _check_options(energy, k, size)
+    k = _check_options(energy, k, size, generality)
     check_output_dir(path, overwrite)
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -360,7 +384,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                 bodies = _endpoint_functions(
                     self.vocabulary, gather(self.means, self.variances),
                     gather(self.candidate_means, self.candidate_variances),
-                    all_candidates, energy, k, include_constant)
+                    all_candidates, energy, k, include_constant, float(generality))
                 specs = _input_signatures()
                 self.energy = tf.function(bodies["energy"], input_signature=specs["energy"])
                 self.embed = tf.function(bodies["embed"], input_signature=specs["embed"])
@@ -376,7 +400,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
         }
         with atomic_directory(path, overwrite) as tmp:
             tf.saved_model.save(module, str(tmp), signatures=signatures)
-            _write_info(tmp, _export_info(energy, k, size, dim,
+            _write_info(tmp, _export_info(energy, k, size, dim, float(generality),
                                           separate_candidate_table=separate,
                                           include_constant=include_constant,
                                           **(info or {})))
@@ -407,8 +431,10 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     `assets/vocabulary.txt`, `assets.extra/keras_gauss_export.json`) with the
     signatures `serving_default` (= `energy`), `embed` and `neighbors`
     described in this module's docstring, using the run's `table` and
-    `energy` (see `keras_gauss.runs`). The version directory appears only
-    once complete.
+    `energy` (see `keras_gauss.runs`), and a hierarchy run's generality
+    term (`Run.generality`), so the `energy` signature gives the numbers of
+    `load_run(run_dir).energy`. The version directory appears only once
+    complete.
 
     Args:
         run_dir: a run directory written by `train-wordnet` or `train-corpus`.
@@ -458,7 +484,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
         means, variances, run.words, target, run.energy_name, k=k,
         candidate_means=cand_means, candidate_variances=cand_vars,
         include_constant=_el_include_constant(run.model), overwrite=overwrite,
-        info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
+        generality=run.generality, info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
               "table": run.table.name,
               "candidate_table": candidate_table or run.table.name})
 
@@ -490,7 +516,7 @@ def _find_table(source, name=None):
 
 def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
                         candidate_table=None, k=DEFAULT_K,
-                        include_constant=True, overwrite=False):
+                        include_constant=True, overwrite=False, generality=0.0):
     """Exports a model you composed with `GaussianEmbedding` layers.
 
     Built on Keras 3's `keras.export.ExportArchive`: the embedding layer(s)
@@ -518,6 +544,9 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
             minus one).
         include_constant: keep EL's `-d/2 log 2 pi` term.
         overwrite: replace an existing non-empty `path`.
+        generality: with `"kl"`, the weight `beta >= 0` of the generality
+            term (`beta * (log det Sigma_candidate - log det Sigma_query)`);
+            default 0.
 
     Returns:
         `path` as a `Path`.
@@ -563,7 +592,7 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
     if cand_layer.input_dim != size or cand_layer.output_dim != query_layer.output_dim:
         raise ValueError("the query and candidate tables differ in shape.")
     words = check_vocabulary(vocabulary, size)
-    k = _check_options(energy, k, size)
+    k = _check_options(energy, k, size, generality)
     check_output_dir(path, overwrite)
 
     def gather(layer):
@@ -585,13 +614,14 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
             archive.track(cand_layer)
         archive.track(vocab)
         bodies = _endpoint_functions(vocab, gather(query_layer), gather(cand_layer),
-                                     all_candidates, energy, k, include_constant)
+                                     all_candidates, energy, k, include_constant,
+                                     float(generality))
         for name, spec in _input_signatures().items():
             archive.add_endpoint(name, bodies[name], input_signature=spec)
         with atomic_directory(path, overwrite) as tmp:
             archive.write_out(str(tmp), verbose=False)
             _write_info(tmp, _export_info(
-                energy, k, size, query_layer.output_dim,
+                energy, k, size, query_layer.output_dim, float(generality),
                 separate_candidate_table=cand_layer is not query_layer,
                 include_constant=include_constant,
                 table=query_layer.name, candidate_table=cand_layer.name))

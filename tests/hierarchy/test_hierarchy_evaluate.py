@@ -27,6 +27,12 @@ def reference_kl(mp, vp, mq, vq):
     )
 
 
+def reference_energy(ms, vs, mg, vg, beta):
+    """-KL(N_s || N_g) + beta (log det Sigma_g - log det Sigma_s), log dets from full matrices."""
+    log_det = lambda v: np.linalg.slogdet(np.diag(v))[1]  # noqa: E731
+    return -reference_kl(ms, vs, mg, vg) + beta * (log_det(vg) - log_det(vs))
+
+
 def random_tables(n, d, rng):
     return rng.normal(size=(n, d)), np.exp(rng.normal(scale=0.5, size=(n, d)))
 
@@ -57,6 +63,64 @@ def test_edge_scores_match_reference_and_chunking():
     m32, v32 = means.astype(np.float32), variances.astype(np.float32)
     grid = edge_scores(m32, v32, spec.reshape(10, 20), gen.reshape(10, 20))
     assert grid.shape == (10, 20) and grid.dtype == np.float64
+
+
+def test_generality_term_matches_an_independent_numpy_formula():
+    rng = np.random.default_rng(3)
+    means, variances = random_tables(20, 4, rng)
+    spec, gen = rng.integers(0, 20, size=(2, 100))
+    for beta in (0.0, 0.1, 2.0):
+        expected = [reference_energy(means[s], variances[s], means[g], variances[g], beta)
+                    for s, g in zip(spec, gen)]
+        got = edge_scores(means, variances, spec, gen, generality=beta)
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(evaluate.kl_scorer(means, variances, beta)(np.stack([spec, gen], 1)),
+                                   expected, rtol=1e-10, atol=1e-12)
+    # beta 0 is the KL energy bit for bit; the term is antisymmetric in the pair
+    np.testing.assert_array_equal(edge_scores(means, variances, spec, gen, generality=0.0),
+                                  edge_scores(means, variances, spec, gen))
+    term = (edge_scores(means, variances, spec, gen, generality=1.0)
+            - edge_scores(means, variances, spec, gen))
+    back = (edge_scores(means, variances, gen, spec, generality=1.0)
+            - edge_scores(means, variances, gen, spec))
+    np.testing.assert_allclose(term, -back, atol=1e-10)
+    # classification picks its threshold on the same scores
+    vp, vn, tp, tn = (rng.integers(0, 20, size=(15, 2)) for _ in range(4))
+    ref = lambda pairs: np.array([reference_energy(means[s], variances[s], means[g],  # noqa: E731
+                                                   variances[g], 0.3) for s, g in pairs])
+    result = classification(vp, vn, tp, tn, means, variances, generality=0.3)
+    expected = threshold_classification(ref(vp), ref(vn), ref(tp), ref(tn))
+    assert result["test_accuracy"] == expected["test_accuracy"]
+    assert result["threshold"] == pytest.approx(expected["threshold"], rel=1e-10)
+
+
+@pytest.mark.parametrize("beta", [-0.1, math.nan, math.inf, "0.1", True])
+def test_generality_must_be_finite_and_non_negative(beta):
+    means, variances = np.zeros((2, 1)), np.ones((2, 1))
+    with pytest.raises(ValueError, match="generality must be a finite number >= 0"):
+        edge_scores(means, variances, [0], [1], generality=beta)
+    with pytest.raises(ValueError, match="generality"):
+        reconstruction(hierarchy_from_parents({"a": ["b"]}), means, variances, generality=beta)
+
+
+def test_word_benchmarks_pass_the_generality_term_on(tmp_path, monkeypatch):
+    h, means, _ = synset_world()
+    variances = np.exp(np.random.default_rng(4).normal(size=means.shape))
+    pairs = [("dog", "animal"), ("animal", "dog"), ("dog", "person")]
+    scores = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS, generality=0.7).scores
+    for (x, y), got in zip(pairs, scores):
+        best = max(reference_energy(means[i], variances[i], means[j], variances[j], 0.7)
+                   for i in h.ids(LEMMAS[x]) for j in h.ids(LEMMAS[y]))
+        assert got == pytest.approx(best, rel=1e-10)
+    seen = []
+    real = evaluate.word_pair_scores
+    monkeypatch.setattr(evaluate, "word_pair_scores",
+                        lambda *a, **k: seen.append(k["generality"]) or real(*a, **k))
+    (tmp_path / "hl.txt").write_text("dog animal N hyp-1 5.5 9.2 0.4\nanimal dog N r 0.5 0.8 0.3\n")
+    (tmp_path / "b.tsv").write_text("dog\tanimal\tTrue\nanimal\tdog\tFalse\n")
+    hyperlex_spearman(tmp_path / "hl.txt", h, means, variances, lemmas=LEMMAS, generality=0.7)
+    baroni2012(tmp_path / "b.tsv", h, means, variances, lemmas=LEMMAS, generality=0.7)
+    assert seen == [0.7, 0.7]
 
 
 def test_edge_scores_validation():
@@ -128,14 +192,15 @@ def random_dag(rng, n):
     return hierarchy_from_parents(parents)
 
 
-def brute_force_reconstruction(h, means, variances):
+def brute_force_reconstruction(h, means, variances, beta=0.0):
     ranks, aps = [], []
     for u in range(h.num_nodes):
         ancestors = set(h.index.ancestors(u).tolist())
         if not ancestors:
             continue
         others = [v for v in range(h.num_nodes) if v != u]
-        score = {v: -reference_kl(means[u], variances[u], means[v], variances[v]) for v in others}
+        score = {v: reference_energy(means[u], variances[u], means[v], variances[v], beta)
+                 for v in others}
         negatives = [v for v in others if v not in ancestors]
         for a in ancestors:
             higher = sum(score[v] > score[a] for v in negatives)
@@ -165,6 +230,20 @@ def test_reconstruction_matches_brute_force_with_ties(monkeypatch):
     monkeypatch.setattr(evaluate, "_CACHE_ELEMENTS", 20)
     small = reconstruction(h, means, variances)
     assert (small["mean_rank"], small["map"]) == (result["mean_rank"], result["map"])
+
+
+def test_reconstruction_with_the_generality_term_matches_brute_force():
+    rng = np.random.default_rng(2)
+    h = random_dag(rng, 30)
+    means, variances = random_tables(30, 3, rng)
+    plain = reconstruction(h, means, variances)
+    expected_rank, expected_map = brute_force_reconstruction(h, means, variances, beta=0.5)
+    result = reconstruction(h, means, variances, generality=0.5)
+    assert result["mean_rank"] == pytest.approx(expected_rank, rel=1e-10)
+    assert result["map"] == pytest.approx(expected_map, rel=1e-10)
+    assert (result["mean_rank"], result["map"]) != (plain["mean_rank"], plain["map"])
+    zero = reconstruction(h, means, variances, generality=0.0)
+    assert (zero["mean_rank"], zero["map"]) == (plain["mean_rank"], plain["map"])
 
 
 def test_reconstruction_all_tied():

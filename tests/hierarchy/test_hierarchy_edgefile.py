@@ -148,3 +148,124 @@ def test_edam_ontology_from_its_package(tmp_path):
     assert h.num_nodes > 2000 and len(h.edges) > 3 * len(h.basic_edges)
     sub, _ = hierarchy_from_edge_file(path, root="operation_0004")  # "Operation"
     assert 300 < sub.num_nodes < h.num_nodes
+
+
+def _train_tree(tmp_path, name, *args):
+    path = tmp_path / "tree.csv"
+    if not path.exists():
+        path.write_text("".join(f"{c},{p}\n" for c, p in tree_pairs()))
+    out = tmp_path / name
+    assert main(["train-hierarchy", "--edges", str(path), "--out", str(out), "--split", "reduction",
+                 "--dim", "4", "--epochs", "3", "--batch-size", "64", "-q",
+                 "--checkpoint-every", "0", *args]) == 0
+    return out
+
+
+def _split_parts(out, run):
+    """`{part: (positives, negatives)}` as `(n, 2)` id arrays, read back from `split/*.tsv`."""
+    parts = {}
+    for path in (out / "split").glob("*.tsv"):
+        if path.stem == "train":
+            continue
+        rows = [line.split("\t") for line in path.read_text().splitlines()]
+        pick = lambda label: run.ids([n for a, b, l in rows if l == label for n in (a, b)])  # noqa: E731
+        parts[path.stem] = (pick("1").reshape(-1, 2), pick("0").reshape(-1, 2))
+    return parts
+
+
+def test_generality_is_the_energy_of_the_run_everywhere(tmp_path, capsys):
+    """--generality BETA: metrics, load_run, is_a, neighbors and the served signature all score
+    `-KL(N_x || N_y) + BETA * (log det Sigma_y - log det Sigma_x)`; BETA 0 is today's run."""
+    import tensorflow as tf
+
+    from keras_gauss.export import export_run
+    from keras_gauss.hierarchy.evaluate import reconstruction
+    from keras_gauss.metrics import threshold_classification
+    from keras_gauss.runs import load_run
+
+    beta = 0.1
+    plain, zero, gen = (_train_tree(tmp_path, "plain"), _train_tree(tmp_path, "zero", "--generality", "0"),
+                        _train_tree(tmp_path, "gen", "--generality", str(beta)))
+    capsys.readouterr()
+    metrics = {d.name: json.loads((d / "metrics.json").read_text()) for d in (plain, zero, gen)}
+    timing = ("train_seconds", "seconds_per_epoch")
+    # beta 0 is bit for bit the run without the flag (timings aside)
+    assert ({k: v for k, v in metrics["plain"].items() if k not in timing}
+            == {k: v for k, v in metrics["zero"].items() if k not in timing})
+    assert metrics["plain"]["config"]["generality"] == 0.0
+    assert metrics["gen"]["config"]["generality"] == beta
+    assert json.loads((gen / "run.json").read_text())["generality"] == beta
+    run, base = load_run(gen), load_run(plain)
+    assert (run.generality, base.generality) == (beta, 0.0)
+    np.testing.assert_array_equal(run.means, base.means)  # training is unchanged
+    means, variances = run.means.astype(np.float64), run.variances.astype(np.float64)
+
+    def reference(pairs, b=beta):  # plain NumPy, one pair at a time
+        out = []
+        for s, g in pairs:
+            ms, vs, mg, vg = means[s], variances[s], means[g], variances[g]
+            kl = 0.5 * (np.sum(vs / vg) + np.sum((mg - ms) ** 2 / vg) - len(ms)
+                        + np.log(np.prod(vg)) - np.log(np.prod(vs)))
+            out.append(-kl + b * (np.log(np.prod(vg)) - np.log(np.prod(vs))))
+        return np.array(out)
+
+    # the validation thresholds and test accuracies of every kind of negatives
+    parts = _split_parts(gen, run)
+    evaluation = metrics["gen"]["evaluation"]["model"]
+    for kind, suffix in (("random", ""), ("reversed", "_reversed"), ("sibling", "_sibling")):
+        (vp, vn), (tp, tn) = parts[f"val{suffix}"], parts[f"test{suffix}"]
+        expected = threshold_classification(reference(vp), reference(vn), reference(tp), reference(tn))
+        assert evaluation[kind]["test_accuracy"] == expected["test_accuracy"], kind
+        assert evaluation[kind]["val_accuracy"] == expected["val_accuracy"], kind
+        assert evaluation[kind]["threshold"] == pytest.approx(expected["threshold"], abs=1e-9), kind
+    assert metrics["gen"]["threshold"] == pytest.approx(evaluation["random"]["threshold"])
+    assert metrics["gen"]["threshold"] != metrics["plain"]["threshold"]
+
+    # Run.energy and is_a
+    pairs = np.concatenate(parts["test"] + parts["test_reversed"])
+    a, b = [run.words[i] for i in pairs[:, 0]], [run.words[i] for i in pairs[:, 1]]
+    np.testing.assert_allclose(run.energy(a, b), reference(pairs), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(run.is_a(a, b), reference(pairs) >= metrics["gen"]["threshold"])
+    # reversed pairs (general side the narrower one, once trained) score lower than with beta 0
+    positives, reversed_ = parts["test_reversed"]
+    change = lambda p: (run.energy([run.words[i] for i in p[:, 0]], [run.words[i] for i in p[:, 1]])  # noqa: E731
+                        - base.energy([run.words[i] for i in p[:, 0]], [run.words[i] for i in p[:, 1]]))
+    assert change(reversed_).mean() < 0 < change(positives).mean()
+
+    # reconstruction MAP
+    from keras_gauss.hierarchy.edgefile import hierarchy_from_edge_file
+
+    hierarchy, _ = hierarchy_from_edge_file(tmp_path / "tree.csv")
+    recon = reconstruction(hierarchy, means, variances, max_nodes=2000, generality=beta)
+    assert metrics["gen"]["map"] == pytest.approx(recon["map"], rel=1e-12)
+    assert metrics["gen"]["map"] != metrics["plain"]["map"]
+
+    # neighbors (Run and the CLI) rank by the same energy
+    query = "n20"
+    ids = [i for i in range(len(run.words)) if run.words[i] != query]
+    scores = reference([(run.index[query], i) for i in ids])
+    top = [run.words[ids[j]] for j in np.argsort(-scores, kind="stable")[:5]]
+    assert [w for w, _ in run.neighbors(query, k=5)] == top
+    assert main(["neighbors", str(gen), query, "--k", "5"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.strip().splitlines()[1:]] == top
+
+    # the served signature gives the same numbers
+    served = tf.saved_model.load(str(export_run(gen, tmp_path / "serve", k=5)))
+    out = served.signatures["energy"](query=tf.constant(a), candidate=tf.constant(b))
+    np.testing.assert_allclose(out["energy"].numpy(), run.energy(a, b), rtol=1e-5, atol=1e-5)
+    near = served.signatures["neighbors"](query=tf.constant([query]))
+    np.testing.assert_allclose(near["energies"].numpy()[0], [e for _, e in run.neighbors(query, k=5)],
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("value", ["-0.1", "nan", "inf"])
+def test_bad_generality_is_one_line_and_writes_nothing(tmp_path, capsys, value):
+    path = tmp_path / "tree.tsv"
+    path.write_text("".join(f"{c}\t{p}\n" for c, p in tree_pairs(3)))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-hierarchy", "--edges", str(path), "--out", str(tmp_path / "run"),
+              "--generality", value])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--generality" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree.tsv"]

@@ -213,3 +213,72 @@ def test_format_neighbors_never_prints_negative_zero():
     lines = table.splitlines()
     assert "-0.0" not in table and lines[1].split()[1:] == ["0.000", "0.00"]
     assert len({len(line) for line in lines}) == 1
+
+
+GENERALITY = 0.5
+
+
+@pytest.fixture(scope="module")
+def generality_run(hierarchy_run, tmp_path_factory):
+    """The hierarchy run's files, with `"generality": 0.5` in run.json."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("runs") / "generality"
+    shutil.copytree(hierarchy_run, path)
+    write_run_info(path, kind="hierarchy", energy="kl", table="nodes", vocabulary="nodes.tsv",
+                   generality=GENERALITY)
+    return path
+
+
+def _numpy_energy(a, b, beta):
+    """-KL(N_a || N_b) + beta (log det Sigma_b - log det Sigma_a), from the fixture's lists."""
+    ma, va, mb, vb = (np.array(x, np.float64) for x in (MEANS[a], VARS[a], MEANS[b], VARS[b]))
+    log_det_a, log_det_b = np.log(np.prod(va)), np.log(np.prod(vb))
+    kl = 0.5 * (np.sum(va / vb) + np.sum((mb - ma) ** 2 / vb) - len(ma) + log_det_b - log_det_a)
+    return -kl + beta * (log_det_b - log_det_a)
+
+
+def test_generality_energy_is_used_by_energy_is_a_neighbors_and_serving(
+        hierarchy_run, generality_run, tmp_path, capsys):
+    run, old = kg.load_run(generality_run), kg.load_run(hierarchy_run)
+    assert (run.generality, old.generality) == (GENERALITY, 0.0)  # no entry: beta 0
+    pairs = [(a, b) for a in range(len(NODES)) for b in range(len(NODES))]
+    left, right = [NODES[a] for a, _ in pairs], [NODES[b] for _, b in pairs]
+    expected = [_numpy_energy(a, b, GENERALITY) for a, b in pairs]
+    np.testing.assert_allclose(run.energy(left, right), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(old.energy(left, right), [_numpy_energy(a, b, 0.0) for a, b in pairs],
+                               rtol=1e-5, atol=1e-5)
+    assert run.energy("dog.n.01", "animal.n.01") > old.energy("dog.n.01", "animal.n.01")
+    assert run.energy("animal.n.01", "dog.n.01") < old.energy("animal.n.01", "dog.n.01")
+    np.testing.assert_array_equal(run.is_a(left, right), np.array(expected) >= THRESHOLD)
+    for word in NODES:
+        i = NODES.index(word)
+        scores = [(NODES[j], _numpy_energy(i, j, GENERALITY)) for j in range(len(NODES)) if j != i]
+        top = sorted(scores, key=lambda item: -item[1])[:4]
+        assert [w for w, _ in run.neighbors(word, k=4)] == [w for w, _ in top]
+    assert main(["neighbors", str(generality_run), "dog.n.01", "--k", "7"]) == 0
+    printed = [line.split()[0] for line in capsys.readouterr().out.strip().splitlines()[1:]]
+    assert printed == [w for w, _ in run.neighbors("dog.n.01", k=7)]
+    served = tf.saved_model.load(str(export_run(generality_run, tmp_path / "serve", k=4)))
+    out = served.signatures["serving_default"](query=tf.constant(left), candidate=tf.constant(right))
+    np.testing.assert_allclose(out["energy"].numpy(), run.energy(left, right), rtol=1e-5, atol=1e-5)
+    for word in NODES:
+        theirs = served.signatures["neighbors"](query=tf.constant([word]))
+        assert [w.decode() for w in theirs["candidates"].numpy()[0]] == [
+            w for w, _ in run.neighbors(word, k=4)]
+    info = json.loads((tmp_path / "serve" / "1" / "assets.extra" / "keras_gauss_export.json").read_text())
+    assert info["generality"] == GENERALITY and "log det" in info["kl_direction"]
+
+
+@pytest.mark.parametrize("value", [-1.0, "0.5", True])
+def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, value):
+    import shutil
+
+    from keras_gauss.runs import DamagedRunError
+
+    path = tmp_path / "damaged"
+    shutil.copytree(generality_run, path)
+    info = json.loads((path / "run.json").read_text())
+    (path / "run.json").write_text(json.dumps({**info, "generality": value}))
+    with pytest.raises(DamagedRunError, match="run.json: 'generality' must be a finite number >= 0"):
+        kg.load_run(path)

@@ -437,3 +437,35 @@ def test_bad_arguments(exported, tmp_path, capsys):
     with pytest.raises(ValueError, match="energy must be"):
         export_energy_model(model, WORDS, tmp_path / "a", "cosine", table="words")
     assert not (tmp_path / "a").exists()
+
+
+def test_generality_term_in_the_exported_kl_energy(tmp_path):
+    """`generality=beta` adds `beta * (log det Sigma_candidate - log det Sigma_query)` to the
+    KL energy of both exporters; it needs KL energy and a finite beta >= 0."""
+    import tensorflow as tf
+
+    from keras_gauss.export import export_tables
+
+    rng = np.random.default_rng(5)
+    words = ["a", "b", "c", "d"]
+    means = rng.normal(size=(4, 3)).astype("float32")
+    variances = np.exp(rng.normal(size=(4, 3))).astype("float32")
+    layer = kg.GaussianEmbedding(4, 3, name="nodes")
+    _ = layer(np.array([0]))
+    layer.means.assign(means)
+    layer.variances.assign(variances)
+    query, cand = ["a", "a", "b", "c", "d"], ["b", "c", "a", "d", "c"]
+    q, c = [words.index(w) for w in query], [words.index(w) for w in cand]
+    m, v = means.astype(np.float64), variances.astype(np.float64)
+    kl = 0.5 * np.sum(v[q] / v[c] + (m[c] - m[q]) ** 2 / v[c] - 1 - np.log(v[q] / v[c]), axis=-1)
+    expected = -kl + 0.3 * (np.log(v[c]).sum(-1) - np.log(v[q]).sum(-1))
+    for path in (export_tables(means, variances, words, tmp_path / "t", "kl", k=2, generality=0.3),
+                 export_energy_model(layer, words, tmp_path / "m", "kl", k=2, generality=0.3)):
+        served = tf.saved_model.load(str(path))
+        out = served.signatures["energy"](query=tf.constant(query), candidate=tf.constant(cand))
+        np.testing.assert_allclose(out["energy"].numpy(), expected, rtol=1e-5, atol=1e-5)
+    for energy, beta, message in (("el", 0.3, "KL energy only"), ("kl", -1.0, "generality must be"),
+                                  ("kl", float("nan"), "generality must be")):
+        with pytest.raises(ValueError, match=message):
+            export_tables(means, variances, words, tmp_path / "x", energy, generality=beta)
+    assert not (tmp_path / "x").exists()

@@ -47,6 +47,10 @@ class Embeddings:
             senses (a WordNet run's synsets, see `wordnet_senses`): a word
             pair is then scored by its best pair of senses. `None`: one row
             per word, looked up by name.
+        generality: the weight `beta >= 0` of a hierarchy run's generality
+            term (`--generality`): the `"kl"` measure scores "a entails b"
+            by `-KL(N_a || N_b) + beta * (log det Sigma_b - log det
+            Sigma_a)`. Default 0 (`from_run` takes the run's).
 
     Example:
 
@@ -59,6 +63,7 @@ class Embeddings:
     means: np.ndarray
     variances: np.ndarray
     senses: dict | None = None
+    generality: float = 0.0
 
     def __post_init__(self):
         self.words = list(self.words)
@@ -81,7 +86,7 @@ class Embeddings:
             run = load_run(run)
         means, variances = run.tables()
         senses = wordnet_senses(run.words) if run.kind == "wordnet" else None
-        return cls(run.words, means, variances, senses)
+        return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0))
 
     def id(self, word):
         """Row of `word` (lowercased); raises `KeyError` naming an unknown word."""
@@ -250,8 +255,9 @@ def pair_scores(emb, left, right, measure):
         left, right: `(n,)` row ids.
         measure: `"m"` (cosine between means), `"d"` (cosine between
             distributions), `"kl"` (`-KL(N_left || N_right)`: high when left
-            lies inside right, i.e. left entails right) or `"el"` (log
-            expected likelihood).
+            lies inside right, i.e. left entails right; plus the generality
+            term with `emb.generality > 0`) or `"el"` (log expected
+            likelihood).
 
     Returns:
         `(n,)` float64 scores, higher = more similar / more entailing.
@@ -265,7 +271,10 @@ def pair_scores(emb, left, right, measure):
     if measure == "d":
         return np.asarray(gauss_ops.distribution_cosine(ml, vl, mr, vr), dtype=np.float64)
     if measure == "kl":  # general = right, specific = left
-        return np.asarray(gauss_ops.kl_energy(mr, vr, ml, vl), dtype=np.float64)
+        value = np.asarray(gauss_ops.kl_energy(mr, vr, ml, vl), dtype=np.float64)
+        if emb.generality:
+            value = value + emb.generality * (np.log(vr).sum(-1) - np.log(vl).sum(-1))
+        return value
     if measure == "el":
         return np.asarray(gauss_ops.el_energy(ml, vl, mr, vr), dtype=np.float64)
     raise ValueError(f"measure must be 'm', 'd', 'kl' or 'el', got {measure!r}.")

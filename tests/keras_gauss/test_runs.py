@@ -251,6 +251,13 @@ def test_generality_energy_is_used_by_energy_is_a_neighbors_and_serving(
     assert run.energy("dog.n.01", "animal.n.01") > old.energy("dog.n.01", "animal.n.01")
     assert run.energy("animal.n.01", "dog.n.01") < old.energy("animal.n.01", "dog.n.01")
     np.testing.assert_array_equal(run.is_a(left, right), np.array(expected) >= THRESHOLD)
+    # `keras-gauss evaluate`'s "kl" measure scores with the run's energy too
+    from keras_gauss.pipelines.evaluate import Embeddings, pair_scores
+
+    emb = Embeddings.from_run(run)
+    assert emb.generality == GENERALITY and Embeddings.from_run(old).generality == 0.0
+    np.testing.assert_allclose(pair_scores(emb, *np.array(pairs).T, "kl"), expected,
+                               rtol=1e-5, atol=1e-5)
     for word in NODES:
         i = NODES.index(word)
         scores = [(NODES[j], _numpy_energy(i, j, GENERALITY)) for j in range(len(NODES)) if j != i]

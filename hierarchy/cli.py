@@ -176,13 +176,19 @@ def run_train_wordnet(args):
         if metrics.get(key) is not None:
             print(f"{key:>22}  {metrics[key]:.4f}")
     if "evaluation" in metrics:
-        print(evaluation_table(metrics["evaluation"]))
+        print(evaluation_table(metrics["evaluation"], metrics["config"].get("generality", 0.0)))
     print(f"run written to {args.out}")
 
 
-def evaluation_table(evaluation):
-    """Test accuracy of every scorer on every kind of negatives, as a text table."""
-    scorers = [("model", "keras-gauss (KL)"), ("poincare", "gensim Poincare"),
+def evaluation_table(evaluation, generality=0.0):
+    """Test accuracy of every scorer on every kind of negatives, as a text table.
+
+    Args:
+        evaluation: `metrics.json`'s `evaluation` entry.
+        generality: the run's generality term (named in the model's label).
+    """
+    model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
+    scorers = [("model", model), ("poincare", "gensim Poincare"),
                ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
     lines = [f"{'test accuracy, --split ' + evaluation['split']:<32}"

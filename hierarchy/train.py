@@ -412,7 +412,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         job.check_batch(config.batch_size)
         if not job.is_chief:
             checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints
-    settings = dataclasses.asdict(config)
+    # What the checkpoint must match: every setting of training. The
+    # generality term only scores the trained tables, so a run may be resumed
+    # with another --generality (and from a checkpoint written before it).
+    settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}
     state, arrays = None, None
     if resume:
         state, arrays = load_for_resume(out_dir, "hierarchy", settings)

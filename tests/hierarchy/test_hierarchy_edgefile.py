@@ -186,7 +186,8 @@ def test_generality_is_the_energy_of_the_run_everywhere(tmp_path, capsys):
     beta = 0.1
     plain, zero, gen = (_train_tree(tmp_path, "plain"), _train_tree(tmp_path, "zero", "--generality", "0"),
                         _train_tree(tmp_path, "gen", "--generality", str(beta)))
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    assert "keras-gauss (KL + 0.1 gen.)" in printed and printed.count("keras-gauss (KL)") == 2
     metrics = {d.name: json.loads((d / "metrics.json").read_text()) for d in (plain, zero, gen)}
     timing = ("train_seconds", "seconds_per_epoch")
     # beta 0 is bit for bit the run without the flag (timings aside)

@@ -54,3 +54,15 @@ def test_resume_with_another_loss_is_refused(edges, tmp_path, capsys):
         main([*argv, "--loss", "threshold", "--resume", str(out)])
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1 and "--loss ranking" in err, err
+
+
+def test_resume_takes_another_generality_term(edges, tmp_path):
+    # --generality only scores the tables: a checkpoint written without it
+    # (or with another value, e.g. before the option existed) resumes.
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
+    out = tmp_path / "run"
+    killed(argv, out, KILL_AFTER, 3)
+    assert main([*argv, "--generality", "0.1", "--resume", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["config"]["generality"] == 0.1
+    assert load_run(out).generality == 0.1

@@ -92,6 +92,10 @@ def _add_training_flags(train, defaults):
             shown = "0: off; > 0 trains gensim's PoincareModel on the same split as the peer"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {shown})")
+    train.add_argument("--learning-rate-schedule", default=defaults.learning_rate_schedule,
+                       metavar="{constant,linear,cosine}",
+                       help="constant (default): --learning-rate every step; linear or cosine: "
+                            "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,

@@ -37,7 +37,10 @@ class WordNetConfig:
             order embeddings' thresholded divergence).
         margin: margin of the loss.
         threshold: divergence tolerance of the `"threshold"` loss.
-        learning_rate: `SparseAdagrad` learning rate.
+        learning_rate: `SparseAdagrad` learning rate (the first step's).
+        learning_rate_schedule: `"constant"` (default: `learning_rate` every
+            step), `"linear"` or `"cosine"`: decays from `learning_rate` to 0
+            over all the run's steps (`learning_rate_schedule`).
         max_norm: mean norm bound `C`.
         min_variance: variance bound `m`.
         max_variance: variance bound `M`.
@@ -90,6 +93,7 @@ class WordNetConfig:
     margin: float = 1.0
     threshold: float = 0.0
     learning_rate: float = 0.3
+    learning_rate_schedule: str = "constant"
     max_norm: float = 4.0
     min_variance: float = 0.05
     max_variance: float = 5.0
@@ -107,6 +111,9 @@ class WordNetConfig:
 
         check_config(self, ("dim", "epochs", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
+        if self.learning_rate_schedule not in SCHEDULES:
+            raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
+                             f"got {self.learning_rate_schedule!r}.")
         if self.loss not in ("ranking", "threshold"):
             raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
         from keras_gauss.hierarchy.split import SPLITS
@@ -129,6 +136,45 @@ class WordNetConfig:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
+
+
+SCHEDULES = ("constant", "linear", "cosine")
+
+
+def learning_rate_schedule(kind, learning_rate, total_steps):
+    """The learning rate of a run: a float, or a Keras schedule of the step.
+
+    Args:
+        kind: `"constant"` (`learning_rate` itself), `"linear"`
+            (`learning_rate * (1 - t / total_steps)`) or `"cosine"`
+            (`learning_rate * (1 + cos(pi * t / total_steps)) / 2`), `t` the
+            optimizer's step (0 for the first), constant at 0 after the
+            last step.
+        learning_rate: the rate of the first step.
+        total_steps: the steps of the whole run (epochs times steps an epoch).
+
+    Example: a linear decay over 10 steps.
+
+    >>> schedule = learning_rate_schedule("linear", 1.0, 10)
+    >>> [round(float(schedule(t)), 3) for t in (0, 5, 9, 10)]
+    [1.0, 0.5, 0.1, 0.0]
+    >>> round(float(learning_rate_schedule("cosine", 1.0, 10)(5)), 3)
+    0.5
+    >>> learning_rate_schedule("constant", 0.3, 10)
+    0.3
+    """
+    import keras
+
+    if kind not in SCHEDULES:
+        raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
+                         f"got {kind!r}.")
+    total_steps = max(int(total_steps), 1)
+    if kind == "linear":
+        return keras.optimizers.schedules.PolynomialDecay(
+            learning_rate, total_steps, end_learning_rate=0.0, power=1.0)
+    if kind == "cosine":
+        return keras.optimizers.schedules.CosineDecay(learning_rate, total_steps, alpha=0.0)
+    return learning_rate
 
 
 def _size(value):
@@ -289,9 +335,11 @@ def shard_edges(config, edges, known, job, epoch, steps):
     return job.local_batches(data, local, steps)
 
 
-def hierarchy_model(config, num_nodes, k):
+def hierarchy_model(config, num_nodes, k, total_steps=1):
     """The compiled model of `config` (`build_kl_model`, its loss and
-    `SparseAdagrad`) with `k` negatives an edge, as `train_wordnet` trains it.
+    `SparseAdagrad`) with `k` negatives an edge, as `train_wordnet` trains it;
+    `total_steps`: the run's steps, over which a `learning_rate_schedule`
+    other than `"constant"` decays.
 
     Example:
 
@@ -314,7 +362,9 @@ def hierarchy_model(config, num_nodes, k):
         loss = MaxMarginRanking(config.margin)
     else:
         loss = ThresholdedDivergence(config.threshold, config.margin)
-    model.compile(optimizer=SparseAdagrad(config.learning_rate), loss=loss)
+    rate = learning_rate_schedule(config.learning_rate_schedule, config.learning_rate,
+                                  total_steps)
+    model.compile(optimizer=SparseAdagrad(rate), loss=loss)
     return model
 
 
@@ -418,7 +468,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}
     state, arrays = None, None
     if resume:
-        state, arrays = load_for_resume(out_dir, "hierarchy", settings)
+        # Checkpoints written before --learning-rate-schedule trained with a constant rate.
+        state, arrays = load_for_resume(out_dir, "hierarchy", settings,
+                                        defaults={"learning_rate_schedule": "constant"})
     elif job.is_chief:
         refuse_unfinished(out_dir, overwrite)
     if job.is_chief:
@@ -450,6 +502,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     steps = None
     if job.num_processes > 1:  # each process trains its own edges: i::N
         steps = shard_steps(len(train_edges), config.batch_size, job)
+    if steps is not None:
+        steps_per_epoch = steps
+    elif job.active:  # full batches only
+        steps_per_epoch = len(train_edges) // config.batch_size
+    else:
+        steps_per_epoch = -(-len(train_edges) // config.batch_size)
 
     def epoch_dataset(epoch):  # epoch e draws from the stream [seed, e]
         if steps is not None:
@@ -467,7 +525,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     with job.scope():  # build, compile and fit in the distribution's scope
         model, losses, train_seconds = _build_and_train(
             config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
-            out_dir, settings, state, arrays, job.active)
+            out_dir, settings, state, arrays, job.active,
+            total_steps=config.epochs * steps_per_epoch)
     check_model_finite(model)
 
     table = model.get_layer("nodes")
@@ -542,7 +601,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
 
 def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
-                     checkpoint_every, out_dir, settings, state, arrays, distributed):
+                     checkpoint_every, out_dir, settings, state, arrays, distributed,
+                     total_steps=1):
     """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`."""
     import keras
 
@@ -555,7 +615,7 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
     from keras_gauss.checkpoint import restore_model
     from keras_gauss.hierarchy.model import FusedKLTrainer
 
-    model = hierarchy_model(config, hierarchy.num_nodes, k)
+    model = hierarchy_model(config, hierarchy.num_nodes, k, total_steps)
     optimizer = model.optimizer
     # The ranking loss trains with the fused step (same update, one op a
     # step); the trainer shares `model`'s table and optimizer.

@@ -107,7 +107,7 @@ def _flag(name):
     return "--" + name.replace("_", "-")
 
 
-def load_for_resume(out_dir, kind, settings):
+def load_for_resume(out_dir, kind, settings, defaults=None):
     """The checkpoint to continue in `out_dir`, checked against the run's settings.
 
     Args:
@@ -115,6 +115,9 @@ def load_for_resume(out_dir, kind, settings):
         kind: `"corpus"` or `"hierarchy"`.
         settings: the settings of this command (a JSON-able dict); every one
             must equal the checkpoint's.
+        defaults: `{name: value}` of settings added after checkpoints were
+            first written: a checkpoint without `name` was trained with
+            `value` (default: none).
 
     Returns:
         `(state, arrays)` as `read_checkpoint`.
@@ -138,7 +141,7 @@ def load_for_resume(out_dir, kind, settings):
     if state.get("kind") != kind:
         raise CheckpointError(f"--resume {out_dir}: that is a {state.get('kind')} run, "
                               f"not a {kind} run.")
-    saved = state.get("settings", {})
+    saved = {**(defaults or {}), **state.get("settings", {})}
     settings = json.loads(json.dumps(settings))  # tuples as lists, as saved
     for name in sorted(set(saved) | set(settings)):
         if saved.get(name) != settings.get(name):

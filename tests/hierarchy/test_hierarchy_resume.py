@@ -29,9 +29,14 @@ def _tables(run):
     return [w.numpy() for w in load_run(run).model.weights]
 
 
-@pytest.mark.parametrize("loss", ["ranking", "threshold"])
-def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path, loss):
-    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, "--loss", loss]
+@pytest.mark.parametrize("loss, schedule", [("ranking", "constant"), ("threshold", "constant"),
+                                            ("ranking", "linear"), ("threshold", "cosine")])
+def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path, loss,
+                                                                 schedule):
+    # A decaying rate is a function of the optimizer's step: the resumed run
+    # continues the schedule where the killed one stopped.
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, "--loss", loss,
+            "--learning-rate-schedule", schedule]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out = tmp_path / "b"
     state, _ = killed(argv, out, KILL_AFTER, 100)
@@ -54,6 +59,29 @@ def test_resume_with_another_loss_is_refused(edges, tmp_path, capsys):
         main([*argv, "--loss", "threshold", "--resume", str(out)])
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1 and "--loss ranking" in err, err
+
+
+def test_resume_with_another_schedule_is_refused(edges, tmp_path, capsys):
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
+    out = tmp_path / "run"
+    killed([*argv, "--learning-rate-schedule", "linear"], out, KILL_AFTER, 3)
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--resume", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "--learning-rate-schedule linear, this command has constant" in err, err
+
+
+def test_checkpoint_from_before_schedules_resumes_as_constant(edges, tmp_path):
+    from keras_gauss.checkpoint import read_checkpoint, write_checkpoint
+
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
+    out = tmp_path / "run"
+    killed(argv, out, KILL_AFTER, 3)
+    state, arrays = read_checkpoint(out)
+    del state["settings"]["learning_rate_schedule"]  # as written before the option
+    write_checkpoint(out, state, arrays)
+    assert main([*argv, "--resume", str(out)]) == 0
 
 
 def test_resume_takes_another_generality_term(edges, tmp_path):

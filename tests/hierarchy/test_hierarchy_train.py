@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
+from keras_gauss.hierarchy.train import WordNetConfig, learning_rate_schedule, train_wordnet
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 
@@ -72,6 +72,7 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),
         (["--val-size", "0"], "--val-size"),
         (["--sibling-negatives", "1.5"], "--sibling-negatives"),
+        (["--learning-rate-schedule", "step"], "--learning-rate-schedule"),
     ],
 )
 def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):
@@ -200,3 +201,47 @@ def test_subtree_default_split_fits_and_says_so(tmp_path, capsys):
     assert "536 validation + 536 test" in printed
     assert "the smaller of 4,000 and 10% of 5,360 eligible edges" in printed
     assert json.loads((out / "metrics.json").read_text())["evaluation"]["sizes"]["test"] == [536, 536]
+
+
+@pytest.mark.parametrize("kind", ["linear", "cosine"])
+def test_learning_rate_schedule_follows_its_formula(kind):
+    schedule = learning_rate_schedule(kind, 2.0, 40)
+    for t in (0, 1, 13, 20, 39, 40, 55):
+        u = min(t, 40) / 40
+        want = 2.0 * (1 - u) if kind == "linear" else 2.0 * (1 + np.cos(np.pi * u)) / 2
+        assert float(schedule(t)) == pytest.approx(want, abs=1e-6), t
+    assert learning_rate_schedule("constant", 2.0, 40) == 2.0
+    with pytest.raises(ValueError, match="--learning-rate-schedule"):
+        learning_rate_schedule("exponential", 2.0, 40)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tree") / "edges.tsv"
+    path.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 120)))
+    return path
+
+
+@pytest.mark.parametrize("loss", ["ranking", "threshold"])
+def test_schedule_decays_over_the_run_and_changes_only_decaying_runs(tree, tmp_path, loss):
+    argv = ["train-hierarchy", "--edges", str(tree), "--dim", "4", "--epochs", "2",
+            "--batch-size", "32", "--val-size", "0", "--test-size", "0", "--loss", loss,
+            "--learning-rate", "0.5", "--reconstruction-nodes", "5", "--quiet",
+            "--checkpoint-every", "0"]
+    runs = {}
+    for name, extra in [("default", []), ("constant", ["--learning-rate-schedule", "constant"]),
+                        ("linear", ["--learning-rate-schedule", "linear"])]:
+        assert main([*argv, *extra, "--out", str(tmp_path / name)]) == 0
+        runs[name] = load_run(tmp_path / name)
+    tables = {name: [w.numpy() for w in run.model.weights] for name, run in runs.items()}
+    for a, b in zip(tables["default"], tables["constant"]):
+        np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, b) for a, b in zip(tables["constant"], tables["linear"]))
+    # The decay spans exactly the run's steps: 2 epochs of ceil(n / 32) batches.
+    metrics = json.loads((tmp_path / "linear" / "metrics.json").read_text())
+    assert metrics["config"]["learning_rate_schedule"] == "linear"
+    optimizer = runs["linear"].model.optimizer
+    steps = 2 * -(-metrics["num_train_edges"] // 32)
+    assert int(optimizer.iterations.numpy()) == steps
+    assert optimizer.get_config()["learning_rate"]["config"]["decay_steps"] == steps
+    assert float(optimizer.learning_rate) == 0.0

@@ -72,6 +72,16 @@ def test_load_for_resume_checks(tmp_path):
         checkpoint.load_for_resume(tmp_path, "hierarchy", settings)
     with pytest.raises(CheckpointError, match=r"started with --dim 4, this command has 8"):
         checkpoint.load_for_resume(tmp_path, "corpus", {**settings, "dim": 8})
+    # A setting the checkpoint predates takes its default.
+    newer = {**settings, "schedule": "constant"}
+    assert checkpoint.load_for_resume(tmp_path, "corpus", newer,
+                                      defaults={"schedule": "constant"})[0]["epoch"] == 0
+    with pytest.raises(CheckpointError, match="started with --schedule constant, this command "
+                                              "has linear"):
+        checkpoint.load_for_resume(tmp_path, "corpus", {**newer, "schedule": "linear"},
+                                   defaults={"schedule": "constant"})
+    with pytest.raises(CheckpointError, match="--schedule None"):
+        checkpoint.load_for_resume(tmp_path, "corpus", newer)
     checkpoint.checkpoint_file(tmp_path).write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="state.npz is damaged"):
         checkpoint.load_for_resume(tmp_path, "corpus", settings)

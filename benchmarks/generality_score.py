@@ -22,14 +22,6 @@ import json
 import numpy as np
 
 
-def kl(means, variances, a, b):
-    """KL(N_a || N_b) of diagonal Gaussians, row by row."""
-    va, vb = variances[a], variances[b]
-    diff = means[a] - means[b]
-    return 0.5 * ((va / vb).sum(-1) + (diff * diff / vb).sum(-1) - means.shape[1]
-                  + np.log(vb).sum(-1) - np.log(va).sum(-1))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
@@ -44,13 +36,12 @@ def main():
     from keras_gauss import load_run
     from keras_gauss.hierarchy import build_hierarchy, split_edges
     from keras_gauss.hierarchy.benchmark_data import read_hyperlex
-    from keras_gauss.hierarchy.evaluate import _word_node_ids, split_classification
+    from keras_gauss.hierarchy.evaluate import edge_scores, split_classification, word_pair_scores
 
     config = json.load(open(f"{args.run}/metrics.json"))["config"]
     run = load_run(args.run)
     means = np.asarray(run.means, np.float64)
     variances = np.asarray(run.variances, np.float64)
-    logdet = np.log(variances).sum(1)
     betas = [float(b) for b in args.betas.split(",")]
     hierarchy = build_hierarchy(config["root"], pos=config["pos"])
     kinds = ("random", "reversed", "sibling")
@@ -58,8 +49,7 @@ def main():
         parts = split_edges(hierarchy, seed=config["seed"], method=config["split"]).parts()
         for beta in betas:
             def score(pairs, beta=beta):
-                return -kl(means, variances, pairs[:, 0], pairs[:, 1]) + beta * (
-                    logdet[pairs[:, 1]] - logdet[pairs[:, 0]])
+                return edge_scores(means, variances, pairs, generality=beta)
             result = split_classification(parts, score)
             line = f"beta {beta}: val " + " / ".join(f"{result[k]['val_accuracy']:.3f}" for k in kinds)
             if args.test:
@@ -68,20 +58,11 @@ def main():
     if args.hyperlex:
         rows = read_hyperlex(args.hyperlex)
         gold = np.array([row[2] for row in rows])
-        cache = {}
+        words = [(a, b) for a, b, _ in rows]
+        covered = word_pair_scores(words, hierarchy, means, variances).covered
 
-        def nodes(word):
-            if word not in cache:
-                cache[word] = _word_node_ids(word, hierarchy, "auto", None, None)
-            return cache[word]
-
-        pairs = [(np.repeat(nodes(a), len(nodes(b))), np.tile(nodes(b), len(nodes(a))))
-                 for a, b, _ in rows]
-        covered = np.array([len(a) > 0 for a, _ in pairs])
-
-        def scores(beta):
-            return np.array([np.max(-kl(means, variances, a, b) + beta * (logdet[b] - logdet[a]))
-                             if len(a) else np.nan for a, b in pairs])
+        def scores(beta):  # best synset pair, NaN where a word is not covered
+            return word_pair_scores(words, hierarchy, means, variances, generality=beta).scores
 
         half = np.random.default_rng(0).permutation(len(rows)) < len(rows) // 2
         chosen = {}

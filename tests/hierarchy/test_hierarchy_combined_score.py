@@ -41,6 +41,10 @@ def test_terms_and_combination():
     tables = combined.Tables(means, variances, train, reference=10)
     pairs = np.array([[3, 1], [1, 3], [5, 7]])
     f = tables.features(pairs)
+    c, g = pairs[:, 0], pairs[:, 1]  # KL(N_c || N_g), written out independently
+    expected = 0.5 * (np.sum(variances[c] / variances[g] + (means[c] - means[g]) ** 2 / variances[g]
+                             + np.log(variances[g]) - np.log(variances[c]), axis=1) - 4)
+    assert np.allclose(f["kl"], expected)
     assert np.allclose(-f["kl"], edge_scores(means, variances, pairs))
     assert np.allclose(f["gen"], np.log(variances[pairs[:, 1]]).sum(1) - np.log(variances[pairs[:, 0]]).sum(1))
     assert np.allclose(f["breadth"], [np.log(2), -np.log(2), 0.0])  # node 1 has one training descendant

@@ -340,6 +340,19 @@ def _finish(procs, timeout=300):
         assert proc.returncode == 0, err[-3000:]
 
 
+def _job_beside_reference(kind, data, tmp):
+    """Two processes of `kind` on `data` (run `tmp`/two, outputs `tmp`/out.PID.npz) and, run
+    beside them, the one-process reference fed the same global batches
+    (`tmp`/ref.npz)."""
+    procs = _shard_job(kind, data, tmp / "two", tmp / "out")
+    reference = subprocess.run(
+        [sys.executable, str(HERE / "shard_run.py"), str(tmp / "ref.npz"), kind,
+         str(data), str(tmp / "unused"), "reference"], env=jax_env(1),
+        capture_output=True, text=True, timeout=300)
+    _finish(procs)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+
+
 def _results(path):
     data = np.load(path)
     tables = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("tables/")}
@@ -353,13 +366,7 @@ def sharded(tmp_path_factory):
     pytest.importorskip("jax")
     tmp = tmp_path_factory.mktemp("sharded")
     (tmp / "corpus.txt").write_text("\n".join(_uneven_lines()) + "\n", encoding="utf-8")
-    procs = _shard_job("corpus", tmp / "corpus.txt", tmp / "two", tmp / "out")
-    reference = subprocess.run(
-        [sys.executable, str(HERE / "shard_run.py"), str(tmp / "ref.npz"), "corpus",
-         str(tmp / "corpus.txt"), str(tmp / "unused"), "reference"], env=jax_env(1),
-        capture_output=True, text=True, timeout=300)
-    _finish(procs)
-    assert reference.returncode == 0, reference.stderr[-3000:]
+    _job_beside_reference("corpus", tmp / "corpus.txt", tmp)
     return tmp
 
 
@@ -466,13 +473,7 @@ def test_hierarchy_processes_train_their_own_edges(tmp_path):
     lines = ([f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
              + [f"h{i}\tg{i}" for i in range(5)])  # 16 + 32 + 15 = 63 closure edges
     (tmp_path / "edges.tsv").write_text("\n".join(lines) + "\n")
-    procs = _shard_job("hierarchy", tmp_path / "edges.tsv", tmp_path / "run", tmp_path / "out")
-    reference = subprocess.run(
-        [sys.executable, str(HERE / "shard_run.py"), str(tmp_path / "ref.npz"), "hierarchy",
-         str(tmp_path / "edges.tsv"), str(tmp_path / "unused"), "reference"], env=jax_env(1),
-        capture_output=True, text=True, timeout=300)
-    _finish(procs)
-    assert reference.returncode == 0, reference.stderr[-3000:]
+    _job_beside_reference("hierarchy", tmp_path / "edges.tsv", tmp_path)
     metrics, tables = _results(tmp_path / "out.0.npz")
     ref, ref_tables = _results(tmp_path / "ref.npz")
     job = metrics["distribution"]

@@ -54,6 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_gauss.metrics import average_precision, best_f1, threshold_classification
+from keras_gauss.runs import pair_energy
 
 from .benchmark_data import read_entailment, read_hyperlex
 from .closure import Hierarchy
@@ -104,12 +105,6 @@ def _check_ids(ids, num_nodes: int, name: str) -> np.ndarray:
     if ids.min() < 0 or ids.max() >= num_nodes:
         raise ValueError(f"{name} ids must lie in [0, {num_nodes})")
     return ids
-
-
-def _kl(mean_p: np.ndarray, var_p: np.ndarray, mean_q: np.ndarray, var_q: np.ndarray) -> np.ndarray:
-    """``KL(N_p || N_q)`` over the last axis, diagonal Gaussians (same formula as ``keras_gauss.ops``)."""
-    ratio = var_p / var_q
-    return 0.5 * np.sum(ratio + np.square(mean_q - mean_p) / var_q - 1.0 - np.log(ratio), axis=-1)
 
 
 def check_generality(beta, name: str = "generality") -> float:
@@ -188,16 +183,8 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
     out = np.empty(len(specific), dtype=np.float64)
     for start in range(0, len(specific), chunk):
         s, g = specific[start : start + chunk], general[start : start + chunk]
-        out[start : start + chunk] = -_kl(
-            means[s].astype(np.float64),
-            variances[s].astype(np.float64),
-            means[g].astype(np.float64),
-            variances[g].astype(np.float64),
-        )
-        if generality:
-            log_var_s = np.log(variances[s].astype(np.float64)).sum(axis=-1)
-            log_var_g = np.log(variances[g].astype(np.float64)).sum(axis=-1)
-            out[start : start + chunk] += generality * (log_var_g - log_var_s)
+        out[start : start + chunk] = pair_energy(
+            "kl", means[s], variances[s], means[g], variances[g], generality=generality)
     return out.reshape(shape)
 
 

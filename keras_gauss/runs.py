@@ -351,6 +351,29 @@ def _listing(words, limit=8):
     return shown + (f" (and {len(words) - limit} more)" if len(words) > limit else "")
 
 
+def generality_term(var_specific, var_general, beta):
+    """The generality term of a hierarchy energy: `beta * (log det Sigma_general -
+    log det Sigma_specific)`, in the dtype of the variances.
+
+    Added to `-KL(N_specific || N_general)` by a run trained with
+    `--generality BETA`: "specific is-a general" gains when the general side
+    is broader, and the reversed pair loses as much.
+
+    Args:
+        var_specific, var_general: `(..., d)` diagonal variances (> 0).
+        beta: the weight (`>= 0`).
+
+    Returns:
+        `(...)` array.
+
+    Example:
+
+    >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
+    1.0
+    """
+    return beta * (np.log(var_general).sum(axis=-1) - np.log(var_specific).sum(axis=-1))
+
+
 def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
                 generality=0.0):
     """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
@@ -382,8 +405,7 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
         ratio = var_a / var_b
         value = -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
         if generality:
-            value = value + generality * (np.log(var_b).sum(axis=-1)
-                                          - np.log(var_a).sum(axis=-1))
+            value = value + generality_term(var_a, var_b, generality)
         return value
     if energy == "el":
         total = var_a + var_b

@@ -263,6 +263,7 @@ def pair_scores(emb, left, right, measure):
         `(n,)` float64 scores, higher = more similar / more entailing.
     """
     from keras_gauss import ops as gauss_ops
+    from keras_gauss.runs import generality_term
 
     ml, vl = emb.means[left], emb.variances[left]
     mr, vr = emb.means[right], emb.variances[right]
@@ -273,7 +274,7 @@ def pair_scores(emb, left, right, measure):
     if measure == "kl":  # general = right, specific = left
         value = np.asarray(gauss_ops.kl_energy(mr, vr, ml, vl), dtype=np.float64)
         if emb.generality:
-            value = value + emb.generality * (np.log(vr).sum(-1) - np.log(vl).sum(-1))
+            value = value + generality_term(vl, vr, emb.generality)
         return value
     if measure == "el":
         return np.asarray(gauss_ops.el_energy(ml, vl, mr, vr), dtype=np.float64)

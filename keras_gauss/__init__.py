@@ -7,16 +7,10 @@ ranking loss under hard constraints on means and variances.
 """
 
 import os
-import sys
 
 # TensorFlow's C++ start-up chatter (CPU features) is noise for our users;
 # errors still show. Set TF_CPP_MIN_LOG_LEVEL yourself to override.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-if os.path.basename(sys.argv[0]) == "keras-gauss":
-    # The `keras-gauss` command: TF 2.21 prints a oneDNN notice (twice) that
-    # no log level hides; oneDNN's rewrites do not touch our gather/scatter
-    # and element-wise ops. Library users keep TensorFlow's default.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 # The public names load on first use (PEP 562), so `import keras_gauss`, its
 # subpackages `keras_gauss.hierarchy` and `keras_gauss.pipelines`, and the

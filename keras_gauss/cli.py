@@ -91,8 +91,18 @@ def _missing_backend(error):
     return False
 
 
+def quiet_backend_logs(environ=os.environ):
+    """Silences TensorFlow's start-up notices for the command, however it is
+    started (`keras-gauss`, `python -m keras_gauss`, `keras_gauss.cli.main()`),
+    so an error is one line. TF 2.21 prints a oneDNN notice (twice) on some
+    CPUs that no log level hides; oneDNN's rewrites do not touch our gather,
+    scatter and element-wise ops. Values the user set are kept."""
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+
 def main(argv=None):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_backend_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -108,3 +108,21 @@ def test_quiet_prints_only_the_result(tmp_path, capsys):
     assert main(["demo", "--epochs", "1", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "Epoch" not in out and out.startswith("edge accuracy")
+
+
+@pytest.mark.parametrize("start", ["script", "module", "main"])
+def test_an_error_is_one_line_however_the_command_starts(tmp_path, start):
+    """`neighbors` on a missing run imports TensorFlow, then fails: stderr is
+    the one error line, without TensorFlow's start-up notices (oneDNN's prints
+    on some CPUs whatever the log level), with no log settings of the user's."""
+    launch = {"script": [os.path.join(os.path.dirname(sys.executable), "keras-gauss")],
+              "module": [sys.executable, "-m", "keras_gauss"],
+              "main": [sys.executable, "-c",
+                       "import sys; from keras_gauss.cli import main; sys.exit(main())"]}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+    done = subprocess.run([*launch[start], "neighbors", str(tmp_path / "none"), "cat"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("keras-gauss neighbors: error: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr

@@ -1,0 +1,7 @@
+"""`python -m keras_gauss`: the `keras-gauss` command."""
+
+import sys
+
+from keras_gauss.cli import main
+
+sys.exit(main())

@@ -32,6 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.inputs import InputFileError
+from keras_gauss.inputs import check_input_file
+from keras_gauss.inputs import read_text
+
 RUN_FILE = "run.json"
 
 
@@ -437,11 +441,7 @@ def read_vocabulary(path):
             (naming the file and line).
     """
     words, counts = [], []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DamagedRunError(f"{path}: not UTF-8 text (invalid byte at offset "
-                              f"{error.start}).") from None
+    text = _read_run_file(path)
     lines = text.split("\n")  # not splitlines: a word may hold \r, \x1c, ...
     if lines and lines[-1] == "":
         lines.pop()
@@ -457,10 +457,19 @@ def read_vocabulary(path):
     return words, (np.array(counts, dtype=np.int64) if has_counts else None)
 
 
+def _read_run_file(path):
+    """The text of a run file; `DamagedRunError` for a FIFO, device or
+    directory (never opened for reading), a NUL byte or invalid UTF-8."""
+    try:
+        return read_text(path)
+    except InputFileError as error:
+        raise DamagedRunError(str(error)) from None
+
+
 def _read_json(path):
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        value = json.loads(_read_run_file(path))
+    except json.JSONDecodeError as error:
         raise DamagedRunError(f"{path}: not valid JSON ({error}).") from None
     if not isinstance(value, dict):
         raise DamagedRunError(f"{path}: expected a JSON object, got "
@@ -471,6 +480,10 @@ def _read_json(path):
 def _load_model(path):
     import keras
 
+    try:
+        check_input_file(path)  # keras opens it by name: never a FIFO
+    except InputFileError as error:
+        raise DamagedRunError(str(error)) from None
     try:
         return keras.saving.load_model(path)
     except Exception as error:  # noqa: BLE001 - any failure names the file
@@ -494,7 +507,8 @@ def load_run(run_dir):
         FileNotFoundError: the directory holds no trained run, or a file
             `run.json` names is missing.
         DamagedRunError: a damaged `run.json`, vocabulary, `metrics.json` or
-            `model.keras`, a vocabulary that does not match the table, or a
+            `model.keras` (also: a FIFO, device or directory in its place,
+            never opened), a vocabulary that does not match the table, or a
             table with non-finite means or non-finite or non-positive
             variances; the message names the file.
 
@@ -517,7 +531,7 @@ def load_run(run_dir):
     register_serializables()
 
     run_dir = Path(run_dir)
-    if not (run_dir / RUN_FILE).is_file() or not (run_dir / "model.keras").is_file():
+    if not all(os.path.lexists(run_dir / name) for name in (RUN_FILE, "model.keras")):
         raise FileNotFoundError(
             f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; "
             "create one with `keras-gauss train-wordnet` or `train-corpus`)."
@@ -535,12 +549,12 @@ def load_run(run_dir):
     if Path(info["vocabulary"]).name != info["vocabulary"]:
         raise DamagedRunError(f"{info_path}: vocabulary must be a file name in the run "
                               f"directory, got {info['vocabulary']!r}.")
-    if not vocabulary.is_file():
+    if not os.path.lexists(vocabulary):
         raise FileNotFoundError(f"{vocabulary}: the vocabulary named in {info_path} is "
                                 "missing.")
     words, counts = read_vocabulary(vocabulary)
     metrics_path = run_dir / "metrics.json"
-    metrics = _read_json(metrics_path) if metrics_path.exists() else {}
+    metrics = _read_json(metrics_path) if os.path.lexists(metrics_path) else {}
     model_path = run_dir / "model.keras"
     model = _load_model(model_path)
     try:

@@ -172,10 +172,14 @@ def run_evaluate(args):
 
     if not args.similarity and not args.entailment:
         raise CommandError("give at least one --similarity or --entailment file.")
+    from keras_gauss.inputs import InputFileError, check_input_file
+
     for flag in ("similarity", "entailment"):
         for path in getattr(args, flag):
-            if not os.path.isfile(path):
-                raise CommandError(f"--{flag} {path}: no such file.")
+            try:
+                check_input_file(path, f"--{flag}")  # never opens a FIFO
+            except InputFileError as error:
+                raise CommandError(str(error)) from None
     emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)

@@ -27,12 +27,15 @@ lemma node) and a pair is scored by its best synset pair (`wordnet_senses`).
 """
 
 import dataclasses
+import io
 import math
 import os
 import re
 from pathlib import Path
 
 import numpy as np
+
+from keras_gauss.inputs import read_text
 
 
 @dataclasses.dataclass
@@ -176,6 +179,8 @@ def read_similarity(path):
     Raises:
         ValueError: a line without 3 fields or with a non-numeric score; the
             message names the file and the 1-based line number.
+            `keras_gauss.inputs.InputFileError` (a `ValueError`): not a
+            regular file, or not UTF-8 text (naming `--similarity` and the line).
 
     Example:
 
@@ -185,24 +190,24 @@ def read_similarity(path):
     [('cat', 'dog', 7.5), ('cat', 'car', 1.2)]
     """
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            fields = line.split("\t") if "\t" in line else line.split()
-            fields = [field.strip() for field in fields]
-            if len(fields) < 3 or not fields[0] or not fields[1]:
-                raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
-                                 f"got {line!r}")
-            try:
-                score = float(fields[2])
-            except ValueError:
-                score = math.nan
-            if not math.isfinite(score):
-                raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
-                                 f"number: {fields[2]!r}")
-            pairs.append((fields[0].lower(), fields[1].lower(), score))
+    text = read_text(path, "--similarity")
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t") if "\t" in line else line.split()
+        fields = [field.strip() for field in fields]
+        if len(fields) < 3 or not fields[0] or not fields[1]:
+            raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
+                             f"got {line!r}")
+        try:
+            score = float(fields[2])
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
+                             f"number: {fields[2]!r}")
+        pairs.append((fields[0].lower(), fields[1].lower(), score))
     return pairs
 
 

@@ -29,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.pipelines.text_files import _check_text_file
 from keras_gauss.pipelines.text_files import _expand
-from keras_gauss.pipelines.text_files import gzip_chunks
+from keras_gauss.pipelines.text_files import mark_checked
+from keras_gauss.pipelines.text_files import raw_pieces
+from keras_gauss.pipelines.text_files import text_check
 
 _SPACE = "\t\n\f\r "
 _NON_WORD = re.compile(rf"(?:[^\w{_SPACE}'’-]|_)+|['’-]{{2,}}")
@@ -78,8 +79,9 @@ def corpus_files(corpus):
         corpus: a corpus specification (`keras_gauss.pipelines.load_corpus`).
 
     Returns:
-        A list of `Path`s (checked: present, UTF-8 text), or None for
-        corpora this path does not read (WordNet, `tfds:`, datasets).
+        A list of `Path`s (present, regular files; their text is checked
+        whole by `read_corpus`), or None for corpora this path does not
+        read (WordNet, `tfds:`, datasets).
 
     Raises:
         FileNotFoundError, ValueError: as `keras_gauss.pipelines.text_source`.
@@ -100,32 +102,28 @@ def corpus_files(corpus):
     text = os.fspath(corpus)
     if text == "wordnet" or text.startswith("tfds:"):
         return None
-    files = _expand(Path(text).expanduser(), recursive=False)
-    for f in files:
-        _check_text_file(f)
-    return files
+    return _expand(Path(text).expanduser(), recursive=False)
 
 
 def _blocks(path):
-    """Decoded text of `path` in blocks of whole lines (invalid UTF-8 as U+FFFD)."""
-    if path.suffix == ".gz":
-        pieces = gzip_chunks(path)
-    else:
-        def pieces():
-            with open(path, "rb") as f:
-                yield from iter(lambda: f.read(_BLOCK_BYTES), b"")
-        pieces = pieces()
+    """Decoded text of `path` in blocks of whole lines, checked whole as it is
+    read: a NUL byte or invalid UTF-8 anywhere raises
+    `keras_gauss.inputs.InputFileError` naming the file and the line."""
+    check = text_check(path)
     pending = b""
-    for piece in pieces:
+    for piece in raw_pieces(path, _BLOCK_BYTES):
+        check.update(piece)
         pending += piece
         if len(pending) < _BLOCK_BYTES:
             continue
         cut = pending.rfind(b"\n") + 1
         if cut:
-            yield pending[:cut - 1].decode("utf-8", "replace")
+            yield pending[:cut - 1].decode("utf-8")
             pending = pending[cut:]
+    check.finish()
     if pending:
-        yield pending[:-1 if pending.endswith(b"\n") else None].decode("utf-8", "replace")
+        yield pending[:-1 if pending.endswith(b"\n") else None].decode("utf-8")
+    mark_checked(path)
 
 
 def read_corpus(files):
@@ -138,6 +136,10 @@ def read_corpus(files):
     Args:
         files: text files (`.gz` decompressed), read in order, a line a
             sentence.
+
+    Raises:
+        keras_gauss.inputs.InputFileError: a NUL byte or invalid UTF-8
+            anywhere in a file (naming it and the line), before any result.
 
     Returns:
         `(types, counts, ids, splits)`: every distinct token in order of

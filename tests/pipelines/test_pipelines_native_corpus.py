@@ -197,7 +197,7 @@ def test_bad_corpora_name_the_problem(tmp_path):
         train_corpus(CorpusConfig(), rare, tmp_path / "b", verbose=0, checkpoint_every=0)
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"ab\0cd\n")
-    with pytest.raises(ValueError, match="binary file"):
+    with pytest.raises(ValueError, match="binary.txt: line 1 is binary"):
         train_corpus(CorpusConfig(), binary, tmp_path / "c", verbose=0, checkpoint_every=0)
     truncated = tmp_path / "truncated.txt.gz"
     truncated.write_bytes(gzip.compress(b"the cat\n" * 5000)[:-40])

@@ -458,7 +458,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if distribution is not None:
         resolve(distribution)  # job flags without --distribution are an error
     if distribution is not None and distribution.active:
-        job = start_distribution(distribution)  # before anything else touches JAX
+        job = start_distribution(  # before anything else touches JAX; the processes
+            distribution, settings={  # compare settings (a file's path may differ)
+                "trainer": "hierarchy",
+                **{k: v for k, v in dataclasses.asdict(config).items() if k != "edges"}})
         job.check_batch(config.batch_size)
         if not job.is_chief:
             checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints

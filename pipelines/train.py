@@ -656,7 +656,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         if config.engine != "keras":
             raise DistributionError(f"--distribution {distribution.distribution} trains with "
                                     f"model.fit: it needs --engine keras, not {config.engine}.")
-        job = start_distribution(distribution)  # before anything else touches JAX
+        job = start_distribution(  # before anything else touches JAX
+            distribution, settings={"trainer": "corpus", **dataclasses.asdict(config)})
         job.check_batch(config.batch_size)
         if not job.is_chief:
             checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints

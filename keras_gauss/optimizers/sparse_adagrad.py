@@ -1,3 +1,4 @@
+import math
 import threading
 
 import keras
@@ -174,6 +175,14 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         accumulator.assign(acc.at[rows].set(acc_rows, mode="drop"))
         variable.assign(table.at[rows].set(new_rows, mode="drop"))
 
+    def _get_current_learning_rate(self):
+        rate = super()._get_current_learning_rate()
+        if callable(self._learning_rate) and not isinstance(self._learning_rate,
+                                                            keras.Variable):
+            # A schedule: its value is checked at every step it is used.
+            rate = checked_learning_rate(rate, self.iterations)
+        return rate
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -186,6 +195,70 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
 
 _HIDING = threading.Lock()  # see `SparseAdagrad.apply`
+
+
+class LearningRateError(ValueError):
+    """A learning-rate schedule gave a value that is not finite and >= 0."""
+
+
+def _bad_rate_message(rate, step):
+    return (f"SparseAdagrad: the learning-rate schedule gave {rate} at step {step}; "
+            "a learning rate must be finite and >= 0 (else every trained row turns NaN).")
+
+
+def _raise_bad_rate(rate, step):
+    raise LearningRateError(_bad_rate_message(float(rate), int(step)))
+
+
+def checked_learning_rate(rate, step):
+    """`rate`, a learning-rate schedule's value at `step`, checked: a NaN, an
+    infinity or a negative rate raises `LearningRateError` (naming both)
+    instead of turning the tables NaN.
+
+    A plain number is checked at once; a tensor inside a compiled step is
+    checked when the step runs, by an assertion (TensorFlow) or a host
+    callback taken only on a bad value (JAX): one scalar comparison a step.
+
+    Example:
+
+    >>> checked_learning_rate(0.1, 0)
+    0.1
+    >>> checked_learning_rate(float("nan"), 3)
+    Traceback (most recent call last):
+    keras_gauss.optimizers.sparse_adagrad.LearningRateError: SparseAdagrad: the learning-rate schedule gave nan at step 3; ...
+    """
+    if is_number(rate):
+        if not (math.isfinite(rate) and rate >= 0):
+            _raise_bad_rate(rate, step)
+        return rate
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if tf.executing_eagerly():
+            value = float(rate)
+            if not (math.isfinite(value) and value >= 0):
+                _raise_bad_rate(value, step)
+            return rate
+        ok = tf.logical_and(tf.math.is_finite(rate), rate >= 0)
+        message = tf.strings.format(_bad_rate_message("{}", "{}"), [rate, step])
+        with tf.control_dependencies([tf.debugging.Assert(ok, [message])]):
+            return tf.identity(rate)
+    if backend == "jax":
+        import jax
+        from jax import numpy as jnp
+
+        if not isinstance(rate, jax.core.Tracer):
+            value = float(rate)
+            if not (math.isfinite(value) and value >= 0):
+                _raise_bad_rate(value, step)
+            return rate
+        rate, step = jnp.asarray(rate), jnp.asarray(keras.ops.convert_to_tensor(step))
+        ok = jnp.isfinite(rate) & (rate >= 0)
+        jax.lax.cond(ok, lambda: None,
+                     lambda: jax.debug.callback(_raise_bad_rate, rate, step))
+        return rate
+    return rate
 
 
 def _row_constraint(variable):

@@ -169,6 +169,8 @@ def run_evaluate(args):
     from keras_gauss.cli import CommandError
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import format_table
+    from keras_gauss.pipelines.evaluate import scored_anything
+    from keras_gauss.pipelines.evaluate import undefined_notes
 
     if not args.similarity and not args.entailment:
         raise CommandError("give at least one --similarity or --entailment file.")
@@ -191,7 +193,12 @@ def run_evaluate(args):
                 raise CommandError(
                     f"--{kind} {name}: none of its {result['n_pairs']} pairs has both "
                     f"words in the vocabulary of {args.run}; nothing to score.")
+    notes = undefined_notes(results)
+    if not scored_anything(results):  # every measure undefined: nothing was scored
+        raise CommandError(f"nothing could be scored: {'; '.join(notes)}")
     print(format_table(results))
+    for note in notes:  # a measure that is undefined says why (as n/a in the table)
+        print(note)
     _write_eval(args.run, results)
 
 

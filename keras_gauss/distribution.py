@@ -556,10 +556,11 @@ def _rendezvous_worker(host, port, job, deadline):
         except OSError:
             time.sleep(min(0.2, max(left, 0)))
             continue
-        keep = False
+        keep, greeted = False, False
         try:
             connection.settimeout(max(min(deadline - time.monotonic(), 10.0), 0.1))
             greeting = _read_line(connection).split()
+            greeted = True
             if len(greeting) != 2 or greeting[0] != PROTOCOL:
                 seen = "other"
                 continue
@@ -588,8 +589,11 @@ def _rendezvous_worker(host, port, job, deadline):
                 seen = "other"  # not process 0 of this job
         except DistributionError:
             raise
+        except TimeoutError:
+            if not greeted:  # it accepts connections but says nothing: not process 0
+                seen = "other"
         except (OSError, ValueError):
-            pass  # closed, timed out, garbage: try again until the deadline
+            pass  # closed, garbage: try again until the deadline
         finally:
             if not keep:
                 connection.close()

@@ -43,8 +43,8 @@ def _where(path, setting):
 def _kind_error(path, mode, setting):
     for test, kind in _KINDS:
         if test(mode):
-            hint = ("give a file" if kind == "a directory" else
-                    "it is read more than once, so write it to a file first")
+            hint = ("it is read more than once, so write it to a file first"
+                    if kind == "a named pipe (FIFO)" else "give a file")
             return InputFileError(f"{_where(path, setting)}: {kind}, not a regular file; "
                                   f"{hint}.")
     return None

@@ -289,19 +289,23 @@ def pair_scores(emb, left, right, measure):
 def _spearman(x, y):
     from scipy.stats import spearmanr
 
-    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if len(x) < 2 or _constant(x) or _constant(y):
         return math.nan  # undefined (`_undefined_rank` says why)
     return float(spearmanr(x, y).statistic)
+
+
+def _constant(values):
+    return bool(len(values)) and values.min() == values.max()  # (no overflow, unlike ptp)
 
 
 def _undefined_rank(scores, gold, what):
     """Why Spearman's rho of `scores` against `gold` is undefined, or None."""
     if len(gold) < 2:
         return f"only {len(gold)} covered pair(s): a rank correlation needs 2"
-    if np.ptp(gold) == 0:
+    if _constant(gold):
         return (f"the human scores of the {len(gold)} covered pairs are all equal "
                 f"({gold[0]:g}): nothing to rank")
-    if np.ptp(scores) == 0:
+    if _constant(scores):
         return (f"the model gives all {len(gold)} covered pairs the same {what} "
                 f"({scores[0]:.6g}): nothing to rank")
     return None

@@ -175,6 +175,16 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         accumulator.assign(acc.at[rows].set(acc_rows, mode="drop"))
         variable.assign(table.at[rows].set(new_rows, mode="drop"))
 
+    @property
+    def learning_rate(self):
+        return self._get_current_learning_rate()
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        if is_number(value):  # a schedule's values are checked as it gives them
+            check_number(value, "`learning_rate`", at_least=0)
+        keras.optimizers.Optimizer.learning_rate.fset(self, value)
+
     def _get_current_learning_rate(self):
         rate = super()._get_current_learning_rate()
         if callable(self._learning_rate) and not isinstance(self._learning_rate,

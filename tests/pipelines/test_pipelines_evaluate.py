@@ -199,6 +199,10 @@ def test_a_rank_correlation_that_is_undefined_says_why(tmp_path, emb):
     assert "only 1 covered pair(s)" in similarity(emb, path)["undefined"]["spearman_m"]
     path.write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
     assert similarity(emb, path)["undefined"] == {}
+    path.write_text("a\tb\t1e308\na\tc\t-1e308\na\td\t1e308\n")  # no overflow warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert similarity(emb, path)["undefined"] == {}
 
 
 def test_entailment_with_one_kind_of_label_is_undefined(tmp_path, emb):

@@ -247,3 +247,12 @@ def test_a_plain_callable_rate_is_checked_at_once():
     optimizer = SparseAdagrad(lambda: float("nan"))
     with pytest.raises(LearningRateError, match="gave nan at step 0"):
         _train_embedding(optimizer, [1, 2], steps=1)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -0.1])
+def test_setting_a_bad_learning_rate_later_is_an_error(value):
+    optimizer = SparseAdagrad(0.1)
+    with pytest.raises(ValueError, match="`learning_rate` must be"):
+        optimizer.learning_rate = value
+    optimizer.learning_rate = 0.05  # a number in range, or a schedule, is taken
+    assert float(optimizer.learning_rate) == pytest.approx(0.05)

@@ -184,6 +184,8 @@ def run_train_wordnet(args):
     for key in shown:
         if metrics.get(key) is not None:
             print(f"{key:>22}  {metrics[key]:.4f}")
+        elif key == "hyperlex_spearman" and metrics.get("hyperlex_undefined"):
+            print(f"{key:>22}  n/a: {metrics['hyperlex_undefined']}")
     if "evaluation" in metrics:
         print(evaluation_table(metrics["evaluation"], metrics["config"].get("generality", 0.0)))
     print(f"run written to {args.out}")

@@ -578,6 +578,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                                             generality=config.generality)
         metrics.update({"hyperlex_spearman": result["spearman"],
                         "hyperlex_coverage": result["coverage"]})
+        if result["undefined"]:
+            metrics["hyperlex_undefined"] = result["undefined"]
     if entailment is not None:
         result = evaluate.baroni2012(entailment, hierarchy, means, variances,
                                      generality=config.generality)

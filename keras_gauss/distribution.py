@@ -780,11 +780,13 @@ class _Link:
                 while connection.recv(4096):
                     pass
 
-    def peer_failure(self, wait):
-        """Why a peer stopped the job, waiting up to `wait` seconds for one; or None."""
+    def peer_failure(self, wait, lost_only=False):
+        """Why a peer stopped the job (`lost_only`: ended without a word),
+        waiting up to `wait` seconds for one; or None."""
         end = time.monotonic() + wait
+        kinds = ("lost",) if lost_only else ("failed", "lost")
         while True:
-            failed = [pid for pid, state in self.peers.items() if state in ("failed", "lost")]
+            failed = [pid for pid, state in self.peers.items() if state in kinds]
             if failed or time.monotonic() >= end:
                 return self.broken if failed else None
             time.sleep(0.05)
@@ -826,8 +828,13 @@ def job_failed(message, code=2):
     process ends) if the watchdog is printing its own line."""
     if not _ACTIVE:
         return
+    link = _ACTIVE[0]
+    if link.state != "failed":  # a collective that failed because a peer is gone
+        reason = link.peer_failure(wait=min(2.0, link.timeout / 4), lost_only=True)
+        if reason is not None:  # ... reaches here as an error of its own: the cause wins
+            link._stop(reason)
     _LINE.acquire()
-    _ACTIVE[0].fail(message, code)
+    link.fail(message, code)
 
 
 def job_crashed(error):
@@ -912,9 +919,13 @@ class Distribution:
             with self.keras_distribution.scope():
                 yield
         except BaseException as error:
+            link = self._link
+            reason = link.peer_failure(wait=min(2.0, link.timeout / 4), lost_only=True)
+            if reason is not None:  # a collective broken by a peer's end: the cause wins
+                link._stop(reason)
             if isinstance(error, ValueError):  # our one-line errors
-                self._link.fail(_one_line(error))
-            else:  # a collective broken by a peer's end, or a bug
+                link.fail(_one_line(error))
+            else:  # a bug
                 job_crashed(error)
             raise
         self._link.finish()

@@ -250,10 +250,13 @@ def checked_learning_rate(rate, step):
             if not (math.isfinite(value) and value >= 0):
                 _raise_bad_rate(value, step)
             return rate
+        def bad():  # the message is formatted only on a bad value
+            message = tf.strings.format(_bad_rate_message("{}", "{}"), [rate, step])
+            with tf.control_dependencies([tf.debugging.Assert(False, [message])]):
+                return tf.identity(rate)
+
         ok = tf.logical_and(tf.math.is_finite(rate), rate >= 0)
-        message = tf.strings.format(_bad_rate_message("{}", "{}"), [rate, step])
-        with tf.control_dependencies([tf.debugging.Assert(ok, [message])]):
-            return tf.identity(rate)
+        return tf.cond(ok, lambda: tf.identity(rate), bad)
     if backend == "jax":
         import jax
         from jax import numpy as jnp

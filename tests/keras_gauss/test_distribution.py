@@ -702,3 +702,66 @@ def test_a_killed_process_is_one_line_on_the_other_within_the_timeout(long_corpu
     if victim == 1:  # process 0 holds JAX's coordination service: nothing else speaks
         assert err.count("\n") == 1, err
     assert not (tmp_path / "r" / "run.json").exists()
+
+
+# --- the link alone (no JAX): a process's end or silence, in processes of their own -------
+
+_MEMBER = """
+import sys, time
+from keras_gauss import distribution
+address, n, pid, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+link = distribution.rendezvous(address, n, pid, timeout)
+if sys.argv[5:] == ["mute"]:  # joined, alive, but never a heartbeat (hung)
+    time.sleep(600)
+link.start()
+print("joined", flush=True)
+time.sleep(600)  # as if waiting in a collective
+"""
+
+
+def _members(n, timeout, extra=None):
+    address = f"127.0.0.1:{free_port()}"
+    return [subprocess.Popen([sys.executable, "-c", _MEMBER, address, str(n), str(pid),
+                              str(timeout), *((extra or {}).get(pid, ()))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for pid in range(n)]
+
+
+def test_a_process_ending_is_one_line_on_every_other_process_of_three():
+    """Process 1 of 3 is killed: process 0 sees its connection close and tells
+    process 2; both stop with one line naming process 1, within seconds."""
+    procs = _members(3, 60)
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "joined", proc.communicate(timeout=60)
+    procs[1].kill()
+    killed = time.monotonic()
+    for proc in (procs[0], procs[2]):
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        assert err == ("keras-gauss: error: process 1 of 3 ended before the job finished "
+                       "(killed or crashed: its own output says why); this process stops "
+                       "too.\n"), err
+    assert time.monotonic() - killed < 30  # seconds in fact; generous for a loaded machine
+    procs[1].communicate(timeout=60)
+
+
+def test_a_process_that_goes_silent_is_one_line_after_the_timeout():
+    """Process 1 stays alive but sends nothing (hung, or cut off): process 0
+    stops after --distribution-timeout (3 s here), naming it."""
+    procs = _members(2, 3, {1: ["mute"]})
+    _, err = procs[0].communicate(timeout=120)
+    assert procs[0].returncode == 2, err
+    assert "error: process 1 of 2 sent nothing for 3 s (--distribution-timeout): it hangs or " \
+           "is cut off; this process stops too." in err and err.count("\n") == 1
+    procs[1].kill()
+    procs[1].communicate(timeout=60)
+
+
+def test_a_coordinator_address_held_by_something_else_says_so():
+    """Something listens at the address but is not process 0 (it accepts and
+    says nothing, like an HTTP server): the worker's timeout line says so."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(DistributionError, match="something else answers at that address, "
+                                                    "not process 0 of a keras-gauss job"):
+            rendezvous(address, 2, 1, 2)

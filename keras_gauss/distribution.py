@@ -121,7 +121,7 @@ class DistributionConfig:
             environment, else 0). Process 0 is the chief: it alone writes
             the run directory and the checkpoints.
         timeout: seconds to wait for the coordinator and the other
-            processes (60).
+            processes, and to hear from a running one (60; at most a day).
 
     Example:
 
@@ -1210,7 +1210,9 @@ def add_arguments(parser):
                        help="devices each table is split over (--distribution model; "
                             "default: %(default)s)")
     group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="address of process 0 (default: KERAS_DISTRIBUTION_JOB_ADDRESSES)")
+                       help="address of process 0 (default: KERAS_DISTRIBUTION_JOB_ADDRESSES); "
+                            "on a network others reach, give every process the same secret "
+                            f"in {SECRET}")
     group.add_argument("--num-processes", type=int, default=None,
                        help="processes of the job (default: KERAS_DISTRIBUTION_NUM_PROCESSES "
                             "or 1)")
@@ -1218,8 +1220,9 @@ def add_arguments(parser):
                        help="this process, 0..N-1; 0 writes the run (default: "
                             "KERAS_DISTRIBUTION_PROCESS_ID or 0)")
     group.add_argument("--distribution-timeout", type=float, default=defaults.timeout,
-                       help="seconds to wait for the coordinator and the other processes "
-                            "(default: %(default)s)")
+                       help="seconds to wait for the coordinator and the other processes, "
+                            "and to hear from a running one before stopping (default: "
+                            f"%(default)s; at most {MAX_TIMEOUT:g})")
 
 
 def from_arguments(args):

@@ -52,6 +52,36 @@ def variance_facts(run_dir, max_rank=None):
     return words, np.arange(1, n + 1), logvar, residual, depth
 
 
+def specificity(run_dir, queries=("rock", "food", "feeling", "algebra"), k=100):
+    """The paper's Table 1: a query's k nearest neighbours (cosine of means), with the
+    Spearman rho of their variance with their frequency, and the neighbours whose
+    variance rank is most above / below their frequency rank."""
+    from scipy.stats import rankdata
+    from scipy.stats import spearmanr
+
+    from keras_gauss.runs import load_run
+
+    run = load_run(run_dir)
+    means, variances = run.tables()
+    unit = means / np.linalg.norm(means, axis=1, keepdims=True)
+    logdet = np.log(variances).sum(axis=1)
+    index = {w: i for i, w in enumerate(run.words)}
+    for query in queries:
+        if query not in index:
+            continue
+        near = np.argsort(-(unit @ unit[index[query]]))[1:k + 1]
+        var_rank = rankdata(-logdet[near])
+        freq_rank = rankdata(-np.asarray(run.counts)[near])
+        gap = freq_rank - var_rank  # > 0: broader than its frequency predicts
+        order = np.argsort(-logdet[near])
+        over = [run.words[near[i]] for i in np.argsort(-gap)[:5]]
+        under = [run.words[near[i]] for i in np.argsort(gap)[:5]]
+        print(f"  {query}: neighbours by descending variance "
+              f"{' '.join(run.words[near[i]] for i in order[::10])}; rho(variance, "
+              f"frequency) {spearmanr(logdet[near], np.asarray(run.counts)[near]).statistic:+.2f}; "
+              f"broader than their frequency: {' '.join(over)}; narrower: {' '.join(under)}")
+
+
 def main(argv=None):
     import matplotlib
 
@@ -106,6 +136,7 @@ def main(argv=None):
             ax.set_title(f"{title} vs depth (rho {rho:+.2f})")
             ax.axhline(0 if title != "variance" else np.median(values[noun]), color="grey",
                        lw=0.6, ls="--")
+        specificity(path)
     fig.tight_layout()
     fig.savefig(args.out, dpi=90)
     print(f"wrote {args.out}")

@@ -190,7 +190,8 @@ def empirical_embeddings(corpus, model, vocab_words, val, work, window=5):
     from keras_gauss.metrics import average_precision
 
     words = model.wv.index_to_key
-    cache = Path(work) / f"moments-{len(words)}-{model.vector_size}-w{window}.npz"
+    name = hashlib.sha256(str(Path(corpus).resolve()).encode()).hexdigest()[:8]
+    cache = Path(work) / f"moments-{name}-{len(words)}-{model.vector_size}-w{window}.npz"
     if cache.exists():
         data = np.load(cache)
         moments = data["counts"], data["sum_c"], data["sum_c2"]
@@ -232,6 +233,13 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=5, help="gensim epochs (the runs')")
     parser.add_argument("--window", type=int, default=10, help="gensim window (the runs')")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gensim-dims", type=int, nargs="*", default=[50, 100],
+                        help="gensim skip-gram sizes to train beside (default: 50 100)")
+    parser.add_argument("--empirical-corpus", default=None,
+                        help="estimate the empirical variances on this (part of the) corpus "
+                             "(default: --corpus)")
+    parser.add_argument("--no-empirical", action="store_true",
+                        help="leave out the Section 3 empirical-variance baseline")
     parser.add_argument("--validation-only", action="store_true",
                         help="Baroni validation and the similarity files other than WordSim353 "
                              "and MEN only, no gensim (for choosing settings)")
@@ -264,13 +272,16 @@ def main(argv=None):
         work = Path(args.work or tempfile.mkdtemp(prefix="corpus_tables_"))
         work.mkdir(parents=True, exist_ok=True)
         tokens = tokenized_file(args.corpus, words, work)
-        for dim in (50, 100):
-            model, seconds = gensim_model(tokens, dim, args.epochs, args.window, args.seed, work)
+        sg = {}
+        for dim in args.gensim_dims:
+            sg[dim], seconds = gensim_model(tokens, dim, args.epochs, args.window, args.seed,
+                                            work)
             gensim_seconds[dim] = seconds
-            models[f"SG {dim}-d"] = Embeddings(model.wv.index_to_key, model.wv.vectors, 1.0)
-            if dim == 50:
-                sg50 = model
-        empirical = empirical_embeddings(args.corpus, sg50, words, val, work)
+            models[f"SG {dim}-d"] = Embeddings(sg[dim].wv.index_to_key, sg[dim].wv.vectors, 1.0)
+        empirical = {}
+        if not args.no_empirical and sg:
+            empirical = empirical_embeddings(args.empirical_corpus or args.corpus, sg[min(sg)],
+                                             words, val, work)
     freq_emb = runs[next(iter(runs))][0]
 
     print(f"corpus {args.corpus}; {len(words):,} words; runs: "
@@ -286,7 +297,7 @@ def main(argv=None):
     names = list(runs)
     header = ["file (pairs covered)"] + [f"{n} m" for n in names] + [f"{n} d" for n in names]
     if not args.validation_only:
-        header += ["SG 50-d", "SG 100-d"]
+        header += [f"SG {d}-d" for d in args.gensim_dims]
     header += ["frequency"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -296,7 +307,8 @@ def main(argv=None):
         cells += [fmt(similarity_rho(models[n], rows, "cos")) for n in names]
         cells += [fmt(similarity_rho(models[n], rows, "d")) for n in names]
         if not args.validation_only:
-            cells += [fmt(similarity_rho(models[f"SG {d}-d"], rows, "cos")) for d in (50, 100)]
+            cells += [fmt(similarity_rho(models[f"SG {d}-d"], rows, "cos"))
+                      for d in args.gensim_dims]
         cells.append(fmt(similarity_rho(freq_emb, rows, "freq_sim", counts)))
         print("| " + " | ".join(cells) + " |")
 
@@ -313,7 +325,7 @@ def main(argv=None):
             entries.append((n, measure.upper() if measure == "kl" else "cos", models[n], measure))
         entries.append((n, "log det (w2 - w1)", models[n], "logdet"))
     if not args.validation_only:
-        for d in (50, 100):
+        for d in args.gensim_dims:
             entries.append((f"SG {d}-d", "cos", models[f"SG {d}-d"], "cos"))
         for covariance, (ap, ridge, emb) in empirical.items():
             label = f"empirical {covariance} (ridge {ridge:g})"

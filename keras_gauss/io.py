@@ -569,7 +569,15 @@ class OutputClaim:
         self.lock = OutputLock(self.path)
 
     def __enter__(self):
-        self.lock.acquire()
+        check_writable(self.path)  # before making the directories the lock goes in
+        try:
+            self.lock.acquire()
+        except OSError as error:
+            if isinstance(error, (OutputExistsError, OutputNotWritableError)):
+                raise
+            raise OutputNotWritableError(
+                f"{self.path}: cannot take its lock {self.lock.file} "
+                f"({error.strerror or error})") from None
         try:
             with _parent_lock(self.path.parent):
                 recover(self.path)
@@ -749,13 +757,13 @@ def not_writable(path, error, what, kept):
     """`OutputNotWritableError` for a write of `what` to `path` that failed with
     `error`, saying what was kept; None when `error` is no refusal of the
     file system (`write_error`)."""
-    if isinstance(error, OutputNotWritableError):
-        return error
-    reason = write_error(error)
+    reason = getattr(error, "reason", None) or write_error(error)
     if reason is None:
         return None
-    return OutputNotWritableError(
+    refused = OutputNotWritableError(
         f"{path}: cannot write {what} ({reason[0].lower() + reason[1:]}); {kept}.")
+    refused.reason = reason
+    return refused
 
 
 # ----------------------------------------------------------- atomic writes

@@ -935,7 +935,7 @@ def atomic_file(path, overwrite=False, mode="w", content=None):
             except BaseException as error:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-                refused = not_writable(path, error, content or "the file",
+                refused = not_writable(path, error, f"the {content or 'file'}",
                                        f"{path} is left as it was")
                 if refused is not None:
                     raise refused from None

@@ -211,9 +211,9 @@ def output_content(path):
 
     Example:
 
-    >>> with atomic_directory("runs/demo") as tmp:
+    >>> with atomic_directory("runs/marked") as tmp:
     ...     _ = (tmp / "metrics.json").write_text("{}")
-    >>> output_content("runs/demo")
+    >>> output_content("runs/marked")
     'run'
     """
     path = Path(path)
@@ -434,7 +434,7 @@ class OutputLock:
 
     Example:
 
-    >>> lock = OutputLock("runs/demo").acquire()
+    >>> lock = OutputLock("runs/locked").acquire()
     >>> lock.release()
     """
 
@@ -556,7 +556,7 @@ class OutputClaim:
 
     Example:
 
-    >>> with OutputClaim("runs/demo") as claim:
+    >>> with OutputClaim("runs/claimed") as claim:
     ...     _ = claim.check(overwrite=False)
     ...     with atomic_directory(claim.path) as tmp:
     ...         _ = (tmp / "metrics.json").write_text("{}")

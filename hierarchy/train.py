@@ -386,13 +386,19 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     model, the closure lookup and depth difference baselines and, with
     `poincare_seconds`, gensim's Poincaré model; reconstruction mean rank and
     MAP, HyperLex and Baroni 2012 scores when their files are given,
-    `train_seconds`, and the config). The directory appears only when
-    everything is written.
+    `train_seconds`, and the config), and last the marker of a run of ours
+    (`.keras-gauss`). It is a `keras_gauss.job.Job` with `HierarchyEngine`:
+    the settings (and the HyperLex and entailment files) are checked before
+    anything else is read, `out_dir` is locked for the whole run, replaced
+    only when it holds a run of ours, and only when the table is finite and
+    inside its bounds; the directory appears only when everything is
+    written.
 
     Every `checkpoint_every` minutes (between two steps) the table, the
     optimizer state and the position (epoch, step) are saved to
     `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
-    continues a killed run from there, with the same config, to the tables
+    continues a killed run from there, with the same config and hierarchy
+    (the checkpoint holds a digest of its nodes and edges), to the tables
     of an uninterrupted run, bit for bit. Epoch `e` draws its order and
     negatives from the stream `[seed, e]`.
 

@@ -367,6 +367,7 @@ class NativeEngine:
 
     Example:
 
+    >>> import dataclasses
     >>> from keras_gauss.job import Job
     >>> from keras_gauss.pipelines.train import CorpusConfig
     >>> with open("corpus.txt", "w") as f:

@@ -555,7 +555,14 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     - `metrics.json`: `train_seconds`, `pairs` (trained), `pairs_per_second`,
       `tokens` (in-vocabulary corpus tokens read, all epochs, before
       subsampling), `tokens_per_second`, `final_loss`, `vocab_size`,
-      `batch_size`, the per-epoch loss and the config.
+      `batch_size`, the per-epoch loss and the config;
+    - `.keras-gauss`: the marker of a run of ours (`keras_gauss.io`), last.
+
+    It is a `keras_gauss.job.Job` with `TensorFlowEngine`, or on text files
+    `keras_gauss.pipelines.native_corpus.NativeEngine`: the settings are
+    checked before anything is read, `out_dir` is locked for the whole run
+    and replaced only when it holds a run of ours, the tables are checked
+    (finite, inside their bounds) before they are written.
 
     Progress (`keras_gauss.callbacks.ProgressLogger`) shows the loss and
     pairs/s: a bar on a terminal, one line per epoch otherwise.
@@ -563,9 +570,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     Every `checkpoint_every` minutes (between two chunks or steps) the
     tables, optimizer state and position in the data are saved to
     `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
-    continues a killed run from there, with the same config and corpus, to
-    the run files an uninterrupted run writes (bit for bit with one thread
-    or the `"keras"`/`"fused-step"` engines; the metrics count the whole run).
+    continues a killed run from there, with the same config and corpus (the
+    checkpoint holds a digest of the corpus read), to the run files an
+    uninterrupted run writes (bit for bit with one thread or the
+    `"keras"`/`"fused-step"` engines; the metrics count the whole run).
 
     Args:
         config: a `CorpusConfig`.
@@ -605,10 +613,15 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             after `min_count`, unreadable (binary, non-UTF-8) files.
         FileNotFoundError: a missing corpus path or unprepared TFDS data.
         keras_gauss.io.OutputExistsError: `out_dir` holds files and
-            `overwrite` is False.
+            `overwrite` is False, holds what is not a run of ours, or is
+            being written by another process (`OutputBusyError`).
+        keras_gauss.io.OutputNotWritableError: `out_dir` cannot be written
+            (permissions, space; also while training: the previous
+            checkpoint or run is kept).
         keras_gauss.checkpoint.CheckpointError: `resume` without a
-            checkpoint to continue (or with other settings), or `out_dir`
-            holds an interrupted run and neither `resume` nor `overwrite`.
+            checkpoint to continue (or with other settings or another
+            corpus), or `out_dir` holds an interrupted run and neither
+            `resume` nor `overwrite`.
 
     Example:
 
@@ -618,8 +631,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     ...                        "runs/tiny", verbose=0)
     >>> metrics["vocab_size"], len(metrics["loss_per_epoch"])
     (7, 2)
-    >>> sorted(os.listdir("runs/tiny"))
-    ['metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
+    >>> sorted(os.listdir("runs/tiny"))  # and the marker of a run of ours, written last
+    ['.keras-gauss', 'metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
     """
     def check():  # every setting, before anything is read or imported
         config.validate()

@@ -4,5 +4,5 @@ import sys
 
 from keras_gauss.cli import main
 
-if __name__ == "__main__":  # (imported, e.g. by the docstring tests, it runs nothing)
+if __name__ == "__main__":
     sys.exit(main())

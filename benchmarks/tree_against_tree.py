@@ -3,9 +3,10 @@
 Runs `keras-gauss train-corpus` (the default, native engine, from the .gz)
 and `keras-gauss train-wordnet --root mammal.n.01` as whole processes from
 this tree and from another one (e.g. main's, unpacked with `git archive`),
-one after the other in every repeat, with gensim's `Word2Vec` on the same
-corpus as the peer, and prints the best wall seconds of each and their
-ratios, with the load average. The other tree runs through an overlay
+one after the other in every repeat (the trees taking turns going first),
+with gensim's `Word2Vec` on the same corpus as the peer, and prints the
+best wall and CPU seconds of each and their ratios, with the load average
+(on a loaded machine the CPU seconds are the steadier figure). The other tree runs through an overlay
 (its `keras_gauss/` with its `hierarchy/` and `pipelines/` as
 subpackages, as installed) on `PYTHONPATH`, with this environment's
 packages.
@@ -18,6 +19,7 @@ Usage (from the repository root):
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,12 +50,17 @@ def overlay(tree, root):
     return str(root)
 
 
-def wall(command, env):
+def timed(command, env):
+    """Wall and CPU seconds (user + system) of one process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode:
         raise SystemExit(f"{command[:4]} failed: {result.stderr[-2000:]}")
-    return time.perf_counter() - start
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu
 
 
 def main(argv=None):
@@ -75,25 +82,33 @@ def main(argv=None):
         for job, flags in jobs.items():
             for tree, env in trees.items():
                 out = str(Path(tmp) / f"{job}-{tree}".replace(" ", "-"))
-                commands.append((f"{job}, {tree}", [sys.executable, "-m", "keras_gauss.cli",
+                commands.append((f"{job}, {tree}", [sys.executable, "-m", "keras_gauss",
                                                     *flags, "--out", out, "--overwrite", "-q"],
                                  env))
         for _, command, env in commands[1:]:
-            wall(command, env)  # builds (or verifies) the compiled op and native library
+            timed(command, env)  # builds (or verifies) the compiled op and native library
         best = {}
         for repeat in range(args.repeats):
-            times = {name: wall(command, env) for name, command, env in commands}
-            for name, seconds in times.items():
-                best[name] = min(best.get(name, float("inf")), seconds)
-            print(f"repeat {repeat + 1}: " + ", ".join(f"{n} {s:.2f} s" for n, s in times.items())
+            # The trees take turns going first (the first of a pair pays for a cold cache).
+            order = commands if repeat % 2 == 0 else [commands[0], *[
+                pair[i] for pair in zip(commands[1::2], commands[2::2]) for i in (1, 0)]]
+            times = {name: timed(command, env) for name, command, env in order}
+            for name, (seconds, cpu) in times.items():
+                old = best.get(name, (float("inf"), float("inf")))
+                best[name] = (min(old[0], seconds), min(old[1], cpu))
+            print(f"repeat {repeat + 1}: " + ", ".join(f"{n} {s:.2f} s ({c:.1f} CPU-s)"
+                                                      for n, (s, c) in times.items())
                   + f"; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
                   flush=True)
-    print(f"\n{'process':<36} {'best s':>8} {'/ other tree':>13} {'/ gensim':>9}")
-    for name, seconds in best.items():
+    print(f"\n{'process':<36} {'best s':>8} {'CPU-s':>7} {'/ other (s)':>12} "
+          f"{'/ other (CPU)':>14} {'/ gensim':>9}")
+    for name, (seconds, cpu) in best.items():
         job = name.rsplit(", ", 1)[0]
         other = best.get(f"{job}, other tree")
-        print(f"{name:<36} {seconds:8.2f} "
-              f"{(f'{seconds / other:.3f}' if other else ''):>13} {seconds / best['gensim']:9.2f}")
+        ratios = (f"{seconds / other[0]:12.3f} {cpu / other[1]:14.3f}" if other
+                  else f"{'':>12} {'':>14}")
+        print(f"{name:<36} {seconds:8.2f} {cpu:7.1f} {ratios} "
+              f"{seconds / best['gensim'][0]:9.2f}")
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

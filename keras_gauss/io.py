@@ -45,6 +45,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -473,7 +474,7 @@ class OutputLock:
             while True:
                 fd = self._open()
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                    self._flock(fd, wait)
                 except BlockingIOError:
                     holder = _holder(fd)
                     os.close(fd)
@@ -494,6 +495,20 @@ class OutputLock:
         self.fd, self.count = fd, 1
         _HELD[self.path] = self
         return self
+
+    @staticmethod
+    def _flock(fd, wait):
+        if wait:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        for attempt in range(5):  # a moment: another start's probe (`_check_free`) passes
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.02)
 
     def _remove_made(self):
         for directory in self.made:  # deepest first

@@ -120,8 +120,8 @@ def _read_small_json(path, limit=1 << 16):
     return value if isinstance(value, dict) else None
 
 
-def _marker_content(path):
-    """The content named by the marker file `path`, or None when it is not ours."""
+def _marker(path):
+    """The marker file `path`'s object when it is a marker of ours, else None."""
     value = _read_small_json(path)
     if value is None or value.get("format") != MARKER_FORMAT:
         return None
@@ -129,22 +129,55 @@ def _marker_content(path):
     if isinstance(version, bool) or not isinstance(version, int) \
             or not 1 <= version <= MARKER_VERSION:
         return None
-    return value.get("content") if value.get("content") in CONTENTS else None
+    return value if value.get("content") in CONTENTS else None
+
+
+def _marker_content(path):
+    """The content named by the marker file `path`, or None when it is not ours."""
+    value = _marker(path)
+    return None if value is None else value["content"]
+
+
+def _files(directory):
+    """The relative paths of the files (anything not a directory) under `directory`."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        base = Path(root).relative_to(directory)
+        found += [(base / name).as_posix() for name in files]
+        found += [(base / name).as_posix() for name in dirs
+                  if os.path.islink(os.path.join(root, name))]
+    return sorted(found)
 
 
 def write_marker(directory, content):
-    """Writes the marker of `directory` (atomically: a sibling renamed onto it)."""
+    """Writes the marker of `directory` (atomically: a sibling renamed onto it),
+    recording the files it holds: what a later replace may delete."""
     directory = Path(directory)
+    text = _marker_text(content, files=_files(directory))
     fd, tmp = tempfile.mkstemp(prefix=f"{MARKER}.tmp-", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(_marker_text(content))
+            f.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, directory / MARKER)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _foreign_files(path):
+    """Files in the output `path` (with a marker of ours) that keras-gauss did not
+    write: neither recorded by its marker, nor the marker, nor a run's later
+    files (`eval.json`, the checkpoint)."""
+    marker = _marker(path / MARKER)
+    recorded = set(marker.get("files") or []) if marker is not None else set()
+    runs = marker is not None and marker["content"] in (RUN, RUN_IN_PROGRESS)
+    return [name for name in _files(path)
+            if name not in recorded and name != MARKER
+            and not name.startswith(f"{MARKER}.tmp-")
+            and not (runs and (name == "eval.json" or name.startswith(".eval.json.tmp-")
+                               or name.startswith(".checkpoint/")))]
 
 
 def _names(path):
@@ -321,6 +354,14 @@ def _check_replaceable(path, overwrite, content=RUN):
     if not overwrite:
         raise OutputExistsError(
             f"{path} already holds {_article(found)} {found}; pass --overwrite to replace it.")
+    foreign = _foreign_files(path) if os.path.lexists(path / MARKER) else []
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more"
+                                          if len(foreign) > 5 else "")
+        raise OutputExistsError(
+            f"{path} holds {_article(found)} keras-gauss {found} and files keras-gauss did not "
+            f"write ({shown}), so it is never replaced, not even with --overwrite; move them "
+            "out first.")
     return found
 
 

@@ -373,3 +373,22 @@ def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kin
         ["run"] if kind == "directory" else [".means.txt.keras-gauss", "means.txt"])
     write("newer")
     assert written.read_text() == "newer"
+
+
+def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_path):
+    run = tmp_path / "run"
+    with atomic_directory(run) as tmp:
+        (tmp / "split").mkdir()
+        (tmp / "split" / "train.tsv").write_text("a\tb\n")
+    (run / "eval.json").write_text("{}")  # written later by `keras-gauss evaluate`: ours
+    with atomic_directory(run, overwrite=True) as tmp:
+        (tmp / "split").mkdir()
+        (tmp / "split" / "train.tsv").write_text("c\td\n")
+    for mine in ("thesis.pdf", "split/notes.txt"):
+        (run / mine).write_text("mine")
+        with pytest.raises(OutputExistsError, match=f"files keras-gauss did not write "
+                                                    f"\\({mine}\\).*never replaced"):
+            with atomic_directory(run, overwrite=True):
+                pass
+        assert (run / mine).read_text() == "mine"
+        (run / mine).unlink()

@@ -273,25 +273,33 @@ def _file_digest(path):
 
 def file_content(path):
     """What the file `path` is as an output of ours (`WORD2VEC`), or None: its
-    marker `.NAME.keras-gauss` must name it and record its size and SHA-256."""
+    marker `.NAME.keras-gauss` must name it and record its size and SHA-256
+    (those of the file now, or, while a replace is under way, of the file it
+    replaces)."""
     path = Path(path)
-    value = _read_small_json(_file_marker(path))
-    if value is None or _marker_content(_file_marker(path)) is None:
+    value = _marker(_file_marker(path))
+    if value is None:
         return None
     try:
         info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size != value.get("size"):
+        if not stat.S_ISREG(info.st_mode):
             return None
-        if _file_digest(path) != value.get("sha256"):
+        known = [(v.get("size"), v.get("sha256")) for v in (value, value.get("previous") or {})]
+        if not any(size == info.st_size for size, _ in known):
             return None
+        digest = _file_digest(path)
     except OSError:
         return None
-    return value["content"]
+    return value["content"] if (info.st_size, digest) in known else None
 
 
-def _write_file_marker(path, content):
+def _write_file_marker(path, content, data=None, previous=None):
+    """Writes the marker beside the file `path` for the file `data` (default
+    `path`), recording `previous` (`{"size", "sha256"}`) too."""
     marker = _file_marker(path)
-    text = _marker_text(content, size=os.path.getsize(path), sha256=_file_digest(path))
+    data = path if data is None else data
+    text = _marker_text(content, size=os.path.getsize(data), sha256=_file_digest(data),
+                        **({"previous": previous} if previous else {}))
     fd, tmp = tempfile.mkstemp(prefix=f"{marker.name}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -302,6 +310,21 @@ def _write_file_marker(path, content):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _replace_file(tmp, path, overwrite, content):
+    """Puts the complete `tmp` in the place of the export `path`: its marker first
+    (naming the new file and the old one), then the rename, then the marker
+    of the new file alone. A failure or a kill at any point leaves `path`
+    and a marker that names it."""
+    with _parent_lock(path.parent):
+        previous = None
+        if _check_replaceable_file(path, overwrite, content) is not None:
+            previous = {"size": os.path.getsize(path), "sha256": _file_digest(path)}
+        _write_file_marker(path, content, data=tmp, previous=previous)
+        os.replace(tmp, path)
+    with contextlib.suppress(OSError):  # (the marker above names the new file already)
+        _write_file_marker(path, content)
 
 
 # ------------------------------------------------------------------ checks
@@ -982,10 +1005,7 @@ def atomic_file(path, overwrite=False, mode="w", content=None):
                     yield handle
                 os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would be surprising
                 if content is not None:
-                    with _parent_lock(path.parent):
-                        _check_replaceable_file(path, overwrite, content)
-                        os.replace(tmp, path)
-                    _write_file_marker(path, content)
+                    _replace_file(tmp, path, overwrite, content)
                 else:
                     os.replace(tmp, path)
             except BaseException as error:

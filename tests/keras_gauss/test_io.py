@@ -211,6 +211,7 @@ def test_concurrent_overwrites_neither_fail_nor_leave_strays(tmp_path):
 # --- ownership, locks, write errors (issue 23) --------------------------------
 
 import errno
+from pathlib import Path
 
 
 def _files(directory, files):
@@ -392,3 +393,35 @@ def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_
                 pass
         assert (run / mine).read_text() == "mine"
         (run / mine).unlink()
+
+
+@pytest.mark.parametrize("stop", ["marker", "rename"])
+def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, monkeypatch,
+                                                                     stop):
+    import keras_gauss.io as io_module
+
+    path = tmp_path / "means.txt"
+    with atomic_file(path, content=WORD2VEC) as f:
+        f.write("1 1\ncat 0.5\n")
+    real_replace, real_text = os.replace, io_module._marker_text
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    if stop == "marker":  # no space for the new file's marker
+        monkeypatch.setattr(io_module, "_marker_text", full)
+    else:  # its marker is in place, the file is not yet
+        monkeypatch.setattr(io_module.os, "replace",
+                            lambda src, dst: full() if Path(dst) == path else real_replace(src, dst))
+    with pytest.raises(OutputNotWritableError, match="no space left.*left as it was"):
+        with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
+            f.write("1 1\ndog 0.5\n")
+    monkeypatch.setattr(io_module.os, "replace", real_replace)
+    monkeypatch.setattr(io_module, "_marker_text", real_text)
+    assert path.read_text() == "1 1\ncat 0.5\n"
+    assert io_module.file_content(path) == WORD2VEC  # still ours: replaced next time
+    with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
+        f.write("1 1\ndog 0.5\n")
+    assert io_module.file_content(path) == WORD2VEC
+    assert json.loads((tmp_path / ".means.txt.keras-gauss").read_text()).get("previous") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".means.txt.keras-gauss", "means.txt"]

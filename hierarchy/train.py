@@ -11,6 +11,7 @@ from keras_gauss.hierarchy.benchmark_data import read_entailment
 from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
+from keras_gauss.job import Engine
 from keras_gauss.job import Job
 from keras_gauss.job import model_tables
 
@@ -481,7 +482,7 @@ def hierarchy_digest(hierarchy):
     return digest.hexdigest()
 
 
-class HierarchyEngine:
+class HierarchyEngine(Engine):
     """The hierarchy trainer for `keras_gauss.job.Job`: the model of
     `hierarchy_model` trained with `fit` (the fused KL step for the ranking
     loss on TensorFlow, `FusedKLTrainer`), evaluated on the split, written

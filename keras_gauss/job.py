@@ -24,13 +24,15 @@ written. `Job.run` does the rest, in this order, the same for all:
 11. write the run (process 0): `Engine.write`, `metrics.json`, `run.json`
     and the marker, last, into a directory that replaces the output whole.
 
-A run's identity for `--resume` is its settings and the digest of the data
-it read (`Digest`), which every engine of a trainer computes the same way.
+An engine subclasses `Engine`; a trainer gives `Job.run` the engines that
+may train its data, in order of preference. A run's identity for
+`--resume` is its settings and the digest of the data it read (`Digest`),
+which every engine of a trainer computes the same way.
 
 Example: a toy engine whose training adds 0.1 to every mean of one table.
 
 >>> import os
->>> class Toy:
+>>> class Toy(Engine):
 ...     name = "toy"
 ...     def read(self, job):  # the data: two lines
 ...         digest = Digest()
@@ -145,6 +147,53 @@ class Table:
     max_norm: float | None
     min_variance: float | None
     max_variance: float | None
+
+
+class Engine:
+    """The part of a training job that differs between trainers and engines.
+
+    Subclass it and give the job a list of engines (`Job.run`). Every method
+    gets the `Job`, whose attributes give what the job set up: `job.state`
+    (a resumed checkpoint's position and totals, `{}` for a fresh run),
+    `job.distribution`, `job.checkpointer` (call `due()` between two steps
+    and `save(position, arrays)` when it is), `job.verbose`, `job.elapsed()`.
+
+    Attributes:
+        name: recorded in checkpoints; a run resumes only with the engine
+            that started it.
+    """
+
+    name = None
+
+    def read(self, job):
+        """Reads the data; returns `Data` (with the digest of the content
+        read, computed as every engine of the trainer computes it), or None
+        when this engine cannot train it (the job takes the next one)."""
+        raise NotImplementedError
+
+    def build(self, job, arrays):
+        """Builds the tables (inside their bounds) and the optimizer;
+        restores a checkpoint's `arrays` when not None."""
+        raise NotImplementedError
+
+    def tables(self):
+        """The `Table`s to check, with their bounds."""
+        raise NotImplementedError
+
+    def train(self, job):
+        """Trains from `job.state`'s position, checkpointing when due."""
+        raise NotImplementedError
+
+    def metrics(self, job):
+        """The metrics dict (`metrics.json`); raises when training produced
+        nothing to write."""
+        raise NotImplementedError
+
+    def write(self, job, directory):
+        """Writes the engine's run files into `directory` (the job adds
+        `metrics.json`, `run.json` and the marker); returns `run.json`'s
+        entries (`keras_gauss.runs.write_run_info`)."""
+        raise NotImplementedError
 
 
 def model_tables(model):

@@ -36,6 +36,7 @@ from keras_gauss.fused.native import NativeTables
 from keras_gauss.fused.sampling import alias_table
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
+from keras_gauss.job import Engine
 from keras_gauss.job import Table
 from keras_gauss.pipelines.corpus_run import NO_PAIRS
 from keras_gauss.pipelines.corpus_run import corpus_metrics
@@ -353,7 +354,7 @@ def available(config, corpus, vocab=None, callbacks=None):
     return native_available()
 
 
-class NativeEngine:
+class NativeEngine(Engine):
     """The fused engine on text files without TensorFlow: the engine a
     `keras_gauss.job.Job` runs for `keras_gauss.pipelines.train_corpus` when
     `available` (see the module docstring); the same run files.

@@ -10,6 +10,7 @@ from keras_gauss.checkpoint import restore_model
 from keras_gauss.distribution import DistributionError
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
+from keras_gauss.job import Engine
 from keras_gauss.job import Job
 from keras_gauss.job import model_tables
 from keras_gauss.pipelines import native_corpus
@@ -672,7 +673,7 @@ def line_digest(corpus):
     return digest.hexdigest()
 
 
-class TensorFlowEngine:
+class TensorFlowEngine(Engine):
     """The corpus engines on TensorFlow (or JAX) for `keras_gauss.job.Job`:
     `"keras"` and `"fused-step"` (skip-gram pairs into `fit`) and `"fused"`
     (token ids into the fused op), as `train_corpus` runs them.

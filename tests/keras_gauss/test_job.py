@@ -20,7 +20,7 @@ from keras_gauss.checkpoint import read_checkpoint
 from keras_gauss.checks import TrainingDivergedError
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
-from keras_gauss.job import Data, Digest, Job, Table
+from keras_gauss.job import Data, Digest, Engine, Job, Table
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
 
 NO_TENSORFLOW = {"tensorflow": False, "keras": False}
@@ -31,7 +31,7 @@ needs_native = pytest.mark.skipif(not native_available(),
                                   reason="the native trainer did not build")
 
 
-class Toy:
+class Toy(Engine):
     """An engine of one table whose training adds `step` to every mean."""
 
     name = "toy"

@@ -52,7 +52,7 @@ import time
 from keras_gauss.io import PROJECTOR, RUN, SERVING, WORD2VEC
 from keras_gauss.io import OutputBusyError, OutputClaim, OutputNotWritableError
 from keras_gauss.io import _parent_lock, atomic_file, check_output_file, output_content
-from keras_gauss.io import recover, write_marker
+from keras_gauss.io import recover
 
 
 def _run(tmp_path, value, overwrite=True):
@@ -399,17 +399,18 @@ def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_
 def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, monkeypatch,
                                                                      stop):
     import keras_gauss.io as io_module
+    import keras_gauss.ownership as ownership
 
     path = tmp_path / "means.txt"
     with atomic_file(path, content=WORD2VEC) as f:
         f.write("1 1\ncat 0.5\n")
-    real_replace, real_text = os.replace, io_module._marker_text
+    real_replace, real_text = os.replace, ownership._marker_text
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     if stop == "marker":  # no space for the new file's marker
-        monkeypatch.setattr(io_module, "_marker_text", full)
+        monkeypatch.setattr(ownership, "_marker_text", full)
     else:  # its marker is in place, the file is not yet
         monkeypatch.setattr(io_module.os, "replace",
                             lambda src, dst: full() if Path(dst) == path else real_replace(src, dst))
@@ -417,7 +418,7 @@ def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, m
         with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
             f.write("1 1\ndog 0.5\n")
     monkeypatch.setattr(io_module.os, "replace", real_replace)
-    monkeypatch.setattr(io_module, "_marker_text", real_text)
+    monkeypatch.setattr(ownership, "_marker_text", real_text)
     assert path.read_text() == "1 1\ncat 0.5\n"
     assert io_module.file_content(path) == WORD2VEC  # still ours: replaced next time
     with atomic_file(path, overwrite=True, content=WORD2VEC) as f:

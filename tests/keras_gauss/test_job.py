@@ -214,10 +214,12 @@ def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_
         [sys.executable, "-c", "import os, sys\n" + code,
          json.dumps([[*argv, "--overwrite", "--quiet"] for argv in commands])],
         capture_output=True, text=True, timeout=300)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 6, result.stderr  # one error line and the exit status, each
-    for path, (error, status) in zip(("m.txt", "p", "serve/1"), zip(lines[::2], lines[1::2])):
-        assert status == "exit 2"
+    # (Only our lines: a backend may print notices of its own on some machines.)
+    errors = [line for line in result.stderr.splitlines()
+              if line.startswith("keras-gauss export: error:")]
+    statuses = [line for line in result.stderr.splitlines() if line.startswith("exit ")]
+    assert statuses == ["exit 2"] * 3 and len(errors) == 3, result.stderr
+    for path, error in zip(("m.txt", "p", "serve/1"), errors):
         assert f"{exports / path}: cannot write" in error and "(no space left on device)" \
             in error and "left as it was" in error, error
     after = {str(p): p.read_bytes() for p in exports.rglob("*") if p.is_file()}

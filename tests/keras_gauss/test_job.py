@@ -219,6 +219,7 @@ def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_
               if line.startswith("keras-gauss export: error:")]
     statuses = [line for line in result.stderr.splitlines() if line.startswith("exit ")]
     assert statuses == ["exit 2"] * 3 and len(errors) == 3, result.stderr
+    assert "Traceback" not in result.stderr
     for path, error in zip(("m.txt", "p", "serve/1"), errors):
         assert f"{exports / path}: cannot write" in error and "(no space left on device)" \
             in error and "left as it was" in error, error

@@ -471,7 +471,8 @@ class NativeEngine(Engine):
                     keep=keep, window=config.window, dynamic_window=config.dynamic_window,
                     negatives=config.negatives, batch_size=config.batch_size,
                     num_threads=threads, margin=config.margin, epsilon=1e-7,
-                    energy=config.energy)
+                    energy=config.energy,
+                    variance_learning_rate=config.variance_learning_rate)
                 pairs += chunk_pairs
                 loss += chunk_loss
                 check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")

@@ -1,6 +1,7 @@
 """Training Gaussian word embeddings on a text corpus (the paper's Section 6 setup)."""
 
 import dataclasses
+import math
 import os
 import time
 import warnings
@@ -62,6 +63,10 @@ class CorpusConfig:
         min_variance: variance bound `m` (0.05).
         max_variance: variance bound `M` (5).
         init_variance: starting variance of every Gaussian (1).
+        variance_learning_rate: the variances' AdaGrad learning rate
+            (`None`: `learning_rate`, one rate for means and variances).
+            Only the `"fused"` engine has it (the keras and fused-step
+            engines refuse another value).
         seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same):
             - `"keras"`: the `tf.data` skip-gram stream
@@ -105,6 +110,7 @@ class CorpusConfig:
     min_variance: float = 0.05
     max_variance: float = 5.0
     init_variance: float = 1.0
+    variance_learning_rate: float | None = None
     seed: int = 0
     engine: str = "fused"
     threads: int = 0
@@ -119,6 +125,13 @@ class CorpusConfig:
         if not self.min_variance <= self.init_variance <= self.max_variance:
             raise ValueError(f"--init-variance {self.init_variance} must lie in [--min-variance, "
                              f"--max-variance] = [{self.min_variance}, {self.max_variance}].")
+        if self.variance_learning_rate is not None and not (
+                math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
+            raise ValueError("--variance-learning-rate must be a finite number > 0, got "
+                             f"{self.variance_learning_rate}.")
+        if self.variance_learning_rate is not None and self.engine != "fused":
+            raise ValueError("--variance-learning-rate needs --engine fused (the keras and "
+                             f"fused-step engines have one learning rate), got {self.engine!r}.")
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -479,7 +492,7 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpoin
             max_norm=(words.max_norm or 0.0, contexts.max_norm or 0.0),
             min_variance=(words.min_variance, contexts.min_variance),
             max_variance=(words.max_variance, contexts.max_variance),
-            energy=config.energy)
+            energy=config.energy, variance_learning_rate=config.variance_learning_rate)
 
     step.get_concrete_function(tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64),
                                tf.TensorSpec([], tf.int64))  # traced while chunks are read
@@ -533,6 +546,9 @@ def _available_engine(config):
 
     if fused_available():
         return config
+    if config.variance_learning_rate is not None:
+        raise ValueError(f"--variance-learning-rate needs the fused op, which is unavailable "
+                         f"({build.error()}).")
     warnings.warn(f"the fused op is unavailable ({build.error()}); training with "
                   "engine='keras' instead.", RuntimeWarning, stacklevel=3)
     return dataclasses.replace(config, engine="keras")

@@ -216,3 +216,12 @@ def test_line_chunks_drop_unknown_words_anywhere(tmp_path):
         expected = tf.ragged.boolean_mask(looked_up, looked_up >= 0)
         assert ids.numpy().tolist() == expected.flat_values.numpy().tolist()
         assert splits.numpy().tolist() == expected.row_splits.numpy().tolist()
+
+
+def test_variance_learning_rate_is_checked_and_refused_where_unsupported():
+    CorpusConfig(variance_learning_rate=0.01).validate()
+    for bad in (dict(variance_learning_rate=0.0), dict(variance_learning_rate=float("nan")),
+                dict(variance_learning_rate=0.01, engine="keras"),
+                dict(variance_learning_rate=0.01, engine="fused-step")):
+        with pytest.raises(ValueError, match="--variance-learning-rate"):
+            CorpusConfig(**bad).validate()

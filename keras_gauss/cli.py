@@ -10,7 +10,6 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 import argparse
 import importlib
 import os
-import sys
 
 from keras_gauss import distribution
 
@@ -134,6 +133,3 @@ def main(argv=None):
         distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
         raise
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

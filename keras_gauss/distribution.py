@@ -45,9 +45,9 @@ nothing for `--distribution-timeout` seconds, becomes one line on every
 other process within seconds (process 0 relays it), which then stops:
 without it a process would wait in a collective until JAX's coordination
 service aborts it with a C++ stack, minutes later. A process whose part is
-done (`Distribution.scope` ended) is not stopped by another's end; process
-0 waits for nothing then (it writes the run), and the others wait, at their
-exit, for process 0 to finish.
+done (`Distribution.finish`, after training) is not stopped by another's
+end; process 0 waits for nothing then (it writes the run), and the others
+wait, at their exit, for process 0 to finish.
 
 Each process of a multi-process job reads its own shard of the data
 (`Distribution.shard`: elements `i::N` of the corpus's lines or of the
@@ -632,8 +632,8 @@ class _Link:
     done. Process 0 relays such an end to every other process.
 
     States of this process: `running` (in the job), `done` (its collectives
-    are over: `Distribution.scope` ended), `failed` (an error; the others
-    are told).
+    are over: `Distribution.finish`), `failed` (an error; the others are
+    told).
     """
 
     def __init__(self, process_id, num_processes, sockets, timeout):
@@ -900,10 +900,9 @@ class Distribution:
     def scope(self):
         """The scope to build, compile and fit the model in.
 
-        With several processes its end is the end of this process's part of
-        the job (no more collectives): from then on another process's end
-        no longer stops this one. An error inside it is told to the others
-        (each prints one line and stops).
+        With several processes, an error inside it is told to the others
+        (each prints one line and stops); one caused by another process's
+        end gives the line naming that process.
         """
         if self.strategy is not None:
             return self.strategy.scope()
@@ -928,7 +927,14 @@ class Distribution:
             else:  # a bug
                 job_crashed(error)
             raise
-        self._link.finish()
+
+    def finish(self):
+        """This process's part of the job is done: no more collectives. From
+        then on another process's end no longer stops this one (process 0
+        goes on to evaluate and write the run); at exit the others wait for
+        process 0. Nothing without several processes."""
+        if self._link is not None:
+            self._link.finish()
 
     def check_batch(self, batch_size):
         """`check_batch` of the job's devices and processes (nothing without a job)."""

@@ -330,7 +330,15 @@ void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const fl
 #pragma omp simd
       for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
     }
+    constexpr int64_t kAhead = 4;
     for (int64_t s = begin; s < end; ++s) {
+      if (s + kAhead < end) {
+        const int64_t next = slots.row(s + kAhead) * c;
+        for (int64_t i = 0; i < c; i += 16) {
+          __builtin_prefetch(table + next + i, 1, 3);
+          __builtin_prefetch(acc + next + i, 1, 3);
+        }
+      }
       const int64_t row = slots.row(s);
       AdagradRow(table + row * c, acc + row * c, sums + s * c, c, lr, eps, bounds);
     }
@@ -352,13 +360,22 @@ void AdagradDenseRows(float* table, float* acc, int64_t rows, int64_t c, const f
   });
 }
 
-// rows[o] = table[ids[o]] (ids checked by the caller).
+// rows[o] = table[ids[o]] (ids checked by the caller), prefetching the rows
+// a few ids ahead.
 template <typename Index, typename ParallelFor>
 void GatherRows(const float* table, int64_t c, const Index* ids, int64_t n, float* rows,
                 const ParallelFor& parallel_for) {
+  constexpr int64_t kAhead = 8;
   parallel_for(n, c / 4 + 4, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
-      std::memcpy(rows + o * c, table + static_cast<int64_t>(ids[o]) * c, sizeof(float) * c);
+      if (o + kAhead < end) {
+        const float* next = table + static_cast<int64_t>(ids[o + kAhead]) * c;
+        for (int64_t i = 0; i < c; i += 16) __builtin_prefetch(next + i, 0, 3);
+      }
+      const float* src = table + static_cast<int64_t>(ids[o]) * c;
+      float* dst = rows + o * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) dst[i] = src[i];
     }
   });
 }

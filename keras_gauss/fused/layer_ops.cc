@@ -1,6 +1,7 @@
 // TensorFlow ops behind the layers' own ops (keras_gauss.kernels): the EL and
-// KL energies with their gradient op, and SparseAdagrad's row update on the
-// variable and its accumulator in place. The math is in layer_kernels.h,
+// KL energies with their gradient op, GaussianEmbedding's row gather (its
+// gradient, a tf.IndexedSlices, is registered in Python), and SparseAdagrad's
+// row update on the variable and its accumulator in place. The math is in layer_kernels.h,
 // shared with the JAX backend's XLA FFI handlers (jax_ops.cc). Work is split
 // over TensorFlow's intra-op thread pool.
 
@@ -184,6 +185,58 @@ class EnergyGradOp : public OpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("KerasGaussEnergyGrad").Device(DEVICE_CPU), EnergyGradOp);
+
+REGISTER_OP("KerasGaussGather")
+    .Input("table: resource")
+    .Input("ids: Tindices")
+    .Output("rows: float")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Matrix(c->NumElements(c->input(1)), c->UnknownDim()));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The rows `ids` (any shape, flattened) of the float32 matrix variable `table`,
+as an (n, columns) matrix. Its gradient is a tf.IndexedSlices, as
+ResourceGather's.
+)doc");
+
+template <typename Index>
+class GatherOp : public OpKernel {
+ public:
+  explicit GatherOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    core::RefCountPtr<Var> var;
+    OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, 0), &var));
+    const Tensor& ids = ctx->input(1);
+    const int64_t n = ids.NumElements();
+    tf_shared_lock lock(*var->mu());
+    const Tensor& table = *var->tensor();
+    OP_REQUIRES(ctx, table.dtype() == DT_FLOAT && TensorShapeUtils::IsMatrix(table.shape()),
+                errors::InvalidArgument("KerasGaussGather: the table must be a float32 "
+                                        "matrix, got ", DataTypeString(table.dtype()), " ",
+                                        table.shape().DebugString()));
+    const int64_t rows = table.dim_size(0), c = table.dim_size(1);
+    const Index* flat = ids.flat<Index>().data();
+    const int64_t bad = keras_gauss::layers::FirstBadId(flat, n, rows);
+    OP_REQUIRES(ctx, bad < 0,
+                errors::InvalidArgument("KerasGaussGather: id ",
+                                        bad < 0 ? 0 : static_cast<int64_t>(flat[bad]),
+                                        " outside [0, ", rows, ")"));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, c}), &out));
+    keras_gauss::layers::GatherRows(table.flat<float>().data(), c, flat, n,
+                                    out->flat<float>().data(), ShardFor{ctx});
+  }
+};
+
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"),
+    GatherOp<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"),
+    GatherOp<int64_t>);
 
 REGISTER_OP("KerasGaussSparseAdagrad")
     .Input("variable: resource")

@@ -8,7 +8,8 @@ the fused op's library) or, on JAX's CPU, XLA FFI handlers into the same C++
 fuses the `keras.ops` code, `keras.distribution`, TensorFlow's XLA) the
 layers run the reference `keras.ops` code, so a SavedModel never needs our
 library. `KERAS_GAUSS_KERNELS=reference` forces the reference (tests compare
-both); when a library cannot be built, one warning says why.
+both); when a library cannot be built, one warning says why. Importing this
+module also sets malloc to keep freed step buffers (`kernels.memory`).
 
 Example:
 
@@ -22,6 +23,8 @@ import os
 
 import keras
 
+from keras_gauss.kernels.memory import keep_freed_memory
+
 if keras.backend.backend() == "tensorflow":
     from keras_gauss.kernels import tensorflow_kernels as _backend
 elif keras.backend.backend() == "jax":
@@ -31,6 +34,7 @@ else:
 
 logger = logging.getLogger("keras_gauss.kernels")
 _warned = []
+keep_freed_memory(one_arena=keras.backend.backend() == "jax")
 
 
 def get(training=True):

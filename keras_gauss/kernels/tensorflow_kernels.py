@@ -1,13 +1,18 @@
 """TensorFlow: the layers' kernels as C++ ops (`fused/layer_ops.cc`).
 
-`energy` runs `KerasGaussEnergy` (its gradient op is registered below) and
-`sparse_adagrad` runs `KerasGaussSparseAdagrad` on a variable and its
-accumulator in place. Both return None for what the ops do not cover
-(float64, shapes that broadcast another way, a `tf.distribute` strategy),
-and the caller runs the reference code.
+`energy` runs `KerasGaussEnergy` (its gradient op is registered below),
+`lookup` `KerasGaussGather` (whose gradient is a `tf.IndexedSlices`, as
+`ResourceGather`'s), and `sparse_adagrad` runs `KerasGaussSparseAdagrad` on a
+variable and its accumulator in place. Each returns None (False) for what
+the ops do not cover (float64, shapes that broadcast another way, a
+`tf.distribute` strategy), and the caller runs the reference code.
 """
 
 import tensorflow as tf
+from tensorflow.python.framework import ops as tf_ops
+from tensorflow.python.ops import control_flow_util
+from tensorflow.python.ops.resource_variable_ops import variable_accessed
+from tensorflow.python.ops.resource_variable_ops import variable_shape
 
 from keras_gauss.fused import build as _build
 from keras_gauss.kernels.grid import pair_grid
@@ -16,11 +21,6 @@ from keras_gauss.kernels.grid import pair_grid
 def applies():
     """Whether this trace may hold the ops: not inside an XLA cluster
     (`jit_compile=True`), which cannot compile them."""
-    try:
-        from tensorflow.python.framework import ops as tf_ops
-        from tensorflow.python.ops import control_flow_util
-    except ImportError:  # pragma: no cover - TensorFlow moved them
-        return True
     return not control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
 
 
@@ -68,6 +68,30 @@ def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
 def _energy_gradient(op, grad):
     return _build.load().keras_gauss_energy_grad(grad, *op.inputs,
                                                  energy=op.get_attr("energy"))
+
+
+def lookup(variable, ids):
+    """`tf.gather(variable, ids)` for a float32 `(rows, c)` variable, or None."""
+    if (variable.dtype != tf.float32 or variable.shape.rank != 2
+            or variable.shape[1] is None or tf.distribute.has_strategy()):
+        return None
+    ids = tf.convert_to_tensor(ids)
+    if ids.dtype not in (tf.int32, tf.int64) or ids.shape.rank is None:
+        return None
+    columns = variable.shape[1]
+    variable_accessed(variable)  # as `sparse_read`: the tape watches the read
+    rows = _build.load().keras_gauss_gather(variable.handle, ids)
+    shape = ids.shape.as_list() + [columns]
+    if sum(d is None for d in shape) <= 1:
+        return tf.reshape(rows, [-1 if d is None else d for d in shape])
+    return tf.reshape(rows, tf.concat([tf.shape(ids), [columns]], 0))
+
+
+@tf.RegisterGradient("KerasGaussGather")
+def _gather_gradient(op, grad):
+    # As ResourceGather's: the rows' gradients against the ids, unsummed.
+    shape = variable_shape(op.inputs[0])
+    return [tf.IndexedSlices(grad, tf.reshape(op.inputs[1], [-1]), shape), None]
 
 
 def sparse_adagrad(variable, accumulator, indices, values, learning_rate, epsilon, bounds):

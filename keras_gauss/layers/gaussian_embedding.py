@@ -145,8 +145,11 @@ class GaussianEmbedding(keras.layers.Layer):
 
         # Gather straight from the resource variable: reading the whole
         # table into a tensor (what `ops.take` does) keeps a reference alive
-        # that makes the optimizer's row scatter copy the entire table.
-        rows = tf.gather(table.value, ids)
+        # that makes the optimizer's row scatter copy the entire table. In a
+        # training step the kernel's gather, where there is one.
+        rows = None if kernel is None else kernel.lookup(table.value, ids)
+        if rows is None:
+            rows = tf.gather(table.value, ids)
         return ops.cast(rows, self.compute_dtype)
 
     def _lookup_jax(self, table, ids, kernel):

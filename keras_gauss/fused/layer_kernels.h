@@ -264,6 +264,8 @@ class RowSlots {
     if (static_cast<int64_t>(slot_.size()) != rows) slot_.assign(rows, -1);
     unique_.resize(n);
     slot_of_.resize(n);
+    first_.resize(n);
+    count_.resize(n);
     size_ = 0;
     for (int64_t o = 0; o < n; ++o) {
       const int64_t row = static_cast<int64_t>(ids[o]);
@@ -272,7 +274,10 @@ class RowSlots {
         s = static_cast<int32_t>(size_++);
         slot_[row] = s;
         unique_[s] = row;
+        first_[s] = o;
+        count_[s] = 0;
       }
+      count_[s]++;
       slot_of_[o] = s;
     }
     for (int64_t s = 0; s < size_; ++s) slot_[unique_[s]] = -1;
@@ -280,6 +285,9 @@ class RowSlots {
 
   int64_t size() const { return size_; }
   int64_t row(int64_t s) const { return unique_[s]; }
+  // The first occurrence of slot s and how many it has.
+  int64_t first(int64_t s) const { return first_[s]; }
+  int64_t count(int64_t s) const { return count_[s]; }
   const int32_t* slots() const { return slot_of_.data(); }
   int64_t occurrences() const { return static_cast<int64_t>(slot_of_.size()); }
   // Scratch for the summed gradients, (size, c).
@@ -290,8 +298,8 @@ class RowSlots {
 
  private:
   int64_t size_ = 0;
-  std::vector<int32_t> slot_, slot_of_;
-  std::vector<int64_t> unique_;
+  std::vector<int32_t> slot_, slot_of_, count_;
+  std::vector<int64_t> unique_, first_;
   std::vector<float> sums_;
 };
 
@@ -306,11 +314,12 @@ struct Parts {
 };
 
 // AdaGrad on the unique rows of `slots` with the summed rows of `values`
-// (n, c): each part owns a range of unique rows, streams through the
-// occurrences and sums its own in order (as unsorted_segment_sum does), then
-// updates each of its rows once. One part per thread (every part reads all
-// slots: few parts keep that cheap, and `values` is read front to back). No
-// atomics; the same sums whatever the number of threads.
+// (n, c): each part owns a range of unique rows and streams through the
+// occurrences; a row that occurs once is updated at its occurrence, the
+// others' gradients are summed in order (as unsorted_segment_sum does) and
+// their rows updated after the pass. One part per thread (every part reads
+// all slots: few parts keep that cheap, and `values` is read front to back).
+// No atomics; the same sums whatever the number of threads.
 template <typename ParallelFor>
 void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const float* values,
                   float lr, float eps, const RowBounds& bounds,
@@ -321,24 +330,25 @@ void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const fl
   const int32_t* slot_of = slots.slots();
   parallel_for(parts.count, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t begin = parts.first(begin_part), end = parts.first(end_part);
-    std::memset(sums + begin * c, 0, sizeof(float) * (end - begin) * c);
     for (int64_t o = 0; o < n; ++o) {
       const int64_t s = slot_of[o];
       if (s < begin || s >= end) continue;
-      float* dst = sums + s * c;
       const float* src = values + o * c;
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
-    }
-    constexpr int64_t kAhead = 4;
-    for (int64_t s = begin; s < end; ++s) {
-      if (s + kAhead < end) {
-        const int64_t next = slots.row(s + kAhead) * c;
-        for (int64_t i = 0; i < c; i += 16) {
-          __builtin_prefetch(table + next + i, 1, 3);
-          __builtin_prefetch(acc + next + i, 1, 3);
-        }
+      if (slots.count(s) == 1) {
+        const int64_t row = slots.row(s);
+        AdagradRow(table + row * c, acc + row * c, src, c, lr, eps, bounds);
+        continue;
       }
+      float* dst = sums + s * c;
+      if (slots.first(s) == o) {
+        std::memcpy(dst, src, sizeof(float) * c);
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+      }
+    }
+    for (int64_t s = begin; s < end; ++s) {
+      if (slots.count(s) == 1) continue;
       const int64_t row = slots.row(s);
       AdagradRow(table + row * c, acc + row * c, sums + s * c, c, lr, eps, bounds);
     }

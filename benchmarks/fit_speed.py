@@ -1,9 +1,11 @@
 """Pairs/s of `model.fit` with the layers, against the native trainer, one run.
 
 Models, all composed from the layers and trained by `model.fit` with
-`MaxMarginRanking` and `SparseAdagrad`, each with the compiled kernels
-(`keras_gauss.kernels`, the default) and with the reference `keras.ops` code
-(`KERAS_GAUSS_KERNELS=reference`):
+`MaxMarginRanking` and `SparseAdagrad`, each three ways: `kernels` (the
+compiled kernels of `keras_gauss.kernels`, the default), `reference` (the
+reference `keras.ops` code, `KERAS_GAUSS_KERNELS=reference`, in the same
+process) and `before` (the reference code with malloc left alone,
+`KERAS_GAUSS_MALLOC=0`, in its own process: what main did before the kernels):
 
 - `quick-start`: the README quick start, two 19,000 x 50 tables, EL, one
   negative, at each batch size;
@@ -26,7 +28,7 @@ native trainer and to the fused step) and the load average.
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax]
-        [--no-reference]
+        [--no-reference]  # kernels only
 """
 
 import argparse
@@ -159,7 +161,7 @@ def _fit_rate(model, x, y, batch, steps, warmup_steps):
     return n / seconds, seconds / steps * 1e3
 
 
-def worker(data_path, pairs, batches, reference, out):
+def worker(data_path, pairs, batches, paths, label, out):
     import keras
 
     from keras_gauss import kernels
@@ -167,11 +169,10 @@ def worker(data_path, pairs, batches, reference, out):
 
     backend = keras.backend.backend()
     data = dict(np.load(data_path))
-    paths = ["kernels"] + (["reference"] if reference else [])
     results = []
 
     def record(model_name, path, batch, rate, ms):
-        results.append({"backend": backend, "model": model_name, "path": path,
+        results.append({"backend": backend, "model": model_name, "path": label or path,
                         "batch": batch, "pairs_per_s": rate, "ms_per_step": ms,
                         "load": _load()})
 
@@ -213,7 +214,7 @@ def worker(data_path, pairs, batches, reference, out):
 
     for path in paths:
         run(path, hierarchy, "hierarchy", HIERARCHY_BATCH, x, y, 200, 20)
-    if backend == "tensorflow":
+    if backend == "tensorflow" and "kernels" in paths:
         import keras_gauss as kg
         from keras_gauss.hierarchy.model import FusedKLTrainer
 
@@ -232,14 +233,14 @@ def worker(data_path, pairs, batches, reference, out):
         json.dump(results, f)
 
 
-def run_worker(backend, data_path, args, scratch):
+def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=None):
     out = os.path.join(scratch, f"{backend}.json")
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+               **(env_extra or {}))
     env.pop("KERAS_GAUSS_KERNELS", None)
     command = [sys.executable, os.path.abspath(__file__), "--worker", data_path, out,
-               "--pairs", str(args.pairs), "--batches", *map(str, args.batches)]
-    if args.no_reference:
-        command.append("--no-reference")
+               "--pairs", str(args.pairs), "--batches", *map(str, args.batches),
+               "--paths", *paths, "--label", label]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"fit_speed: the {backend} worker failed:\n{done.stderr[-3000:]}")
@@ -267,7 +268,9 @@ def summarise(rows, natives, repeats):
               f"{'spread':>13}{'ms/step':>9}{'/ native':>10}{'/ fused':>9}")
     print(header)
     print("-" * len(header))
-    for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3], k[2])):
+    order = {"kernels": 0, "reference": 1, "before": 2, "fused step": 3}
+    for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3],
+                                             order.get(k[2], 9))):
         rates = [r["pairs_per_s"] for r in groups[key]]
         best = max(rates)
         ms = min(r["ms_per_step"] for r in groups[key])
@@ -289,11 +292,13 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"],
                         choices=("tensorflow", "jax"))
     parser.add_argument("--no-reference", action="store_true",
-                        help="skip the reference (keras.ops) runs")
+                        help="only the kernels (no reference or before runs)")
     parser.add_argument("--worker", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--paths", nargs="+", default=["kernels"], help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker[0], args.pairs, args.batches, not args.no_reference,
+        worker(args.worker[0], args.pairs, args.batches, args.paths, args.label,
                args.worker[1])
         return
     print(f"load average at start {_load()}; {os.cpu_count()} CPUs")
@@ -308,8 +313,12 @@ def main():
             print(f"repeat {repeat + 1}: native {rate / 1e6:.2f} M pairs/s ({pairs:,} pairs), "
                   f"load {_load()}", flush=True)
             for backend in args.backends:
-                got = run_worker(backend, data_path, args, scratch)
-                rows.extend(got)
+                rows.extend(run_worker(backend, data_path, args, scratch,
+                                       ["kernels"] + ([] if args.no_reference else
+                                                      ["reference"])))
+                if not args.no_reference:
+                    rows.extend(run_worker(backend, data_path, args, scratch, ["reference"],
+                                           "before", {"KERAS_GAUSS_MALLOC": "0"}))
                 print(f"repeat {repeat + 1}: {backend} done, load {_load()}", flush=True)
     summarise(rows, natives, args.repeats)
     print(f"load average at end {_load()}")

@@ -412,8 +412,8 @@ def load():
 
     def warn(reason):
         logger.warning(
-            "keras_gauss: the fused training op is unavailable (%s); "
-            "using the pure TensorFlow step instead.",
+            "keras_gauss: the compiled C++ ops are unavailable (%s); the fused "
+            "step and the layers' kernels use their pure TensorFlow code instead.",
             reason,
         )
 

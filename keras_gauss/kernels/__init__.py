@@ -46,7 +46,8 @@ def get(training=True):
     reason = _backend.unavailable()
     if reason is None:
         return _backend
-    if not _warned and "KERAS_GAUSS_DISABLE_FUSED" not in reason:
+    quiet = getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
+    if not _warned and not quiet:
         _warned.append(reason)
         logger.warning("keras_gauss: the compiled layer kernels are unavailable (%s); "
                        "the layers train with their keras.ops code instead.", reason)

@@ -18,6 +18,10 @@ from keras_gauss.fused import build as _build
 from keras_gauss.kernels.grid import pair_grid
 
 
+# `keras_gauss.fused.build.load` logs why the library is unavailable itself.
+LOADER_WARNS = True
+
+
 def applies():
     """Whether this trace may hold the ops: not inside an XLA cluster
     (`jit_compile=True`), which cannot compile them."""

@@ -27,6 +27,12 @@ class GaussianEmbedding(keras.layers.Layer):
     touched rows only, which keeps a step's cost independent of the
     vocabulary size.
 
+    In a training step (`model.fit`) the lookups run a compiled gather where
+    there is one (`keras_gauss.kernels`): on TensorFlow its gradient is a
+    `tf.IndexedSlices` as `tf.gather`'s; on JAX's CPU a scatter-add kernel
+    writes the table-shaped gradient (`keras_gauss.models.GaussianModel`
+    hands `SparseAdagrad` the rows instead).
+
     Use two layers for separate word and context tables (the paper's corpus
     model) or call one layer on both sides for a shared table (required for
     hierarchies trained with KL, where separate tables let variances grow

@@ -330,7 +330,18 @@ void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const fl
   const int32_t* slot_of = slots.slots();
   parallel_for(parts.count, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t begin = parts.first(begin_part), end = parts.first(end_part);
+    constexpr int64_t kAhead = 8;  // rows of single occurrences are fetched ahead
     for (int64_t o = 0; o < n; ++o) {
+      if (o + kAhead < n) {
+        const int64_t next = slot_of[o + kAhead];
+        if (next >= begin && next < end && slots.count(next) == 1) {
+          const int64_t offset = slots.row(next) * c;
+          for (int64_t i = 0; i < c; i += 16) {
+            __builtin_prefetch(table + offset + i, 1, 3);
+            __builtin_prefetch(acc + offset + i, 1, 3);
+          }
+        }
+      }
       const int64_t s = slot_of[o];
       if (s < begin || s >= end) continue;
       const float* src = values + o * c;

@@ -10,7 +10,6 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 import argparse
 import importlib
 import os
-import sys
 
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
@@ -124,6 +123,3 @@ def main(argv=None):
         Phase.break_line()
         parser.exit(130, "interrupted\n")
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

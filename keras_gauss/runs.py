@@ -10,7 +10,9 @@ A run directory holds:
   for queries and serving>, "vocabulary": <file name>, ...}`;
 - optionally `metrics.json` (training metrics and config; for hierarchy
   runs with validation edges, `threshold`: the energy above which a pair is
-  predicted is-a, chosen on the validation edges).
+  predicted is-a, chosen on the validation edges);
+- `.keras-gauss`, the marker that makes the directory a run of ours
+  (`keras_gauss.io`), written last.
 
 `load_run(DIR)` returns a `Run`, which answers queries with numpy:
 `run.energy(a, b)`, `run.neighbors(x, by=..., k=...)`, `run.is_a(a, b)`.
@@ -496,7 +498,9 @@ def load_run(run_dir):
         DamagedRunError: a damaged `run.json`, vocabulary, `metrics.json` or
             `model.keras`, a vocabulary that does not match the table, or a
             table with non-finite means or non-finite or non-positive
-            variances; the message names the file.
+            variances, or values outside the bounds recorded with it (mean
+            norms above its `max_norm`, variances outside `[min_variance,
+            max_variance]`); the message names the file.
 
     Example: a tiny corpus run (`Run`'s example writes a hierarchy run by hand).
 
@@ -512,7 +516,7 @@ def load_run(run_dir):
     (['the', 'on', 'sat'], (7, 4))
     """
     from keras_gauss import register_serializables
-    from keras_gauss.checks import check_tables_finite
+    from keras_gauss.checks import check_table_bounds
 
     register_serializables()
 
@@ -555,8 +559,9 @@ def load_run(run_dir):
     if len(words) != means.shape[0]:
         raise DamagedRunError(f"{vocabulary}: {len(words):,} entries for a table of "
                               f"{means.shape[0]:,} rows in {model_path}.")
-    try:
-        check_tables_finite(means, variances, f"{model_path}, table {info['table']!r}")
+    try:  # finite, and inside the bounds the table was trained with
+        check_table_bounds(means, variances, f"{model_path}, table {info['table']!r}",
+                           table.max_norm, table.min_variance, table.max_variance)
     except ValueError as error:
         raise DamagedRunError(str(error)) from None
     return Run(path=run_dir, model=model, words=words, counts=counts,

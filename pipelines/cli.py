@@ -39,6 +39,9 @@ def add_parser(subparsers):
         kind = float if isinstance(default, float) else int
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {default})")
+    train.add_argument("--variance-learning-rate", type=float, default=None,
+                       help="the variances' AdaGrad learning rate, --engine fused only "
+                            "(default: --learning-rate)")
     train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),

@@ -20,11 +20,12 @@ The ids are drawn once with NumPy: a Zipf token stream over 19,000 words; its
 (word, context) pairs are the neighbours at distance 1 (window 1), the
 negatives unigram^0.75 draws. The native trainer (`NativeTables.train`, what
 `train-corpus` runs: no TensorFlow, 2 threads, batch 2,048 per thread) trains
-on the same token stream with the same window, so every figure is a ratio to
-it in the same run. Each backend runs in its own subprocess; each timed fit
-follows a warm-up fit of the same shapes (tracing, compiling, building the
-kernels). Prints a table (best of the repeats, the spread, ratios to the
-native trainer and to the fused step) and the load average.
+on the same token stream with the same window right before every timed fit,
+so every figure is a ratio to it at the same load. Each backend runs in its
+own subprocesses; each timed fit follows a warm-up fit of the same shapes
+(tracing, compiling, building the kernels). Prints a table (best of the
+repeats, the spread, wall and CPU milliseconds a step, ratios to the native
+trainer and to the fused step) and the load average.
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax]
@@ -78,7 +79,7 @@ def make_data(path, pairs, seed=0):
                                        dtype="int32"))
 
 
-def native_pairs_per_second(data):
+def native_pairs_per_second(data, warm=True):
     """The native trainer on the token stream: (pairs/s, pairs)."""
     from keras_gauss.fused.native import NativeTables
     from keras_gauss.fused.sampling import alias_table
@@ -94,7 +95,8 @@ def native_pairs_per_second(data):
                                 dynamic_window=False, negatives=1, batch_size=2048)
         return pairs / (time.perf_counter() - start), pairs
 
-    train(tokens[:100_000])  # warm-up (and the first build of the library)
+    if warm:
+        train(tokens[:100_000])  # warm-up (and the first build of the library)
     return train(tokens)
 
 
@@ -146,19 +148,20 @@ def Temperature():  # noqa: N802 - a layer, made on first use (Keras imported la
 
 
 def _fit_rate(model, x, y, batch, steps, warmup_steps):
-    """Pairs/s of a timed fit of `steps` batches after a warm-up fit."""
+    """(pairs/s, ms/step, CPU ms/step) of a timed fit of `steps` batches after
+    a warm-up fit."""
     n = steps * batch
     warm = warmup_steps * batch
     model.fit({k: v[:warm] for k, v in x.items()}, y[:warm], batch_size=batch, epochs=1,
               shuffle=False, verbose=0)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     history = model.fit({k: v[:n] for k, v in x.items()}, y[:n], batch_size=batch,
                         epochs=1, shuffle=False, verbose=0)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     loss = float(history.history["loss"][-1])
     if not np.isfinite(loss):
         raise RuntimeError(f"the loss is {loss}")
-    return n / seconds, seconds / steps * 1e3
+    return n / seconds, seconds / steps * 1e3, cpu / steps * 1e3
 
 
 def worker(data_path, pairs, batches, paths, label, out):
@@ -171,10 +174,16 @@ def worker(data_path, pairs, batches, paths, label, out):
     data = dict(np.load(data_path))
     results = []
 
-    def record(model_name, path, batch, rate, ms):
+    native_warm = []
+
+    def record(model_name, path, batch, measured):
+        # The native trainer right before: the ratio holds at any load.
+        native, _ = native_pairs_per_second(data, warm=not native_warm)
+        native_warm.append(True)
+        rate, ms, cpu = measured()
         results.append({"backend": backend, "model": model_name, "path": label or path,
                         "batch": batch, "pairs_per_s": rate, "ms_per_step": ms,
-                        "load": _load()})
+                        "cpu_ms_per_step": cpu, "native": native, "load": _load()})
 
     def run(path, make, model_name, batch, x, y, steps, warmup):
         if path == "reference":
@@ -184,8 +193,7 @@ def worker(data_path, pairs, batches, paths, label, out):
             if kernels.get() is None:
                 raise RuntimeError("the kernels are unavailable")
         keras.utils.set_random_seed(0)
-        rate, ms = _fit_rate(make(), x, y, batch, steps, warmup)
-        record(model_name, path, batch, rate, ms)
+        record(model_name, path, batch, lambda: _fit_rate(make(), x, y, batch, steps, warmup))
 
     for negatives, energy, temperature, model_name, model_batches in (
             (1, "el", False, "quick-start", batches),
@@ -212,9 +220,7 @@ def worker(data_path, pairs, batches, paths, label, out):
         model.compile(optimizer=kg.SparseAdagrad(0.05), loss=kg.MaxMarginRanking())
         return model
 
-    for path in paths:
-        run(path, hierarchy, "hierarchy", HIERARCHY_BATCH, x, y, 200, 20)
-    if backend == "tensorflow" and "kernels" in paths:
+    if backend == "tensorflow" and "kernels" in paths:  # today's fused step first
         import keras_gauss as kg
         from keras_gauss.hierarchy.model import FusedKLTrainer
 
@@ -227,8 +233,10 @@ def worker(data_path, pairs, batches, paths, label, out):
             return trainer
 
         keras.utils.set_random_seed(0)
-        rate, ms = _fit_rate(fused(), x, y, HIERARCHY_BATCH, 200, 20)
-        record("hierarchy", "fused step", HIERARCHY_BATCH, rate, ms)
+        record("hierarchy", "fused step", HIERARCHY_BATCH,
+               lambda: _fit_rate(fused(), x, y, HIERARCHY_BATCH, 200, 20))
+    for path in paths:
+        run(path, hierarchy, "hierarchy", HIERARCHY_BATCH, x, y, 200, 20)
     with open(out, "w") as f:
         json.dump(results, f)
 
@@ -252,35 +260,45 @@ def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=Non
 # The table
 
 
-def summarise(rows, natives, repeats):
-    native = max(natives)
-    print(f"native trainer (NativeTables.train, window 1, 1 negative, 2 threads, batch 2,048): "
-          f"best {native / 1e6:.2f} M pairs/s, spread {min(natives) / 1e6:.2f}-"
-          f"{max(natives) / 1e6:.2f} over {repeats} repeat(s)")
+def summarise(rows, repeats):
+    """The table: per row the best of the repeats and their spread; `/ native`
+    is the row's pairs/s over the native trainer's measured right before it,
+    `/ fused` its step time over the fused step's of the same repeat (CPU time
+    in brackets)."""
+    natives = [r["native"] for r in rows]
+    print(f"native trainer (NativeTables.train, window 1, 1 negative, 2 threads, batch 2,048), "
+          f"measured before every row: {min(natives) / 1e6:.2f}-{max(natives) / 1e6:.2f} M "
+          f"pairs/s over {repeats} repeat(s)")
     groups = {}
     for row in rows:
         key = (row["backend"], row["model"], row["path"], row["batch"])
         groups.setdefault(key, []).append(row)
-    fused = {k[0]: max(r["pairs_per_s"] for r in v) for k, v in groups.items()
-             if k[2] == "fused step"}
-    fused_rate = fused.get("tensorflow")
-    header = (f"{'backend':<11}{'model':<14}{'path':<11}{'batch':>7}{'M pairs/s':>11}"
-              f"{'spread':>13}{'ms/step':>9}{'/ native':>10}{'/ fused':>9}")
+    fused = {r["repeat"]: r for r in rows if r["path"] == "fused step"}
+    header = (f"{'backend':<11}{'model':<13}{'path':<11}{'batch':>6}{'M pairs/s':>10}"
+              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}"
+              f"{'/ fused':>8}{'range':>11}{'cpu':>6}")
     print(header)
     print("-" * len(header))
     order = {"kernels": 0, "reference": 1, "before": 2, "fused step": 3}
     for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3],
                                              order.get(k[2], 9))):
-        rates = [r["pairs_per_s"] for r in groups[key]]
-        best = max(rates)
-        ms = min(r["ms_per_step"] for r in groups[key])
-        to_fused = (f"{fused_rate / best:>8.2f}x" if key[1] == "hierarchy" and fused_rate
-                    else f"{'':>9}")
-        print(f"{key[0]:<11}{key[1]:<14}{key[2]:<11}{key[3]:>7}{best / 1e6:>11.3f}"
-              f"{min(rates) / 1e6:>6.2f}-{max(rates) / 1e6:<6.2f}{ms:>9.2f}"
-              f"{best / native:>10.3f}{to_fused}")
-    print("(/ fused: the step time of model.fit over the fused step's; the hierarchy's "
-          "pairs are edges, 7 candidate pairs each)")
+        group = groups[key]
+        rates = [r["pairs_per_s"] for r in group]
+        to_native = [r["pairs_per_s"] / r["native"] for r in group]
+        line = (f"{key[0]:<11}{key[1]:<13}{key[2]:<11}{key[3]:>6}{max(rates) / 1e6:>10.3f}"
+                f"{min(rates) / 1e6:>6.2f}-{max(rates) / 1e6:<5.2f}"
+                f"{min(r['ms_per_step'] for r in group):>8.2f}"
+                f"{min(r['cpu_ms_per_step'] for r in group):>8.2f}"
+                f"{max(to_native):>9.3f}{min(to_native):>6.3f}-{max(to_native):<5.3f}")
+        pairs = [(r, fused[r["repeat"]]) for r in group if r["repeat"] in fused]
+        if key[1] == "hierarchy" and pairs:
+            wall = [r["ms_per_step"] / f["ms_per_step"] for r, f in pairs]
+            cpu = [r["cpu_ms_per_step"] / f["cpu_ms_per_step"] for r, f in pairs]
+            line += f"{min(wall):>7.2f}x{min(wall):>5.2f}-{max(wall):<5.2f}{min(cpu):>5.2f}x"
+        print(line)
+    print("(/ native: pairs/s over the native trainer's measured right before; / fused: step "
+          "time over the fused step's of the same repeat, lower is better, cpu: the same "
+          "with CPU seconds; the hierarchy's pairs are edges, 7 candidate pairs each)")
 
 
 def main():
@@ -302,25 +320,20 @@ def main():
                args.worker[1])
         return
     print(f"load average at start {_load()}; {os.cpu_count()} CPUs")
-    rows, natives = [], []
+    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         data_path = os.path.join(scratch, "data.npz")
         make_data(data_path, args.pairs)
-        data = dict(np.load(data_path))
         for repeat in range(args.repeats):
-            rate, pairs = native_pairs_per_second(data)
-            natives.append(rate)
-            print(f"repeat {repeat + 1}: native {rate / 1e6:.2f} M pairs/s ({pairs:,} pairs), "
-                  f"load {_load()}", flush=True)
             for backend in args.backends:
-                rows.extend(run_worker(backend, data_path, args, scratch,
-                                       ["kernels"] + ([] if args.no_reference else
-                                                      ["reference"])))
+                got = run_worker(backend, data_path, args, scratch,
+                                 ["kernels"] + ([] if args.no_reference else ["reference"]))
                 if not args.no_reference:
-                    rows.extend(run_worker(backend, data_path, args, scratch, ["reference"],
-                                           "before", {"KERAS_GAUSS_MALLOC": "0"}))
+                    got += run_worker(backend, data_path, args, scratch, ["reference"],
+                                      "before", {"KERAS_GAUSS_MALLOC": "0"})
+                rows.extend(dict(row, repeat=repeat) for row in got)
                 print(f"repeat {repeat + 1}: {backend} done, load {_load()}", flush=True)
-    summarise(rows, natives, args.repeats)
+    summarise(rows, args.repeats)
     print(f"load average at end {_load()}")
 
 

@@ -41,6 +41,13 @@ If anything fails (no compiler, compile error, ABI mismatch at load), one
 warning is logged and `load()` returns None: callers fall back to the pure
 TensorFlow implementation.
 
+`build_jax()` / `load_jax()` do the same for the JAX backend's kernels
+(`jax_ops.cc`: XLA FFI handlers behind `keras_gauss.kernels`), compiled with
+the C++ compiler and jaxlib's FFI headers (no TensorFlow) into
+`keras_gauss_jax.so`; its key hashes the source, jaxlib's version, the
+compiler and its flags, and the CPU. The TensorFlow library holds the
+layers' kernels too (`layer_ops.cc`), so it is still one compile.
+
 `build_native()` / `load_native()` do the same for the native skip-gram
 trainer (`native.cc`: the op's kernel behind a plain C ABI, loaded with
 `ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
@@ -70,14 +77,19 @@ import time
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = tuple(os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc"))
-HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "skipgram_core.h"))
+SOURCES = tuple(os.path.join(_HERE, name)
+                for name in ("kernels.cc", "skipgram.cc", "layer_ops.cc"))
+HEADERS = tuple(os.path.join(_HERE, name)
+                for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
 NATIVE_SOURCES = (os.path.join(_HERE, "native.cc"),)
-NATIVE_HEADERS = HEADERS
+NATIVE_HEADERS = HEADERS[:2]
+JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
+JAX_HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
 
 _lock = threading.Lock()
 _state = {"tried": False, "module": None, "error": None}
 _native_state = {"tried": False, "module": None, "error": None}
+_jax_state = {"tried": False, "module": None, "error": None}
 
 
 def cache_root():
@@ -234,6 +246,23 @@ def native_compile_command(sources, output):
     return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread"]
 
 
+def jax_compile_command(sources, output):
+    """The compiler command line building the JAX kernels (XLA FFI handlers,
+    against jaxlib's headers; no TensorFlow).
+
+    Args:
+        sources: paths of the C++ sources.
+        output: path of the shared library to write.
+
+    Returns:
+        A list of arguments for `subprocess.run`.
+    """
+    from jax import ffi
+
+    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread", "-isystem",
+                                             ffi.include_dir()]
+
+
 def _base_command(sources, output):
     cxx = os.environ.get("CXX") or "g++"
     flags = [
@@ -282,6 +311,14 @@ def native_library_path():
     return _key_path(NATIVE_SOURCES + NATIVE_HEADERS,
                      native_compile_command(NATIVE_SOURCES, "OUT"), "native",
                      "keras_gauss_native.so")
+
+
+def jax_library_path():
+    """Where the JAX kernels for this source, jaxlib, compiler and CPU live."""
+    import jaxlib
+
+    return _key_path(JAX_SOURCES + JAX_HEADERS, jax_compile_command(JAX_SOURCES, "OUT"),
+                     f"jaxlib {jaxlib.__version__}", "keras_gauss_jax.so")
 
 
 def _record_path(path):
@@ -420,6 +457,24 @@ def build_native(path=None):
                   "the native skip-gram trainer", NATIVE_SOURCES)
 
 
+def build_jax(path=None):
+    """`build` for the JAX backend's kernels (`jax_ops.cc`: XLA FFI handlers,
+    compiled against `jax.ffi.include_dir()`, no TensorFlow headers).
+
+    Args:
+        path: target path (default `jax_library_path()`).
+
+    Returns:
+        The path of the library.
+
+    Raises:
+        RuntimeError: when the compiler is missing or fails, or the new
+            library does not load.
+    """
+    return _build(path or jax_library_path(), jax_compile_command, _NATIVE_CHECK,
+                  "the JAX kernels", JAX_SOURCES)
+
+
 def _trusted_place(path, what):
     """`path`, or the same name in a private temporary directory (one line
     says why) when the cache directory is not private; `RuntimeError` when
@@ -510,8 +565,8 @@ def load():
 
     def warn(reason):
         logger.warning(
-            "keras_gauss: the fused training op is unavailable (%s); "
-            "using the pure TensorFlow step instead.",
+            "keras_gauss: the compiled C++ ops are unavailable (%s); the fused "
+            "step and the layers' kernels use their pure TensorFlow code instead.",
             reason,
         )
 
@@ -529,6 +584,18 @@ def load_native():
     import ctypes
 
     return _load_once(_native_state, build_native, ctypes.CDLL)
+
+
+def load_jax():
+    """Builds (once per process, cached on disk) and loads the JAX kernels.
+
+    Returns:
+        The `ctypes.CDLL`, or None if it cannot be built or loaded (the
+        reason is in `jax_error()`; `keras_gauss.kernels` says it once).
+    """
+    import ctypes
+
+    return _load_once(_jax_state, build_jax, ctypes.CDLL)
 
 
 def _load_once(state, build_library, open_library, on_failure=None):
@@ -561,8 +628,13 @@ def native_error():
     return _native_state["error"]
 
 
+def jax_error():
+    """Why the JAX kernels are unavailable (a string), or None."""
+    return _jax_state["error"]
+
+
 def _reset():
     """Forgets the load attempts (for tests)."""
     with _lock:
-        _state.update(tried=False, module=None, error=None)
-        _native_state.update(tried=False, module=None, error=None)
+        for state in (_state, _native_state, _jax_state):
+            state.update(tried=False, module=None, error=None)

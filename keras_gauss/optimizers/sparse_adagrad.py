@@ -4,8 +4,11 @@ import threading
 import keras
 from keras import ops
 
+from keras_gauss import kernels
 from keras_gauss.checks import check_number
 from keras_gauss.checks import is_number
+from keras_gauss.constraints.norm_clip import NormClip
+from keras_gauss.constraints.variance_clip import VarianceClip
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
@@ -29,7 +32,10 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     constraints that are not row-wise take Keras's ordinary dense path.
     Sparse gradients come from the TensorFlow backend (`tf.IndexedSlices`)
     and, on JAX, from the train step of `keras_gauss.models.GaussianModel`
-    (row gradients); otherwise the optimizer runs the dense path.
+    (row gradients); otherwise the optimizer runs the dense path. With the
+    `GaussianEmbedding` constraints (or none) the update is one compiled
+    kernel per table where there is one (`keras_gauss.kernels`): on JAX's
+    dense path it updates the rows whose gradient is not zero.
 
     Defaults differ from Keras's `Adagrad` (0.001 and 0.1) on purpose: with
     a loss averaged over the batch, an embedding row receives a gradient of
@@ -120,6 +126,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         accumulator = self._accumulators[index]
         constraint = self._row_constraints.get(self._var_key(variable))
         lr = ops.cast(learning_rate, variable.dtype)
+        if self._kernel_update(gradient, variable, accumulator, constraint, lr):
+            return
         if _is_indexed_slices(gradient):
             self._sparse_update(gradient, variable, accumulator, constraint, lr)
             return
@@ -133,6 +141,30 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         )
         if constraint is not None:
             self.assign(variable, constraint(variable))
+
+    def _kernel_update(self, gradient, variable, accumulator, constraint, lr):
+        """The update as one compiled kernel; False when there is none for it."""
+        kernel = kernels.get()
+        bounds = _row_bounds(constraint)
+        if kernel is None or bounds is None:
+            return False
+        if _is_indexed_slices(gradient):
+            return kernel.sparse_adagrad(
+                _tf_variable(variable), _tf_variable(accumulator), gradient.indices,
+                gradient.values, lr, self.epsilon, bounds)
+        if keras.backend.backend() != "jax":
+            return False
+        if _is_row_gradient(gradient):
+            new = kernel.adagrad_rows(variable.value, accumulator.value, gradient.indices,
+                                      gradient.values, lr, self.epsilon, bounds)
+        else:
+            new = kernel.adagrad_dense(variable.value, accumulator.value, gradient, lr,
+                                       self.epsilon, bounds)
+        if new is None:
+            return False
+        variable.assign(new[0])
+        accumulator.assign(new[1])
+        return True
 
     def _sparse_update(self, gradient, variable, accumulator, constraint, lr):
         import tensorflow as tf
@@ -272,6 +304,18 @@ def checked_learning_rate(rate, step):
                      lambda: jax.debug.callback(_raise_bad_rate, rate, step))
         return rate
     return rate
+
+
+def _row_bounds(constraint):
+    """`(max_norm, min, max)` of the kernels for the `GaussianEmbedding`
+    constraints (or none), else None (other constraints: the reference)."""
+    if constraint is None:
+        return (0.0, -math.inf, math.inf)
+    if type(constraint) is NormClip:
+        return (constraint.max_norm, -math.inf, math.inf)
+    if type(constraint) is VarianceClip:
+        return (0.0, constraint.min_value, constraint.max_value)
+    return None
 
 
 def _row_constraint(variable):

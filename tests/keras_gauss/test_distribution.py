@@ -37,8 +37,12 @@ def free_port():
 
 
 def jax_env(devices=1):
+    # Under keras.distribution the layers run their keras.ops code (the
+    # compiled kernels are not partitioned); the one-device references run it
+    # too, so that the tables compare to float rounding.
     return dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
-                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+                KERAS_GAUSS_KERNELS="reference")
 
 
 CLI = [sys.executable, "-c", "import sys; from keras_gauss.cli import main; sys.exit(main())"]

@@ -13,6 +13,7 @@ from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Job
+from keras_gauss.job import check_engine
 from keras_gauss.job import model_tables
 
 
@@ -66,6 +67,8 @@ class WordNetConfig:
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
+        engine: `"keras"` (`model.fit` with the layers; the only engine of
+            hierarchies so far: `"native"` is refused in one line).
         generality: `beta >= 0`, the weight of the generality term in the
             run's energy: "x is-a y" scores `-KL(N_x || N_y) + beta * (log
             det Sigma_y - log det Sigma_x)`, which favours a general side
@@ -114,6 +117,7 @@ class WordNetConfig:
     seed: int = 0
     poincare_seconds: float = 0.0
     generality: float = 0.0
+    engine: str = "keras"
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -146,6 +150,7 @@ class WordNetConfig:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
+        check_engine(self.engine, {"native": "trains corpora only so far (train-corpus)"})
 
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -459,7 +464,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
               # Checkpoints written before --learning-rate-schedule trained with a constant rate.
-              defaults={"learning_rate_schedule": "constant"})
+              defaults={"learning_rate_schedule": "constant", "engine": "keras"})
     return job.run(lambda state: [HierarchyEngine(config, hyperlex, entailment)])
 
 
@@ -483,10 +488,9 @@ def hierarchy_digest(hierarchy):
 
 
 class HierarchyEngine(Engine):
-    """The hierarchy trainer for `keras_gauss.job.Job`: the model of
-    `hierarchy_model` trained with `fit` (the fused KL step for the ranking
-    loss on TensorFlow, `FusedKLTrainer`), evaluated on the split, written
-    with `nodes.tsv` and `split/`.
+    """The hierarchy trainer for `keras_gauss.job.Job` (the keras engine): the
+    model of `hierarchy_model` trained with `fit`, evaluated on the split,
+    written with `nodes.tsv` and `split/`.
 
     Example: see `train_wordnet`.
     """
@@ -532,12 +536,9 @@ class HierarchyEngine(Engine):
                     digest=hierarchy_digest(self.hierarchy), rows_flag="--root")
 
     def build(self, job, arrays):
-        """The compiled model and its trainer, the checkpoint's tables and
-        optimizer state restored."""
-        import keras
-
+        """The compiled model, the checkpoint's tables and optimizer state
+        restored."""
         from keras_gauss.checkpoint import restore_model
-        from keras_gauss.hierarchy.model import FusedKLTrainer
 
         config = self.config
         k = config.negatives + int(config.reversed_negatives)
@@ -545,14 +546,6 @@ class HierarchyEngine(Engine):
             self.model = model = hierarchy_model(config, self.hierarchy.num_nodes, k,
                                                  config.epochs * self.steps_per_epoch)
             optimizer = model.optimizer
-            # The ranking loss trains with the fused step (same update, one op a
-            # step); the trainer shares `model`'s table and optimizer.
-            self.trainer = model
-            # (Not under a distribution: the fused op writes the tables itself.)
-            if (config.loss == "ranking" and keras.backend.backend() == "tensorflow"
-                    and not job.distribution.active):
-                self.trainer = FusedKLTrainer(model, margin=config.margin)
-                self.trainer.compile(optimizer=optimizer)
             if job.verbose:
                 print(f"{self.hierarchy.num_nodes:,} nodes, {len(self.train_edges):,} training "
                       f"edges, {config.dim}-d {config.covariance}, {config.epochs} epochs")
@@ -590,7 +583,7 @@ class HierarchyEngine(Engine):
         config, state = self.config, job.state
         self.losses = losses = list(state.get("losses", []))
         first = (state.get("epoch", 0), state.get("step", 0))
-        saving = fit_checkpoint(job.checkpointer, self.model, self.trainer, first, job.arrays,
+        saving = fit_checkpoint(job.checkpointer, self.model, self.model, first, job.arrays,
                                 lambda: {"losses": list(losses), "train_seconds": job.elapsed()})
         record = keras.callbacks.LambdaCallback(
             on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
@@ -598,7 +591,7 @@ class HierarchyEngine(Engine):
                                                batch_size=config.batch_size,
                                                epoch_size=len(self.train_edges))
         with job.distribution.scope():
-            fit_by_epoch(self.trainer, lambda epoch: self.epoch_dataset(job, epoch),
+            fit_by_epoch(self.model, lambda epoch: self.epoch_dataset(job, epoch),
                          config.epochs, [saving, progress, FiniteLoss(), record], start=first)
         self.train_seconds = job.elapsed()
 

@@ -60,6 +60,7 @@ import dataclasses
 import hashlib
 import json
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -194,6 +195,79 @@ class Engine:
         `metrics.json`, `run.json` and the marker); returns `run.json`'s
         entries (`keras_gauss.runs.write_run_info`)."""
         raise NotImplementedError
+
+
+ENGINES = ("native", "keras")
+# The engines of earlier versions, and what trains the same way now.
+FORMER_ENGINES = {
+    "fused": "--engine native (the C++ trainer that draws its own pairs)",
+    "fused-step": "--engine keras (model.fit with the layers, whose compiled kernels are "
+                  "the same step)",
+}
+
+
+def check_engine(engine, refusals=None):
+    """Checks an `--engine` value, before any work: one line when it names no
+    engine (an earlier engine's name says what to use instead) or an engine
+    that cannot do one of the job's settings.
+
+    Args:
+        engine: `"native"` (the C++ trainer, no TensorFlow) or `"keras"`
+            (`model.fit` with the layers).
+        refusals: `{engine: reason}`: why that engine cannot train this job
+            (a setting, a backend), a phrase; a false reason is no refusal.
+
+    Raises:
+        ValueError: one line naming `--engine`.
+
+    Example:
+
+    >>> check_engine("keras")
+    >>> check_engine("fused")
+    Traceback (most recent call last):
+    ...
+    ValueError: --engine fused is gone: use --engine native (the C++ trainer that draws its own pairs).
+    >>> check_engine("native", {"native": "runs no Keras callbacks"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --engine native runs no Keras callbacks; use --engine keras.
+    """
+    if engine in FORMER_ENGINES:
+        raise ValueError(f"--engine {engine} is gone: use {FORMER_ENGINES[engine]}.")
+    if engine not in ENGINES:
+        raise ValueError(f"--engine must be {' or '.join(ENGINES)}, got {engine!r}.")
+    reason = (refusals or {}).get(engine)
+    if reason:
+        other = next(name for name in ENGINES if name != engine)
+        raise ValueError(f"--engine {engine} {reason}; use --engine {other}.")
+
+
+def choose_engine(engine, native, keras, native_available):
+    """The engine that trains a job: the one function that chooses.
+
+    Args:
+        engine: the checked `--engine` value (`check_engine`).
+        native: `() -> Engine`, the native engine.
+        keras: `() -> Engine`, the keras engine.
+        native_available: `() -> None` when the native library builds here,
+            else the reason it does not (the job then trains with keras,
+            after one `RuntimeWarning`).
+
+    Returns:
+        A list of one `Engine`, as `Job.run`'s `engines` returns it.
+
+    Example:
+
+    >>> choose_engine("keras", native=list, keras=dict, native_available=lambda: None)
+    [{}]
+    """
+    if engine == "native":
+        reason = native_available()
+        if reason is None:
+            return [native()]
+        warnings.warn(f"the native trainer is unavailable ({reason}); training with "
+                      "--engine keras instead.", RuntimeWarning, stacklevel=2)
+    return [keras()]
 
 
 def model_tables(model):
@@ -384,8 +458,8 @@ class Job:
         if state.get("engine") != engine.name:
             raise CheckpointError(
                 f"--resume {self.out_dir}: the run trained with the {state.get('engine')} "
-                f"engine, this one would use {engine.name} (is the fused op or the native "
-                "trainer unavailable now?).")
+                f"engine, this one would use {engine.name} (give --engine {state.get('engine')}; "
+                "is the native trainer unavailable now?).")
 
     def _check_resources(self, claim):
         """Before any training: the tables fit in memory, the run on disk."""

@@ -1,5 +1,6 @@
 """`keras-gauss` subcommands for corpora: train-corpus, evaluate, neighbors."""
 
+import argparse
 import os
 
 
@@ -40,7 +41,7 @@ def add_parser(subparsers):
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {default})")
     train.add_argument("--variance-learning-rate", type=float, default=None,
-                       help="the variances' AdaGrad learning rate, --engine fused only "
+                       help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
     train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
@@ -49,16 +50,16 @@ def add_parser(subparsers):
     train.add_argument("--fixed-window", dest="dynamic_window", action="store_false",
                        help="use every context up to --window (default: word2vec's "
                             "reduced window drawn from 1..window per word)")
-    train.add_argument("--engine", choices=("keras", "fused-step", "fused"),
-                       default=defaults.engine,
-                       help="keras: tf.data pairs into model.fit; fused-step: the same "
-                            "pairs, one C++ op per step; fused: token ids into one "
-                            "multi-threaded C++ op that draws the pairs itself, about "
-                            "10x faster (default: %(default)s)")
+    train.add_argument("--engine", default=defaults.engine, metavar="{native,keras}",
+                       help="native: the multi-threaded C++ trainer, which draws the pairs "
+                            "itself (no TensorFlow on text files); keras: tf.data pairs into "
+                            "model.fit with the layers (any backend, --distribution) "
+                            "(default: %(default)s)")
+    # An earlier flag: its value gets the line saying what to use instead.
     train.add_argument("--fused", dest="engine", action="store_const", const="fused",
-                       help="same as --engine fused")
+                       help=argparse.SUPPRESS)
     train.add_argument("--threads", type=int, default=defaults.threads,
-                       help="threads of --engine fused (default: 0, the cores this "
+                       help="threads of --engine native (default: 0, the cores this "
                             "process may use)")
     from keras_gauss.distribution import add_arguments
 

@@ -1,14 +1,15 @@
-"""The fused engine's corpus path without TensorFlow: text files to a written run.
+"""The native engine of `train_corpus`: the C++ trainer, a corpus to a written run.
 
-`train_corpus(engine="fused")` on text files (`.txt`, `.gz`, directories)
-runs here when the native trainer (`keras_gauss.fused.NativeTables`) builds:
-one pass reads and tokenizes the corpus in Python into token ids in memory
-(`read_corpus`), the vocabulary is counted from those ids, the native
-trainer runs the epochs on interleaved tables, and the run is written
+`train_corpus(engine="native")` (the default) runs here when the native
+trainer (`keras_gauss.fused.NativeTables`) builds: one pass reads and
+tokenizes the corpus into token ids in memory (`read_corpus`; WordNet
+glosses, `tfds:` and datasets of lines: `read_lines`, through `tf.data`),
+the vocabulary is counted from those ids, the native trainer runs the epochs
+on interleaved tables, and the run is written
 (`keras_gauss.pipelines.model_file` writes `model.keras` without Keras).
-Nothing imports TensorFlow or Keras.
+On text files nothing imports TensorFlow or Keras.
 
-Checkpoints (`keras_gauss.checkpoint`, engine `"fused-native"` in the
+Checkpoints (`keras_gauss.checkpoint`, engine `"native"` in the
 state) hold the two interleaved tables as they are (`native/0` words,
 `native/1` contexts: means, variances and accumulators of a row in one
 block), the position (epoch, chunk) and the running totals. Epoch `e`
@@ -55,15 +56,15 @@ _LEADING_MARKS = re.compile(rf"(^|[{_SPACE}])['’-]+")
 _TRAILING_MARKS = re.compile(rf"['’-]+([{_SPACE}]|$)")
 _BLOCK_BYTES = 1 << 22
 # Corpora of at most this many tokens are read into memory (4 bytes each);
-# larger ones take the tf.data path, which streams.
+# larger ones need the keras engine, which streams.
 MAX_TOKENS = 1 << 28
 # Tokens per call of the native trainer (a chunk: the unit of checkpoints).
 CHUNK_TOKENS = 1 << 20
 # Test hook: chunks of this many tokens instead, so that a tiny corpus has
 # several chunks an epoch (kill and resume tests).
 CHUNK_TOKENS_VARIABLE = "KERAS_GAUSS_TEST_CHUNK_TOKENS"
-# The engine a native checkpoint names (the TF op's checkpoints say "fused").
-ENGINE = "fused-native"
+# The engine a native checkpoint names.
+ENGINE = "native"
 
 
 def tokenize_text(text):
@@ -235,6 +236,60 @@ def read_corpus(files, digest=None):
     return types, counts, ids, splits
 
 
+def read_lines(corpus, digest=None):
+    """Reads and tokenizes a corpus that is not text files (WordNet glosses,
+    `tfds:`, a `tf.data.Dataset` of lines) through
+    `keras_gauss.pipelines.load_corpus`, as `read_corpus` reads files.
+
+    The digest is the lines' in order, each ended by a line end (what
+    `keras_gauss.pipelines.train.line_digest` computes); a line's own line
+    ends are spaces to the tokenizer (one line, one sentence).
+
+    Returns:
+        As `read_corpus`.
+    """
+    from keras_gauss.fused.native import NativeTokenizer
+    from keras_gauss.pipelines.sources import load_corpus
+
+    tokenizer = NativeTokenizer()
+    for batch in load_corpus(corpus).batch(4096).as_numpy_iterator():
+        if digest is not None:
+            digest.update(b"\n".join(batch) + b"\n")
+        text = "\n".join(line.decode("utf-8", "replace").replace("\n", " ").replace("\r", " ")
+                         for line in batch)
+        tokenizer.add(text.lower())
+        if len(tokenizer) > MAX_TOKENS:
+            return None
+    types, ids, lengths = tokenizer.result()
+    splits = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    counts = np.bincount(ids, minlength=len(types)).astype(np.int64)
+    return types, counts, ids, splits
+
+
+def given_vocabulary(types, vocab):
+    """`vocabulary`'s result for a prebuilt `Vocabulary`: its words and counts,
+    and the id of every type in it (-1: not in it).
+
+    Example:
+
+    >>> from keras_gauss.pipelines.vocabulary import Vocabulary
+    >>> words, counts, remap = given_vocabulary(["cat", "the", "dog"],
+    ...                                         Vocabulary(["the", "cat"], [2, 1]))
+    >>> words, counts.tolist(), remap.tolist()
+    (['the', 'cat'], [2, 1], [1, 0, -1])
+    """
+    index = {word: i for i, word in enumerate(vocab.words)}
+    remap = np.array([index.get(t, -1) for t in types], np.int32)
+    return list(vocab.words), np.asarray(vocab.counts, np.int64), remap
+
+
+def _describe(corpus):
+    if isinstance(corpus, (str, os.PathLike)):
+        return os.fspath(corpus)
+    return "wordnet" if corpus is None else type(corpus).__name__
+
+
 def vocabulary(types, counts, min_count, max_size=None):
     """The vocabulary `build_vocabulary` keeps: words by count (descending),
     ties by word, at least `min_count`, at most `max_size`.
@@ -336,41 +391,31 @@ def _chunks(ids, splits, tokens):
         start = end
 
 
-def available(config, corpus, vocab=None, callbacks=None):
-    """Whether `train_corpus(config, corpus, ...)` can run here: the fused
-    engine, no prebuilt vocabulary or callbacks, a text corpus, and the
-    native trainer builds.
+def unavailable():
+    """None when the native trainer builds and loads here, else why not (a
+    phrase): `keras_gauss.job.choose_engine`'s test.
 
     Example:
 
-    >>> from keras_gauss.pipelines.train import CorpusConfig
-    >>> available(CorpusConfig(), "corpus.txt")  # True where g++ builds the trainer
+    >>> unavailable() is None  # where g++ builds the trainer
     True
-    >>> available(CorpusConfig(engine="keras"), "corpus.txt"), available(CorpusConfig(), "tfds:imdb")
-    (False, False)
     """
-    if config.engine != "fused" or vocab is not None or callbacks:
-        return False
-    if not isinstance(corpus, (str, os.PathLike)):
-        return False
-    if os.fspath(corpus) == "wordnet" or os.fspath(corpus).startswith("tfds:"):
-        return False
+    from keras_gauss.fused import build
     from keras_gauss.fused.native import native_available
 
-    return native_available()
+    return None if native_available() else str(build.native_error())
 
 
 class NativeEngine(Engine):
-    """The fused engine on text files without TensorFlow: the engine a
-    `keras_gauss.job.Job` runs for `keras_gauss.pipelines.train_corpus` when
-    `available` (see the module docstring); the same run files.
-
-    `read` returns None (the job takes the next engine, the TensorFlow op)
-    when the corpus has more than `MAX_TOKENS` tokens.
+    """The native engine: the engine a `keras_gauss.job.Job` runs for
+    `keras_gauss.pipelines.train_corpus` with `engine="native"` (see the
+    module docstring); the run files of the keras engine.
 
     Args:
         config: a `keras_gauss.pipelines.train.CorpusConfig`.
-        corpus: a text file or directory.
+        corpus: a corpus specification (`keras_gauss.pipelines.load_corpus`).
+        vocab: a prebuilt `keras_gauss.pipelines.Vocabulary` (its words and
+            counts; `min_count` and `max_size` are then not applied), or None.
 
     Example:
 
@@ -387,27 +432,34 @@ class NativeEngine(Engine):
 
     name = ENGINE
 
-    def __init__(self, config, corpus):
+    def __init__(self, config, corpus, vocab=None):
         self.config = config
         self.corpus = corpus
+        self.vocab = vocab
 
     def read(self, job):
         """Reads and counts the corpus (digesting its bytes on the way)."""
         config, corpus = self.config, self.corpus
-        counting = Phase("counting the vocabulary", job.verbose)
+        counting = Phase("counting the vocabulary" if self.vocab is None
+                         else "reading the corpus", job.verbose)
         digest = Digest("corpus")
-        read = read_corpus(corpus_files(corpus), digest)
+        files = corpus_files(corpus)
+        read = read_corpus(files, digest) if files is not None else read_lines(corpus, digest)
         if read is None:
-            return None
+            raise ValueError(f"the corpus has more than {MAX_TOKENS:,} tokens: the native "
+                             "engine holds it in memory; give --engine keras (it streams).")
         types, type_counts, ids, splits = read
         if not types:
-            raise ValueError(f"corpus {os.fspath(corpus)!r} contains no tokens")
-        words, counts, remap = vocabulary(types, type_counts, config.min_count,
-                                          config.max_size)
+            raise ValueError(f"corpus {_describe(corpus)!r} contains no tokens")
+        if self.vocab is not None:
+            words, counts, remap = given_vocabulary(types, self.vocab)
+        else:
+            words, counts, remap = vocabulary(types, type_counts, config.min_count,
+                                              config.max_size)
         if not words:
             top = int(np.argmax(type_counts))
             raise ValueError(
-                f"vocabulary of corpus {os.fspath(corpus)!r} is empty after min_count="
+                f"vocabulary of corpus {_describe(corpus)!r} is empty after min_count="
                 f"{config.min_count} (most frequent word {types[top]!r} occurs "
                 f"{int(type_counts[top])} times)")
         self.ids, self.splits = in_vocabulary(ids, splits, remap)
@@ -436,7 +488,7 @@ class NativeEngine(Engine):
             print(f"{rows:,} words, {int(self.counts.sum()):,} tokens; {config.dim}-d "
                   f"{config.covariance} {config.energy.upper()}, window {config.window}, "
                   f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-                  f"engine {config.engine} (native trainer, no TensorFlow)")
+                  "engine native")
 
     def tables(self):
         config, tables = self.config, self.tables_
@@ -448,7 +500,7 @@ class NativeEngine(Engine):
         """The epochs, chunk by chunk, a checkpoint between two chunks when due."""
         config, tables, ids, splits = self.config, self.tables_, self.ids, self.splits
         checkpointer = job.checkpointer
-        Phase("setting up the fused step", job.verbose)  # ends when training starts
+        Phase("setting up the native trainer", job.verbose)  # ends when training starts
         probs, alias = alias_table(self.counts.astype(np.float64) ** 0.75)
         keep = None
         if config.sample > 0:

@@ -2,7 +2,7 @@
 
 import dataclasses
 import math
-import os
+import os  # noqa: F401 - used by the docstring examples
 import time
 import warnings
 
@@ -12,17 +12,16 @@ from keras_gauss.distribution import DistributionError
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
+from keras_gauss.job import ENGINES  # noqa: F401 - re-exported
 from keras_gauss.job import Job
+from keras_gauss.job import check_engine
+from keras_gauss.job import choose_engine
 from keras_gauss.job import model_tables
 from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.corpus_run import NO_PAIRS  # noqa: F401 - re-exported
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
 
-ENGINES = ("keras", "fused-step", "fused")
-# The "fused" engine keeps a tokenized corpus of at most this size in memory
-# between epochs.
-CACHE_BYTES = 1 << 30
 # Bounds of the integer settings that would overflow later (`validate`).
 MAX_SEED = 2**23 - 1
 MAX_EPOCHS = 2**16 - 1
@@ -56,7 +55,7 @@ class CorpusConfig:
         min_count: drop words seen fewer times (5).
         max_size: keep at most this many words (`None`: all).
         batch_size: (word, context) pairs per AdaGrad step, per thread for
-            the `"fused"` engine (2048).
+            the `"native"` engine (2048).
         learning_rate: `SparseAdagrad` learning rate (0.2).
         margin: margin of the max-margin ranking loss (0.5).
         max_norm: mean norm bound `C` (4).
@@ -65,31 +64,26 @@ class CorpusConfig:
         init_variance: starting variance of every Gaussian (1).
         variance_learning_rate: the variances' AdaGrad learning rate
             (`None`: `learning_rate`, one rate for means and variances).
-            Only the `"fused"` engine has it (the keras and fused-step
-            engines refuse another value).
+            Only the `"native"` engine has it (the keras engine refuses
+            another value).
         seed: random seed of the data stream and the initialisation (0).
-        engine: how the steps run (the model and its run files are the same):
+        engine: how the steps run (the model and its run files are the same;
+            `keras_gauss.job.choose_engine` chooses):
+            - `"native"` (default): the C++ trainer without TensorFlow
+              (`keras_gauss.pipelines.native_corpus`): the corpus is read
+              into token ids in memory (at most 2^28 tokens), and the
+              trainer draws the windows, subsampling and negatives itself
+              and runs the minibatch ranking steps on `threads` threads
+              (Hogwild across threads, as word2vec). Text files are read
+              without TensorFlow; WordNet glosses, `tfds:` and datasets of
+              lines through `tf.data`. Without a C++ compiler it warns and
+              trains with `"keras"`. No Keras callbacks, no distribution.
             - `"keras"`: the `tf.data` skip-gram stream
-              (`keras_gauss.pipelines.make_skipgram_dataset`) into `model.fit` of the
-              functional Keras model with `MaxMarginRanking` and
-              `SparseAdagrad`;
-            - `"fused-step"`: the same stream into
-              `keras_gauss.fused.FusedRankingModel` (one C++ op per step);
-            - `"fused"`: chunks of tokenized lines from `tf.data` into
-              `keras_gauss.fused.skipgram_train`, which draws the windows,
-              subsampling and negatives itself and runs the same minibatch
-              ranking steps in C++ on `threads` threads (Hogwild across
-              threads, as word2vec; no per-pair tensors at all); the
-              default. With several epochs and a corpus of at
-              most 2^28 tokens, the token ids of the first epoch are kept in
-              memory for the next ones (larger corpora stream every epoch).
-              Without a C++ compiler (the op cannot be built) `train_corpus`
-              warns and uses `"keras"`. On text files (at most 2^28 tokens,
-              no prebuilt `vocab` or `callbacks`) the same kernel runs
-              without TensorFlow, checkpoints and resume included
-              (`keras_gauss.pipelines.native_corpus`); other corpora take
-              the TensorFlow op.
-        threads: threads of the `"fused"` engine (0: the number of cores
+              (`keras_gauss.pipelines.make_skipgram_dataset`) into `model.fit`
+              of the functional Keras model with `MaxMarginRanking` and
+              `SparseAdagrad` (the layers' compiled kernels): any backend,
+              callbacks, `distribution`.
+        threads: threads of the `"native"` engine (0: the number of cores
             this process may use).
     """
 
@@ -112,7 +106,7 @@ class CorpusConfig:
     init_variance: float = 1.0
     variance_learning_rate: float | None = None
     seed: int = 0
-    engine: str = "fused"
+    engine: str = "native"
     threads: int = 0
 
     def validate(self):
@@ -129,21 +123,18 @@ class CorpusConfig:
                 math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
             raise ValueError("--variance-learning-rate must be a finite number > 0, got "
                              f"{self.variance_learning_rate}.")
-        if self.variance_learning_rate is not None and self.engine != "fused":
-            raise ValueError("--variance-learning-rate needs --engine fused (the keras and "
-                             f"fused-step engines have one learning rate), got {self.engine!r}.")
+        check_engine(self.engine, {"keras": self.variance_learning_rate is not None and (
+            "has one learning rate for means and variances: --variance-learning-rate needs "
+            "the native engine")})
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
         if self.energy not in ("el", "kl"):  # keras_gauss.layers.ENERGIES, without Keras
             raise ValueError(f"--energy must be 'el' or 'kl', got {self.energy!r}.")
-        if self.engine not in ENGINES:
-            raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got "
-                             f"{self.engine!r}.")
         if self.threads < 0:
             raise ValueError(f"--threads must be >= 0, got {self.threads}.")
-        # The fused engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
+        # The native engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
         for name, value, top in (("seed", self.seed, MAX_SEED), ("epochs", self.epochs, MAX_EPOCHS),
                                  ("window", self.window, MAX_WINDOW)):
             if not 0 <= value <= top:
@@ -338,220 +329,17 @@ def corpus_model(config, vocab_size):
     from keras_gauss.optimizers import SparseAdagrad
     from keras_gauss.pipelines.model import build_corpus_model
 
-    fused_step = config.engine == "fused-step"
     model = build_corpus_model(
         vocab_size, config.dim, negatives=config.negatives, energy=config.energy,
         covariance=config.covariance, max_norm=config.max_norm,
         min_variance=config.min_variance, max_variance=config.max_variance,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
         variance_initializer=keras.initializers.Constant(config.init_variance),
-        margin=config.margin, fused=fused_step,
+        margin=config.margin,
     )
-    if fused_step:  # the fused step owns its loss
-        model.compile(optimizer=SparseAdagrad(config.learning_rate))
-    else:
-        model.compile(optimizer=SparseAdagrad(config.learning_rate),
-                      loss=MaxMarginRanking(config.margin))
+    model.compile(optimizer=SparseAdagrad(config.learning_rate),
+                  loss=MaxMarginRanking(config.margin))
     return model
-
-
-def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None,
-                tokenizer=None):
-    """The corpus as chunks of tokenized lines: `(ids, row_splits)` pairs.
-
-    `ids` are the int32 in-vocabulary token ids of `chunk_lines` lines (out of
-    vocabulary tokens dropped) and `row_splits` (int64) their line
-    boundaries, the input of `keras_gauss.fused.skipgram_train`. Lines go
-    through a shuffle buffer first; tokenizing runs in parallel and ahead
-    (a quarter of the cores, at least two chunks; tf.data's autotuner is
-    off, see the code).
-
-    Args:
-        corpus: corpus specification (`keras_gauss.pipelines.load_corpus`).
-        vocab: the `pipelines.Vocabulary`.
-        chunk_lines: lines per chunk.
-        shuffle_buffer: lines in the shuffle buffer (0: corpus order).
-        seed: seed of the shuffle.
-        tokenizer: the vocabulary's tokenizer (default `keras_gauss.pipelines.tokenize`).
-
-    Returns:
-        A `tf.data.Dataset` of `(ids, row_splits)`.
-
-    Example:
-
-    >>> from keras_gauss.pipelines.vocabulary import build_vocabulary
-    >>> with open("corpus.txt", "w") as f:
-    ...     _ = f.write("the cat sat\\nthe dog sat\\na bird\\n")
-    >>> vocab = build_vocabulary("corpus.txt", min_count=2)
-    >>> vocab.words
-    ('sat', 'the')
-    >>> ids, splits = next(iter(line_chunks("corpus.txt", vocab, shuffle_buffer=0)))
-    >>> ids.numpy().tolist(), splits.numpy().tolist()  # "a bird" has no known word
-    ([1, 0, 1, 0], [0, 2, 4, 4])
-    """
-    import tensorflow as tf
-
-    from keras_gauss.pipelines.skipgram import _token_ids
-    from keras_gauss.pipelines.sources import load_corpus
-    from keras_gauss.pipelines.tokens import tokenize
-
-    tokenizer = tokenizer or tokenize
-
-    def ids(lines):
-        ragged = _token_ids(lines, vocab, tokenizer)
-        return tf.cast(ragged.flat_values, tf.int32), ragged.row_splits
-
-    lines = load_corpus(corpus)
-    if shuffle_buffer:
-        lines = lines.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    # With tf.data's autotuner on, deleting a finished iterator waits for the
-    # autotuner's thread: 1.0-1.6 s at the end of every epoch here (half an
-    # epoch of training on news2017). So the parallelism is set by hand:
-    # tokenizing takes ~1/5 of the fused op's CPU time per token (0.5 CPU-s
-    # for its ops, 0.7 for the whole input pipeline, against ~3 for the op,
-    # an epoch of news2017 on 2 cores), so a quarter of the cores, and at
-    # least two calls, keep the op fed.
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parallel = max(2, (cores or 2) // 4)
-    return (lines.batch(chunk_lines)
-            .map(ids, num_parallel_calls=parallel)
-            .prefetch(parallel)
-            .with_options(options))
-
-
-def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpointer=None,
-                 resume=None, elapsed=None):
-    """Trains `model`'s tables with `keras_gauss.fused.skipgram_train`.
-
-    The AdaGrad accumulators are the compiled `SparseAdagrad`'s own, so the
-    saved model holds the optimizer state as with the other engines. Epoch
-    `e` reads the chunks in an order drawn from `epoch_seed(seed, e)` and
-    chunk `i` trains with the seed `seed << 40 | e << 24 | i`, so a
-    position `(e, i)` is the whole random state of the stream.
-
-    `progress` (a `keras_gauss.callbacks.ProgressLogger`) is driven with a
-    "step" per corpus token (`steps=vocab.total`) and `logs["pairs"]`.
-    `checkpointer` (a `keras_gauss.checkpoint.Checkpointer`) is asked after
-    every chunk; `resume` is the checkpoint state to continue from (the
-    tables and accumulators already restored); `elapsed()` the training
-    seconds so far.
-
-    Returns:
-        `(pairs, losses)`: pairs trained (all epochs) and the mean hinge loss
-        of every epoch.
-    """
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_gauss.checkpoint import epoch_seed
-    from keras_gauss.checkpoint import model_arrays
-    from keras_gauss.checks import check_loss
-    from keras_gauss.fused import alias_table
-    from keras_gauss.fused import skipgram_train
-    from keras_gauss.pipelines.skipgram import keep_probabilities
-
-    if config.epochs > 1 and vocab.total * 4 <= CACHE_BYTES:
-        # Tokenize once: later epochs replay the ids from memory (4 bytes a
-        # token; the chunks' order is reshuffled every epoch).
-        cached = line_chunks(corpus, vocab, shuffle_buffer=0).cache()
-
-        def epoch_chunks(epoch):
-            return cached.shuffle(4096, seed=epoch_seed(config.seed, epoch))
-    else:
-        def epoch_chunks(epoch):
-            return line_chunks(corpus, vocab, seed=epoch_seed(config.seed, epoch))
-    resume = resume or {}
-    first, skip = resume.get("epoch", 0), resume.get("step", 0)
-    # The first epoch's iterator starts reading and tokenizing now, while the
-    # step is set up and traced.
-    first_epoch = iter(epoch_chunks(first))
-
-    words, contexts = model.get_layer("words"), model.get_layer("contexts")
-    tables = [words.means, words.variances, contexts.means, contexts.variances]
-    optimizer = model.optimizer
-    optimizer.build(model.trainable_variables)
-    accumulators = [optimizer._accumulators[optimizer._get_variable_index(v)]
-                    for v in tables]
-    counts = np.asarray(vocab.counts, dtype=np.float64)
-    probs, alias = alias_table(counts ** 0.75)
-    probs, alias = tf.constant(probs), tf.constant(alias)
-    keep = None
-    if config.sample > 0:
-        keep = tf.constant(keep_probabilities(counts, config.sample), tf.float32)
-
-    @tf.function(reduce_retracing=True)
-    def step(ids, splits, seed):
-        return skipgram_train(
-            tables, accumulators, ids, splits, seed, config.learning_rate, probs, alias,
-            keep=keep, window=config.window, dynamic_window=config.dynamic_window,
-            negatives=config.negatives, batch_size=config.batch_size,
-            num_threads=config.threads, margin=config.margin, epsilon=optimizer.epsilon,
-            max_norm=(words.max_norm or 0.0, contexts.max_norm or 0.0),
-            min_variance=(words.min_variance, contexts.min_variance),
-            max_variance=(words.max_variance, contexts.max_variance),
-            energy=config.energy, variance_learning_rate=config.variance_learning_rate)
-
-    step.get_concrete_function(tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64),
-                               tf.TensorSpec([], tf.int64))  # traced while chunks are read
-    progress = progress or keras.callbacks.Callback()
-    progress.set_params({"epochs": config.epochs, "steps": vocab.total})
-    progress.on_train_begin()
-    total_pairs, losses = resume.get("pairs", 0), list(resume.get("losses", []))
-    for epoch in range(first, config.epochs):
-        progress.on_epoch_begin(epoch)
-        seen, pairs, loss = 0, 0, 0.0
-        if epoch == first and skip:
-            seen, pairs, loss = resume["seen"], resume["epoch_pairs"], resume["epoch_loss"]
-
-        def logs():
-            return {"loss": loss / max(pairs, 1), "pairs": pairs}
-
-        for index, (ids, splits) in enumerate(first_epoch if epoch == first
-                                              else epoch_chunks(epoch)):
-            if epoch == first and index < skip:
-                continue  # trained before the checkpoint
-            seed = (config.seed << 40) + (epoch << 24) + index
-            chunk_loss, chunk_pairs = step(ids, splits, tf.constant(seed, tf.int64))
-            pairs += int(chunk_pairs)
-            loss += float(chunk_loss)
-            check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
-            seen += int(ids.shape[0])
-            progress.on_train_batch_end(min(seen, vocab.total) - 1, logs())
-            if checkpointer is not None and checkpointer.due():
-                checkpointer.save(
-                    {"epoch": epoch, "step": index + 1, "seen": seen, "epoch_pairs": pairs,
-                     "epoch_loss": loss, "pairs": total_pairs, "losses": losses,
-                     "train_seconds": elapsed()},
-                    model_arrays(model, optimizer))
-        progress.on_epoch_end(epoch, logs())
-        optimizer.iterations.assign_add(-(-pairs // config.batch_size))
-        total_pairs += pairs
-        losses.append(loss / max(pairs, 1))
-    progress.on_train_end()
-    return total_pairs, losses
-
-
-def _available_engine(config):
-    """`config`, or a copy with `engine="keras"` when the fused op cannot be
-    built (one warning). `skipgram_train`'s exact pure TensorFlow
-    implementation is exact but slower than the Keras engine (it runs the
-    minibatch steps one after the other in a `tf.while_loop`)."""
-    if config.engine != "fused":
-        return config
-    from keras_gauss.fused import build
-    from keras_gauss.fused import fused_available
-
-    if fused_available():
-        return config
-    if config.variance_learning_rate is not None:
-        raise ValueError(f"--variance-learning-rate needs the fused op, which is unavailable "
-                         f"({build.error()}).")
-    warnings.warn(f"the fused op is unavailable ({build.error()}); training with "
-                  "engine='keras' instead.", RuntimeWarning, stacklevel=3)
-    return dataclasses.replace(config, engine="keras")
 
 
 def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=None,
@@ -560,9 +348,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     Builds the vocabulary (`min_count`, `max_size`) and
     `keras_gauss.pipelines.model.build_corpus_model`, trains it with the config's engine
-    (`"fused"`: tokenized line chunks, `line_chunks`, into
-    `keras_gauss.fused.skipgram_train`; `"keras"`/`"fused-step"`: the
-    skip-gram pairs of `keras_gauss.pipelines.make_skipgram_dataset` into `fit` with
+    (`"native"`: the C++ trainer on the corpus's token ids,
+    `keras_gauss.pipelines.native_corpus`; `"keras"`: the skip-gram pairs of
+    `keras_gauss.pipelines.make_skipgram_dataset` into `fit` with
     `MaxMarginRanking` and `SparseAdagrad`), and writes, atomically (the
     directory appears only when everything is written):
 
@@ -575,8 +363,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
       `batch_size`, the per-epoch loss and the config;
     - `.keras-gauss`: the marker of a run of ours (`keras_gauss.io`), last.
 
-    It is a `keras_gauss.job.Job` with `TensorFlowEngine`, or on text files
-    `keras_gauss.pipelines.native_corpus.NativeEngine`: the settings are
+    It is a `keras_gauss.job.Job` with `keras_gauss.pipelines.native_corpus.NativeEngine`
+    or `KerasEngine` (`keras_gauss.job.choose_engine`): the settings are
     checked before anything is read, `out_dir` is locked for the whole run
     and replaced only when it holds a run of ours, the tables are checked
     (finite, inside their bounds) before they are written.
@@ -590,7 +378,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     continues a killed run from there, with the same config and corpus (the
     checkpoint holds a digest of the corpus read), to the run files an
     uninterrupted run writes (bit for bit with one thread or the
-    `"keras"`/`"fused-step"` engines; the metrics count the whole run).
+    `"keras"` engine; the metrics count the whole run).
 
     Args:
         config: a `CorpusConfig`.
@@ -601,8 +389,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         verbose: 0 silent; 1 a progress bar on a terminal, else one line
             per epoch, and a line for each long step (counting the
             vocabulary, saving); 2 one line per epoch.
-        callbacks: extra Keras callbacks for `fit` (not with the `"fused"`
-            engine, which does not call `fit`).
+        callbacks: extra Keras callbacks for `fit` (`"keras"` engine only:
+            the native engine does not call `fit`).
         vocab: a prebuilt `pipelines.Vocabulary` (skips the counting pass;
             `min_count` and `max_size` are then not applied).
         checkpoint_every: minutes between checkpoints (0: none).
@@ -653,26 +441,22 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     """
     def check():  # every setting, before anything is read or imported
         config.validate()
-        if distribution is not None and distribution.active and config.engine != "keras":
+        if distribution is not None and distribution.active and config.engine == "native":
             raise DistributionError(f"--distribution {distribution.distribution} trains with "
                                     f"model.fit: it needs --engine keras, not {config.engine}.")
-        if callbacks and config.engine == "fused":
-            raise ValueError("engine='fused' does not run Keras callbacks; use "
-                             "engine='keras' or 'fused-step'.")
+        check_engine(config.engine, {"native": callbacks and (
+            "runs no Keras callbacks (it does not call model.fit)")})
 
     job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size)
 
     def engines(state):
-        # The fused engine on text files runs without TensorFlow when it can
-        # (and continues only its own checkpoints: another engine's chunks differ).
-        tensorflow = TensorFlowEngine(config, corpus, vocab, callbacks)
-        if (not job.distribution.active
-                and (state is None or state.get("engine") == native_corpus.ENGINE)
-                and native_corpus.available(config, corpus, vocab, callbacks)):
-            return [native_corpus.NativeEngine(config, corpus), tensorflow]
-        return [tensorflow]
+        return choose_engine(
+            config.engine, lambda: native_corpus.NativeEngine(config, corpus, vocab),
+            lambda: KerasEngine(dataclasses.replace(config, engine="keras"), corpus, vocab,
+                                callbacks),
+            native_corpus.unavailable)
 
     return job.run(engines)
 
@@ -689,20 +473,19 @@ def line_digest(corpus):
     return digest.hexdigest()
 
 
-class TensorFlowEngine(Engine):
-    """The corpus engines on TensorFlow (or JAX) for `keras_gauss.job.Job`:
-    `"keras"` and `"fused-step"` (skip-gram pairs into `fit`) and `"fused"`
-    (token ids into the fused op), as `train_corpus` runs them.
-
-    Its name (in checkpoints) is the engine that trains: `config.engine`, or
-    `"keras"` when the fused op cannot be built (`_available_engine`).
+class KerasEngine(Engine):
+    """The keras engine of `train_corpus` for `keras_gauss.job.Job`: the
+    skip-gram pairs of `make_dataset` into `model.fit` of `corpus_model`
+    (the layers, `MaxMarginRanking`, `SparseAdagrad`), on any backend, with
+    callbacks and a distribution.
 
     Example: see `train_corpus`.
     """
 
+    name = "keras"
+
     def __init__(self, config, corpus, vocab=None, callbacks=None):
         self.config = config
-        self.name = config.engine
         self.corpus = corpus
         self.vocab = vocab
         self.callbacks = callbacks
@@ -714,8 +497,10 @@ class TensorFlowEngine(Engine):
 
         from keras_gauss.pipelines.vocabulary import build_vocabulary
 
-        self.config = config = _available_engine(self.config)
-        self.name = config.engine
+        config = self.config
+        if config.variance_learning_rate is not None:  # (the native trainer is unavailable)
+            raise ValueError("--variance-learning-rate needs the native trainer, which is "
+                             f"unavailable here ({native_corpus.unavailable()}).")
         keras.utils.set_random_seed(config.seed)
         self.steps = self.shards = None
         distribution = job.distribution
@@ -749,8 +534,7 @@ class TensorFlowEngine(Engine):
                 print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
                       f"{config.covariance} {config.energy.upper()}, window {config.window}, "
                       f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-                      f"engine {config.engine}"
-                      + (" (TensorFlow op)" if config.engine == "fused" else ""))
+                      "engine keras")
             model.optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, model.optimizer, arrays)
@@ -794,7 +578,7 @@ class TensorFlowEngine(Engine):
 
 
 def _train(engine, job):
-    """`TensorFlowEngine.train`: `(pairs, losses)` of the whole run."""
+    """`KerasEngine.train`: `(pairs, losses)` of the whole run."""
     import keras
 
     from keras_gauss.callbacks import FiniteLoss
@@ -807,10 +591,6 @@ def _train(engine, job):
     state, verbose, counter = job.state, job.verbose, engine.counter
     distribution, steps = job.distribution, engine.steps
     progress = ProgressLogger.from_verbose(verbose, unit="pairs", batch_size=config.batch_size)
-    if config.engine == "fused":
-        Phase("setting up the fused step", verbose)  # ends when training starts
-        return _train_fused(model, config, corpus, vocab, verbose, progress, job.checkpointer,
-                            state, job.elapsed)
     losses = list(state.get("losses", []))
     marks = {}
 

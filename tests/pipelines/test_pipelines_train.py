@@ -121,27 +121,22 @@ def test_config_validate():
             CorpusConfig(**bad).validate()
 
 
-def test_fused_model_trains_the_same_run_format(tmp_path):
-    pytest.importorskip("keras_gauss.fused")
-    corpus = topic_corpus(tmp_path / "corpus.txt", n=100)
-    metrics = train_corpus(tiny_config(engine="fused-step", epochs=3), corpus, tmp_path / "run",
-                           verbose=0)
-    run = load_run(tmp_path / "run")
-    assert run.table.name == "words" and metrics["pairs"] > 0
-    assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
+@pytest.mark.parametrize("source", ["file", "dataset"])
+def test_native_engine_learns_and_writes_the_same_run(tmp_path, source):
+    from keras_gauss.fused import native_available
 
-
-def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
-    from keras_gauss.fused import fused_available
-
-    if not fused_available():
-        pytest.skip("the fused op did not build")
+    if not native_available():
+        pytest.skip("the native trainer did not build")
     corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
-    config = tiny_config(engine="fused", batch_size=1, learning_rate=0.2, epochs=6,
+    if source == "dataset":  # a corpus that is not text files: read through tf.data
+        import tensorflow as tf
+
+        corpus = tf.data.Dataset.from_tensor_slices(corpus.read_text().splitlines())
+    config = tiny_config(engine="native", batch_size=1, learning_rate=0.2, epochs=6,
                          sample=1e-2)
     metrics = train_corpus(config, corpus, tmp_path / "run", verbose=0)
     run = load_run(tmp_path / "run")
-    assert run.table.name == "words" and metrics["config"]["engine"] == "fused"
+    assert run.table.name == "words" and metrics["config"]["engine"] == "native"
     assert metrics["batch_size"] == 1
     assert 0 < metrics["pairs"] < 200 * 6 * 2 * 3 * 8
     assert metrics["loss_per_epoch"][-1] < metrics["loss_per_epoch"][0]
@@ -154,74 +149,52 @@ def test_fused_engine_learns_and_writes_the_same_run(tmp_path):
     assert (np.linalg.norm(means, axis=1) <= config.max_norm + 1e-5).all()
 
 
-def test_fused_engine_without_the_op_trains_with_keras(tmp_path, monkeypatch):
+def test_native_engine_with_a_prebuilt_vocabulary_trains_its_words(tmp_path):
+    from keras_gauss.pipelines import Vocabulary
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
+    vocab = Vocabulary(["cat", "dog", "the", "zebra"], [9, 8, 7, 1])  # zebra: not in it
+    metrics = train_corpus(tiny_config(engine="native", epochs=1), corpus, tmp_path / "run",
+                           verbose=0, vocab=vocab)
+    assert metrics["vocab_size"] == 4 and metrics["pairs"] > 0
+    lines = (tmp_path / "run" / "vocab.tsv").read_text().splitlines()
+    assert lines == ["cat\t9", "dog\t8", "the\t7", "zebra\t1"]
+
+
+def test_native_engine_without_the_trainer_trains_with_keras(tmp_path, monkeypatch):
     from keras_gauss.fused import native
-    from keras_gauss.fused import step
 
     monkeypatch.setattr(native, "native_available", lambda: False)
-    monkeypatch.setattr(step, "fused_available", lambda: False)
-    monkeypatch.setattr("keras_gauss.fused.fused_available", lambda: False)
     corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
-    with pytest.warns(RuntimeWarning, match="engine='keras'"):
-        metrics = train_corpus(tiny_config(engine="fused", epochs=1),
+    with pytest.warns(RuntimeWarning, match="--engine keras"):
+        metrics = train_corpus(tiny_config(engine="native", epochs=1),
                                corpus, tmp_path / "run", verbose=0)
     assert metrics["config"]["engine"] == "keras" and metrics["batch_size"] == 256
 
 
-def test_fused_engine_rejects_callbacks_and_bad_settings(tmp_path):
+def test_engines_refuse_what_they_cannot_do_in_one_line_before_any_work(tmp_path):
     corpus = topic_corpus(tmp_path / "corpus.txt", n=20)
-    with pytest.raises(ValueError, match="callbacks"):
-        train_corpus(tiny_config(engine="fused"), corpus, tmp_path / "a", verbose=0,
-                     callbacks=[object()])
-    for bad in (dict(engine="gpu"), dict(threads=-1)):
-        with pytest.raises(ValueError, match="--engine|--threads"):
-            train_corpus(tiny_config(**bad), corpus, tmp_path / "b", verbose=0)
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
-
-
-def test_line_chunks_are_ids_and_line_splits(tmp_path):
-    from keras_gauss.pipelines import Vocabulary
-    from keras_gauss.pipelines.train import line_chunks
-
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("cat dog zebra\n\ndog\ncat cat\n", encoding="utf-8")
-    vocab = Vocabulary(["cat", "dog"], [3, 2])
-    chunks = list(line_chunks(corpus, vocab, chunk_lines=3, shuffle_buffer=0))
-    assert [c[1].numpy().tolist() for c in chunks] == [[0, 2, 2, 3], [0, 2]]
-    assert [c[0].numpy().tolist() for c in chunks] == [[0, 1, 1], [0, 0]]  # zebra dropped
-    assert chunks[0][0].dtype.name == "int32" and chunks[0][1].dtype.name == "int64"
-
-
-def test_line_chunks_drop_unknown_words_anywhere(tmp_path):
-    """Unknown words first, inside, last and alone on a line: the same ids
-    and line splits as `tf.ragged.boolean_mask` on the looked-up ids."""
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_gauss.pipelines import Vocabulary
-    from keras_gauss.pipelines import tokenize
-    from keras_gauss.pipelines.train import line_chunks
-
-    rng = np.random.default_rng(0)
-    words = ["cat", "dog", "yak", "zebra", "emu"]
-    lines = [" ".join(rng.choice(words, rng.integers(0, 7))) for _ in range(40)]
-    lines += ["zebra cat dog", "cat zebra dog", "cat dog zebra", "zebra", "zebra emu", ""]
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    vocab = Vocabulary(["cat", "dog", "yak"], [5, 4, 3])
-    chunks = list(line_chunks(corpus, vocab, chunk_lines=7, shuffle_buffer=0))
-    assert len(chunks) == 7
-    for index, (ids, splits) in enumerate(chunks):
-        looked_up = vocab.lookup(tokenize(tf.constant(lines[7 * index:7 * index + 7])))
-        expected = tf.ragged.boolean_mask(looked_up, looked_up >= 0)
-        assert ids.numpy().tolist() == expected.flat_values.numpy().tolist()
-        assert splits.numpy().tolist() == expected.row_splits.numpy().tolist()
+    cases = [(dict(engine="native"), dict(callbacks=[object()]),
+              "--engine native runs no Keras callbacks (it does not call model.fit); use "
+              "--engine keras."),
+             (dict(engine="keras", variance_learning_rate=0.1), {},
+              "--engine keras has one learning rate for means and variances: "
+              "--variance-learning-rate needs the native engine; use --engine native."),
+             (dict(engine="fused"), {}, "--engine fused is gone: use --engine native"),
+             (dict(engine="fused-step"), {}, "--engine fused-step is gone: use --engine keras"),
+             (dict(engine="gpu"), {}, "--engine must be native or keras, got 'gpu'."),
+             (dict(threads=-1), {}, "--threads must be >= 0")]
+    for i, (settings, arguments, message) in enumerate(cases):
+        with pytest.raises(ValueError) as error:
+            train_corpus(tiny_config(**settings), corpus, tmp_path / str(i), verbose=0,
+                         **arguments)
+        assert str(error.value).startswith(message) and "\n" not in str(error.value)
+        assert not (tmp_path / str(i)).exists()
 
 
 def test_variance_learning_rate_is_checked_and_refused_where_unsupported():
     CorpusConfig(variance_learning_rate=0.01).validate()
     for bad in (dict(variance_learning_rate=0.0), dict(variance_learning_rate=float("nan")),
-                dict(variance_learning_rate=0.01, engine="keras"),
-                dict(variance_learning_rate=0.01, engine="fused-step")):
+                dict(variance_learning_rate=0.01, engine="keras")):
         with pytest.raises(ValueError, match="--variance-learning-rate"):
             CorpusConfig(**bad).validate()

@@ -322,7 +322,7 @@ def test_cli_distribution_needs_the_keras_engine_and_jax(corpus, tmp_path, capsy
     import keras
 
     code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
-                       *TRAIN, "--engine", "fused", "--distribution", "data"], capsys)
+                       *TRAIN, "--engine", "native", "--distribution", "data"], capsys)
     assert code == 2 and "needs --engine keras" in err
     if keras.backend.backend() == "tensorflow":  # MirroredStrategy: one process, data only
         code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",

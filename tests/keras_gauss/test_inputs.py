@@ -114,7 +114,7 @@ def test_text_is_checked_to_its_last_byte_with_the_line(tmp_path):
 
 # --- the corpus -------------------------------------------------------------------
 
-@pytest.mark.parametrize("engine", ["fused", "keras"])
+@pytest.mark.parametrize("engine", ["native", "keras"])
 def test_a_fifo_or_device_as_corpus_is_one_line(tmp_path, capsys, engine):
     with fifo(tmp_path / "pipe"):
         code, err = _exit(["train-corpus", "--corpus", str(tmp_path / "pipe"), "--out",
@@ -133,7 +133,7 @@ def test_a_fifo_or_device_as_corpus_is_one_line(tmp_path, capsys, engine):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("engine", ["fused", "keras"])
+@pytest.mark.parametrize("engine", ["native", "keras"])
 @pytest.mark.parametrize("compress", [False, True])
 def test_bad_text_anywhere_in_a_corpus_is_one_line_before_training(tmp_path, capsys, engine,
                                                                    compress):

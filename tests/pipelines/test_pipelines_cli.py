@@ -73,16 +73,22 @@ def test_neighbors(run_dir, capsys):
     assert code == 2 and "unicorn" in err
 
 
-def test_train_fused_engine(corpus, tmp_path, capsys):
-    out = tmp_path / "fused"
+def test_train_native_engine_and_the_engines_of_before(corpus, tmp_path, capsys):
+    out = tmp_path / "native"
     assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN,
-                 "--fused", "--threads", "2"]) == 0
+                 "--engine", "native", "--threads", "2"]) == 0
     assert "pairs/s" in capsys.readouterr().out
     config = json.loads((out / "metrics.json").read_text())["config"]
-    assert (config["engine"], config["threads"]) == ("fused", 2)
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "x"),
-                       *TRAIN, "--engine", "gpu"], capsys)
-    assert code == 2 and "--engine" in err
+    assert (config["engine"], config["threads"]) == ("native", 2)
+    for flags, line in ((["--engine", "gpu"], "--engine must be native or keras, got 'gpu'."),
+                        (["--engine", "fused"], "--engine fused is gone: use --engine native"),
+                        (["--fused"], "--engine fused is gone: use --engine native"),
+                        (["--engine", "fused-step"],
+                         "--engine fused-step is gone: use --engine keras")):
+        code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",
+                           str(tmp_path / "x"), *TRAIN, *flags], capsys)
+        assert code == 2 and line in err, err
+    assert not (tmp_path / "x").exists()
 
 
 def test_train_bad_inputs(corpus, run_dir, tmp_path, capsys):
@@ -127,7 +133,7 @@ def _epoch_lines(out):
     return [line for line in out.splitlines() if line.startswith("Epoch")]
 
 
-@pytest.mark.parametrize("engine", ["keras", "fused"])
+@pytest.mark.parametrize("engine", ["keras", "native"])
 def test_redirected_training_prints_one_line_per_epoch(engine, corpus, tmp_path, capsys):
     out = tmp_path / engine
     assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN,
@@ -138,8 +144,8 @@ def test_redirected_training_prints_one_line_per_epoch(engine, corpus, tmp_path,
     assert all("pairs/s" in line and "loss" in line for line in epochs)
     assert "counting the vocabulary... " in printed
     assert f"saving the run to {out}... " in printed
-    if engine == "fused":  # the set-up (trace) line ends, with its time, when training starts
-        assert re.search(r"setting up the fused step\.\.\. \d+\.\d s\nEpoch 1/2", printed)
+    if engine == "native":  # the set-up line ends, with its time, when training starts
+        assert re.search(r"setting up the native trainer\.\.\. \d+\.\d s\nEpoch 1/2", printed)
     assert main(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "q"),
                  *TRAIN, "--engine", engine, "--quiet"]) == 0
     printed = capsys.readouterr().out

@@ -26,7 +26,7 @@ def corpus(two_topic_corpus):
 @pytest.fixture(scope="module")
 def runs(corpus):
     out = {}
-    for engine in ("keras", "fused-step", "fused"):
+    for engine in ("keras", "native"):
         out[engine] = corpus.parent / f"run-{engine}"
         assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out[engine]),
                      "--engine", engine, *TRAIN]) == 0
@@ -100,6 +100,8 @@ def test_truncated_gzip_corpus_fails_naming_file_and_offset(corpus, tmp_path, ca
 
 
 def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypatch):
+    import tensorflow as tf
+
     from keras_gauss.checks import TrainingDivergedError
     from keras_gauss.pipelines.train import CorpusConfig, train_corpus
 
@@ -113,14 +115,6 @@ def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypat
     with pytest.raises(TrainingDivergedError, match="loss is nan"):
         train_corpus(config, str(corpus), tmp_path / "keras", verbose=0,
                      callbacks=[Poison()])
-    import keras_gauss.fused
-
-    real = keras_gauss.fused.skipgram_train
-
-    def nan_loss(*args, **kwargs):
-        loss, pairs = real(*args, **kwargs)
-        return loss * float("nan"), pairs
-
     from keras_gauss.fused import native
 
     real_native = native.NativeTables.train
@@ -129,20 +123,18 @@ def test_divergence_stops_training_and_writes_no_run(corpus, tmp_path, monkeypat
         loss, pairs = real_native(*args, **kwargs)
         return loss * float("nan"), pairs
 
-    # The native path (text files, no TensorFlow) and the TF op's.
+    # The native engine, on text files (no TensorFlow) and on a dataset of lines.
     monkeypatch.setattr(native.NativeTables, "train", native_nan_loss)
-    with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
-        train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
-                     str(corpus), tmp_path / "native", verbose=0, checkpoint_every=0)
-    monkeypatch.setattr(native, "native_available", lambda: False)
-    monkeypatch.setattr(keras_gauss.fused, "skipgram_train", nan_loss)
-    with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
-        train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
-                     str(corpus), tmp_path / "fused", verbose=0)
+    for name, source in (("native", str(corpus)),
+                         ("lines", tf.data.Dataset.from_tensor_slices(
+                             corpus.read_text().splitlines()))):
+        with pytest.raises(TrainingDivergedError, match="loss is nan in epoch 1, chunk 1"):
+            train_corpus(CorpusConfig(dim=4, window=2, min_count=1, sample=0),
+                         source, tmp_path / name, verbose=0, checkpoint_every=0)
     assert sorted(os.listdir(tmp_path)) == []
 
 
-@pytest.mark.parametrize("engine", ["keras", "fused-step", "fused"])
+@pytest.mark.parametrize("engine", ["keras", "native"])
 def test_runs_of_every_engine_load_everywhere(runs, tmp_path, capsys, engine):
     run = runs[engine]
     assert load_run(run).table.name == "words"
@@ -227,7 +219,7 @@ def test_overwrite_and_export_replace_only_their_own_kind_of_output(corpus, runs
     thesis.mkdir()
     (thesis / "projector_config.pbtxt").write_text("embeddings {}")
     (thesis / "thesis.pdf").write_text("three years")
-    run = _copy(runs["fused"], tmp_path)
+    run = _copy(runs["native"], tmp_path)
     before = _snapshot(sacred, thesis, run)
     for argv, message in [
             (["train-corpus", "--corpus", str(corpus), "--out", str(sacred), "--overwrite",
@@ -248,7 +240,7 @@ def test_overwrite_and_export_replace_only_their_own_kind_of_output(corpus, runs
 
 def test_runs_written_before_the_marker_load_and_are_replaced_only_whole(corpus, runs,
                                                                          tmp_path, capsys):
-    run = _copy(runs["fused"], tmp_path)
+    run = _copy(runs["native"], tmp_path)
     (run / ".keras-gauss").unlink()  # as written by an earlier keras-gauss
     assert load_run(run).words
     notes = tmp_path / "notes"

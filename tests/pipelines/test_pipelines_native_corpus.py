@@ -1,4 +1,4 @@
-"""The fused engine's TensorFlow-free path: same tokens, vocabulary and run files."""
+"""The native engine (TensorFlow-free on text files): same tokens, vocabulary and run files."""
 
 import gzip
 import json

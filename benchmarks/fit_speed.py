@@ -222,13 +222,13 @@ def worker(data_path, pairs, batches, paths, label, out):
 
     if backend == "tensorflow" and "kernels" in paths:  # today's fused step first
         import keras_gauss as kg
-        from keras_gauss.hierarchy.model import FusedKLTrainer
+        from fused_reference import FusedKLTrainer
 
         def fused():
             model = hierarchy()
             optimizer = kg.SparseAdagrad(0.05)
             model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
-            trainer = FusedKLTrainer(model, use_fused=True)
+            trainer = FusedKLTrainer(model)
             trainer.compile(optimizer=optimizer)
             return trainer
 

@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 import keras_gauss as kg  # noqa: E402
-from keras_gauss.hierarchy.model import FusedKLTrainer  # noqa: E402
+from fused_reference import FusedKLTrainer  # noqa: E402
 from keras_gauss.hierarchy.model import build_kl_model  # noqa: E402
 
 TENSORFLOW = keras.backend.backend() == "tensorflow"

@@ -112,6 +112,9 @@ def _add_training_flags(train, defaults):
                             "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
                             "scored and served (recorded in run.json); training is unchanged "
                             "(default: 0, the plain KL energy)")
+    train.add_argument("--engine", default=defaults.engine, metavar="{keras,native}",
+                       help="keras: model.fit with the layers (default); native: the C++ "
+                            "trainer, for train-corpus only so far")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

@@ -45,8 +45,6 @@ def build_corpus_model(
     max_variance=5.0,
     mean_initializer="uniform",
     variance_initializer="ones",
-    margin=1.0,
-    fused=False,
 ):
     """Builds the paper's skip-gram Gaussian model as a Keras model.
 
@@ -55,11 +53,6 @@ def build_corpus_model(
     in one gather of `concat([context[:, None], negatives])`, and the energy
     is broadcast between the word `(B, 1, d)` and the candidates
     `(B, 1 + k, d)`.
-
-    The model class is chosen here so trainers never construct it directly:
-    `fused=True` asks for `keras_gauss.fused.FusedRankingModel` (one C++ op
-    per training step, same inputs, outputs, layer names and semantics); it
-    raises `NotImplementedError` while that module is not available.
 
     Args:
         vocab_size: rows of each table (the vocabulary size), `> 0`.
@@ -73,9 +66,6 @@ def build_corpus_model(
         max_variance: `M`, the largest variance.
         mean_initializer: initializer of both means tables.
         variance_initializer: initializer of both variance tables.
-        margin: hinge margin; used only by the fused model, which owns its
-            loss (compile the Keras model with `MaxMarginRanking(margin)`).
-        fused: build the fused-step model instead of the functional one.
 
     Returns:
         A `keras.Model` taking `{"word": (B,), "context": (B,), "negatives":
@@ -86,7 +76,6 @@ def build_corpus_model(
 
     Raises:
         ValueError: bad `energy`, `negatives` or table arguments.
-        NotImplementedError: `fused=True` without `keras_gauss.fused`.
 
     Example:
 
@@ -107,9 +96,6 @@ def build_corpus_model(
         min_variance=min_variance,
         max_variance=max_variance,
     )
-    if fused:
-        return _fused_model(vocab_size, dim, negatives, energy, margin, table_kwargs)
-
     words = GaussianEmbedding(vocab_size, dim, name=WORDS, **table_kwargs)
     contexts = GaussianEmbedding(vocab_size, dim, name=CONTEXTS, **table_kwargs)
     word = keras.Input((), dtype="int32", name="word")
@@ -122,15 +108,3 @@ def build_corpus_model(
     inputs = {"word": word, "context": context, "negatives": negative}
     # GaussianModel: on JAX its train step updates the touched rows only.
     return GaussianModel(inputs, scores, name=f"corpus_{energy}")
-
-
-def _fused_model(vocab_size, dim, negatives, energy, margin, table_kwargs):
-    try:
-        from keras_gauss.fused import FusedRankingModel
-    except ImportError as error:
-        raise NotImplementedError(
-            "fused=True needs keras_gauss.fused.FusedRankingModel, which is not "
-            f"available in this install ({error}); use fused=False."
-        ) from None
-    return FusedRankingModel(vocab_size, dim, energy=energy, margin=margin,
-                             **table_kwargs)

@@ -335,7 +335,6 @@ def corpus_model(config, vocab_size):
         min_variance=config.min_variance, max_variance=config.max_variance,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
         variance_initializer=keras.initializers.Constant(config.init_variance),
-        margin=config.margin,
     )
     model.compile(optimizer=SparseAdagrad(config.learning_rate),
                   loss=MaxMarginRanking(config.margin))

@@ -1,19 +1,16 @@
-"""Fused training step for Gaussian embeddings (C++ TensorFlow op).
+"""The C++ library: the layers' kernels, the native trainer and the fused steps.
 
-A plain TensorFlow step (gathers, energy math, backprop, four sparse AdaGrad
-updates with `unique`/`segment_sum`/scatters, constraints) spends most of
-its time in op dispatch. `ranking_step` does the whole minibatch update in
-one C++ kernel, compiled on first use (see `keras_gauss.fused.build`), and
-falls back to an equivalent pure TensorFlow implementation when the library
-cannot be built or loaded. `FusedRankingModel` wraps it in a Keras model.
-`pair_ranking_step` is the same for lists of `(general, specific)` pairs,
-where both sides change from candidate to candidate (the hierarchy model;
-`keras_gauss.hierarchy.model.FusedKLTrainer` wraps it).
-`skipgram_train` goes further: from token ids to updated tables in one op
-(subsampling, windows, negatives and the ranking steps; multi-threaded),
-also with an exact pure TensorFlow fallback.
+The C++ sources compile on first use (`keras_gauss.fused.build`) into a
+TensorFlow op library (the layers' kernels, `keras_gauss.kernels`, and the
+fused steps), an XLA FFI library for JAX, and a TensorFlow-free library:
+`NativeTables`, the trainer of `train-corpus --engine native`.
+`ranking_step` (a minibatch of `(word, context, negatives)`),
+`pair_ranking_step` (lists of `(general, specific)` pairs, the hierarchy
+model) and `skipgram_train` (token ids to updated tables, the native
+trainer's kernel) are the whole max-margin AdaGrad step in one C++ op,
+raising `RuntimeError` when the library cannot be built.
 
-Example: see `FusedRankingModel` (`x = {"word", "context", "negatives"}`).
+Example: see `ranking_step`.
 """
 
 from keras_gauss._lazy import lazy_exports
@@ -21,7 +18,6 @@ from keras_gauss._lazy import lazy_exports
 # Each public name loads its module on first use (PEP 562): the native
 # trainer (`keras_gauss.fused.native`) and `build` do not import TensorFlow.
 _EXPORTS = {
-    "FusedRankingModel": "model",
     "NativeTables": "native",
     "alias_table": "sampling",
     "fused_available": "step",
@@ -35,7 +31,6 @@ _EXPORTS = {
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
-    "FusedRankingModel",
     "NativeTables",
     "alias_table",
     "fused_available",

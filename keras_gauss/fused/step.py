@@ -1,10 +1,9 @@
-"""One ranking training step, fused in C++ or in plain TensorFlow.
+"""One ranking training step, fused in one C++ TensorFlow op.
 
-Both implementations compute, for a minibatch of `(word, context,
-negatives)` ids, exactly what the Keras path
-(`GaussianEmbedding` -> `ELEnergy`/`KLEnergy` -> `MaxMarginRanking` ->
-`SparseAdagrad`) computes in one `fit` step, and update the tables and the
-AdaGrad accumulators in place:
+For a minibatch of `(word, context, negatives)` ids, `ranking_step`
+computes what the Keras path (`GaussianEmbedding` -> `ELEnergy`/`KLEnergy`
+-> `MaxMarginRanking` -> `SparseAdagrad`) computes in one `fit` step, and
+updates the tables and the AdaGrad accumulators in place:
 
 - energies `E(w, c+)`, `E(w, c-_k)`; for `"kl"` the word is the general
   side and the context the specific one: `E = -KL(N_context || N_word)`;
@@ -14,12 +13,16 @@ AdaGrad accumulators in place:
 - AdaGrad once per touched row (`acc += g^2; w -= lr g / sqrt(acc + eps)`)
   followed by the row constraints (`NormClip` on means, `VarianceClip` on
   variances).
+
+No trainer of the package runs these steps any more (the layers' own
+kernels do, `keras_gauss.kernels`); they are the C++ steps that
+`benchmarks/` time the layers against, tested against the `keras.ops`
+reference of a `fit` step.
 """
 
 import keras
 import tensorflow as tf
 
-from keras_gauss import ops as gauss_ops
 from keras_gauss.fused import build as _build
 from keras_gauss.layers.candidate_energies import ENERGIES
 
@@ -39,17 +42,11 @@ def fused_available():
     return _build.load() is not None
 
 
-def _resolve_use_fused(use_fused):
-    """`use_fused` as a bool: None -> whether the op is available; True -> an
-    error when it is not."""
-    if use_fused is None:
-        return fused_available()
-    if use_fused and not fused_available():
-        raise RuntimeError(
-            f"The fused op is unavailable: {_build.error()}. Pass use_fused=None "
-            "or False to use the pure TensorFlow implementation."
-        )
-    return bool(use_fused)
+def _require_op():
+    """The loaded op library; `RuntimeError` (one line) when it cannot be built."""
+    if not fused_available():
+        raise RuntimeError(f"The fused op is unavailable: {_build.error()}.")
+    return _build.load()
 
 
 def _tf_var(variable):
@@ -143,7 +140,6 @@ def ranking_step(
     min_variance=None,
     max_variance=None,
     energy="el",
-    use_fused=None,
 ):
     """Runs one max-margin ranking step and updates the variables in place.
 
@@ -167,11 +163,12 @@ def ranking_step(
         max_variance: `M`, a number or pair, or None (no upper clip).
         energy: `"el"` (expected likelihood) or `"kl"`
             (`E = -KL(N_context || N_word)`, word = general side).
-        use_fused: True: the C++ op (error if unavailable); False: the pure
-            TensorFlow step; None: the C++ op when available.
 
     Returns:
         The mean loss of the batch before the update (a float32 scalar).
+
+    Raises:
+        RuntimeError: the op library cannot be built here.
 
     Example:
 
@@ -187,7 +184,6 @@ def ranking_step(
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
     tables, accumulators = _inputs(tables, accumulators)
-    use_fused = _resolve_use_fused(use_fused)
     word = int32_ids(word, "word")
     context = int32_ids(context, "context")
     negatives = int32_ids(negatives, "negatives")
@@ -202,9 +198,7 @@ def ranking_step(
     )
     _check_settings(learning_rate, margin, epsilon,
                     {k: kwargs[k] for k in ("max_norm", "min_variance", "max_variance")})
-    if use_fused:
-        return _fused_step(tables, accumulators, word, context, negatives, **kwargs)
-    return _tf_step(tables, accumulators, word, context, negatives, **kwargs)
+    return _fused_step(tables, accumulators, word, context, negatives, **kwargs)
 
 
 def _spherical(tables):
@@ -235,7 +229,7 @@ def _fused_step(
     max_variance,
     energy,
 ):
-    module = _build.load()
+    module = _require_op()
     inf = float("inf")
     return module.keras_gauss_ranking_step(
         *[v.handle for v in tables],
@@ -254,111 +248,6 @@ def _fused_step(
     )
 
 
-def _tf_step(
-    tables,
-    accumulators,
-    word,
-    context,
-    negatives,
-    learning_rate,
-    margin,
-    epsilon,
-    max_norm,
-    min_variance,
-    max_variance,
-    energy,
-    project_all=True,
-):
-    """The pure TensorFlow step; `project_all=False` leaves rows whose summed
-    gradient is zero untouched instead of projecting them (the semantics of
-    `skipgram_train`)."""
-    word_means, word_vars, context_means, context_vars = tables
-    _spherical(tables)  # validates the shapes
-    shared = word_means is context_means
-    candidates = tf.concat([context[:, None], negatives], axis=1)  # (B, 1 + k)
-    checks = (
-        _check_ids(word, word_means.shape[0], "word", "word")
-        + _check_ids(context, context_means.shape[0], "context", "context")
-        + _check_ids(negatives, context_means.shape[0], "negatives", "context")
-    )
-    with tf.control_dependencies(checks):
-        rows = [
-            tf.gather(word_means, word),
-            tf.gather(word_vars, word),
-            tf.gather(context_means, candidates),
-            tf.gather(context_vars, candidates),
-        ]
-    loss, grads = _ranking_loss_and_gradients(rows, energy, margin, first_per_row=True)
-    dim = word_means.shape[-1]
-    var_dim = word_vars.shape[-1]
-    groups = [
-        (word_means, word_vars, accumulators[0], accumulators[1], 0, [word], grads[:2]),
-        (
-            context_means,
-            context_vars,
-            accumulators[2],
-            accumulators[3],
-            1,
-            [tf.reshape(candidates, [-1])],
-            [tf.reshape(grads[2], [-1, dim]), tf.reshape(grads[3], [-1, var_dim])],
-        ),
-    ]
-    if shared:
-        word_group, context_group = groups
-        groups = [
-            word_group[:5]
-            + (
-                word_group[5] + context_group[5],
-                [tf.concat([a, b], 0) for a, b in zip(word_group[6], context_group[6])],
-            )
-        ]
-    lr = tf.cast(learning_rate, tf.float32)
-    updates = []
-    for means, variances, mean_acc, var_acc, side, ids, (g_mean, g_var) in groups:
-        ids = tf.concat(ids, 0)
-        unique, positions = tf.unique(ids)
-        count = tf.shape(unique)[0]
-        g_mean = tf.math.unsorted_segment_sum(g_mean, positions, count)
-        g_var = tf.math.unsorted_segment_sum(g_var, positions, count)
-        new_means = _adagrad(means, mean_acc, unique, g_mean, lr, epsilon)
-        if max_norm is not None and max_norm[side] > 0:
-            norms = tf.sqrt(tf.reduce_sum(tf.square(new_means), -1, keepdims=True))
-            new_means = new_means * tf.minimum(
-                1.0, max_norm[side] / tf.maximum(norms, 1e-30)
-            )
-        new_vars = _adagrad(variances, var_acc, unique, g_var, lr, epsilon)
-        if min_variance is not None:
-            new_vars = tf.maximum(new_vars, min_variance[side])
-        if max_variance is not None:
-            new_vars = tf.minimum(new_vars, max_variance[side])
-        if not project_all:
-            touched = tf.reduce_any(g_mean != 0, -1) | tf.reduce_any(g_var != 0, -1)
-            new_means = tf.where(touched[:, None], new_means, tf.gather(means, unique))
-            new_vars = tf.where(touched[:, None], new_vars, tf.gather(variances, unique))
-        updates.append(means.scatter_update(tf.IndexedSlices(new_means, unique)))
-        updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
-    with tf.control_dependencies(updates):
-        return tf.identity(loss)
-
-
-def _adagrad(variable, accumulator, rows, grad, lr, epsilon):
-    acc_rows = tf.gather(accumulator, rows) + tf.square(grad)
-    update = accumulator.scatter_update(tf.IndexedSlices(acc_rows, rows))
-    with tf.control_dependencies([update]):
-        return tf.gather(variable, rows) - lr * grad / tf.sqrt(acc_rows + epsilon)
-
-
-def _check_ids(ids, rows, name, table):
-    message = (
-        f"ranking_step: `{name}` ids must lie in [0, {rows}): the {table} "
-        f"table has {rows} rows."
-    )
-    return [
-        tf.debugging.assert_non_negative(ids, message=message),
-        tf.debugging.assert_less(ids, tf.cast(rows, ids.dtype), message=message),
-    ]
-
-
 def pair_ranking_step(
     tables,
     accumulators,
@@ -371,7 +260,6 @@ def pair_ranking_step(
     min_variance=None,
     max_variance=None,
     energy="kl",
-    use_fused=None,
 ):
     """One max-margin ranking step over `(general, specific)` pairs, in place.
 
@@ -393,7 +281,7 @@ def pair_ranking_step(
         general: `(B, 1 + k)` int32 ids of the general sides.
         specific: `(B, 1 + k)` int32 ids of the specific sides.
         learning_rate, margin, epsilon, max_norm, min_variance,
-            max_variance, energy, use_fused: as in `ranking_step`
+            max_variance, energy: as in `ranking_step`
             (`energy` defaults to `"kl"` here).
 
     Returns:
@@ -411,7 +299,6 @@ def pair_ranking_step(
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
     tables, accumulators = _inputs(tables, accumulators)
-    use_fused = _resolve_use_fused(use_fused)
     general = tf.convert_to_tensor(general, tf.int32)
     specific = tf.convert_to_tensor(specific, tf.int32)
     kwargs = dict(
@@ -423,105 +310,19 @@ def pair_ranking_step(
         max_variance=_pair(max_variance, "max_variance"),
         energy=energy,
     )
-    if use_fused:
-        module = _build.load()
-        inf = float("inf")
-        return module.keras_gauss_pair_ranking_step(
-            *[v.handle for v in tables],
-            *[v.handle for v in accumulators],
-            general=general,
-            specific=specific,
-            learning_rate=tf.cast(learning_rate, tf.float32),
-            margin=tf.cast(margin, tf.float32),
-            epsilon=tf.cast(epsilon, tf.float32),
-            max_norm=tf.constant(kwargs["max_norm"] or (0.0, 0.0), tf.float32),
-            min_variance=tf.constant(kwargs["min_variance"] or (-inf, -inf), tf.float32),
-            max_variance=tf.constant(kwargs["max_variance"] or (inf, inf), tf.float32),
-            energy=energy,
-            spherical=_spherical(tables),
-        )
-    return _tf_pair_step(tables, accumulators, general, specific, **kwargs)
-
-
-def _tf_pair_step(
-    tables,
-    accumulators,
-    general,
-    specific,
-    learning_rate,
-    margin,
-    epsilon,
-    max_norm,
-    min_variance,
-    max_variance,
-    energy,
-):
-    """The pure TensorFlow `pair_ranking_step`."""
-    word_means, word_vars, context_means, context_vars = tables
-    _spherical(tables)
-    shared = word_means is context_means
-    checks = _check_ids(general, word_means.shape[0], "general", "word") + _check_ids(
-        specific, context_means.shape[0], "specific", "context"
+    module = _require_op()
+    inf = float("inf")
+    return module.keras_gauss_pair_ranking_step(
+        *[v.handle for v in tables],
+        *[v.handle for v in accumulators],
+        general=general,
+        specific=specific,
+        learning_rate=tf.cast(learning_rate, tf.float32),
+        margin=tf.cast(margin, tf.float32),
+        epsilon=tf.cast(epsilon, tf.float32),
+        max_norm=tf.constant(kwargs["max_norm"] or (0.0, 0.0), tf.float32),
+        min_variance=tf.constant(kwargs["min_variance"] or (-inf, -inf), tf.float32),
+        max_variance=tf.constant(kwargs["max_variance"] or (inf, inf), tf.float32),
+        energy=energy,
+        spherical=_spherical(tables),
     )
-    with tf.control_dependencies(checks):
-        rows = [
-            tf.gather(word_means, general),
-            tf.gather(word_vars, general),
-            tf.gather(context_means, specific),
-            tf.gather(context_vars, specific),
-        ]
-    loss, grads = _ranking_loss_and_gradients(rows, energy, margin, first_per_row=False)
-    dim = word_means.shape[-1]
-    var_dim = word_vars.shape[-1]
-    flat = lambda g, columns: tf.reshape(g, [-1, columns])  # noqa: E731
-    groups = [
-        (word_means, word_vars, accumulators[0], accumulators[1], 0,
-         tf.reshape(general, [-1]), flat(grads[0], dim), flat(grads[1], var_dim)),
-        (context_means, context_vars, accumulators[2], accumulators[3], 1,
-         tf.reshape(specific, [-1]), flat(grads[2], dim), flat(grads[3], var_dim)),
-    ]
-    if shared:
-        (a, b) = groups
-        groups = [a[:5] + tuple(tf.concat([x, y], 0) for x, y in zip(a[5:], b[5:]))]
-    lr = tf.cast(learning_rate, tf.float32)
-    updates = []
-    for means, variances, mean_acc, var_acc, side, ids, g_mean, g_var in groups:
-        unique, positions = tf.unique(ids)
-        count = tf.shape(unique)[0]
-        g_mean = tf.math.unsorted_segment_sum(g_mean, positions, count)
-        g_var = tf.math.unsorted_segment_sum(g_var, positions, count)
-        new_means = _adagrad(means, mean_acc, unique, g_mean, lr, epsilon)
-        if max_norm is not None and max_norm[side] > 0:
-            norms = tf.sqrt(tf.reduce_sum(tf.square(new_means), -1, keepdims=True))
-            new_means = new_means * tf.minimum(1.0, max_norm[side] / tf.maximum(norms, 1e-30))
-        new_vars = _adagrad(variances, var_acc, unique, g_var, lr, epsilon)
-        if min_variance is not None:
-            new_vars = tf.maximum(new_vars, min_variance[side])
-        if max_variance is not None:
-            new_vars = tf.minimum(new_vars, max_variance[side])
-        updates.append(means.scatter_update(tf.IndexedSlices(new_means, unique)))
-        updates.append(variances.scatter_update(tf.IndexedSlices(new_vars, unique)))
-    with tf.control_dependencies(updates):
-        return tf.identity(loss)
-
-
-def _ranking_loss_and_gradients(rows, energy, margin, first_per_row):
-    """The mean max-margin ranking loss of gathered rows and its gradients.
-
-    `rows` is `[mean_a, var_a, mean_b, var_b]`: `b` holds each example's
-    candidates `(batch, k, d)`, the first one positive; `a` is `(batch, d)`
-    (one row per example, `first_per_row=True`) or `(batch, k, d)`. Returns
-    `(loss, gradients of rows)`.
-    """
-    with tf.GradientTape() as tape:
-        tape.watch(rows)
-        mean_a, var_a, mean_b, var_b = rows
-        if first_per_row:
-            mean_a, var_a = mean_a[:, None], var_a[:, None]
-        var_a = tf.broadcast_to(var_a, tf.shape(mean_a))
-        var_b = tf.broadcast_to(var_b, tf.shape(mean_b))
-        energy_of = gauss_ops.el_energy if energy == "el" else gauss_ops.kl_energy
-        energies = energy_of(mean_a, var_a, mean_b, var_b)
-        hinge = tf.nn.relu(margin - energies[:, :1] + energies[:, 1:])
-        loss = tf.reduce_mean(tf.reduce_sum(hinge, axis=-1))
-    return loss, tape.gradient(loss, rows)

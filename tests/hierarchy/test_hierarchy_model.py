@@ -1,5 +1,5 @@
 """The hierarchy model's training step touches only the rows of its batch, and
-the fused trainer equals `fit` of the Keras model."""
+the fused C++ pair step equals `fit` of the Keras model on the reference ops."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import keras_gauss as kg
-from keras_gauss.hierarchy.model import FusedKLTrainer
+from keras_gauss.fused import pair_ranking_step
 from keras_gauss.hierarchy.model import build_kl_model
 
 ROWS = 9973  # a prime no batch-sized tensor has as a dimension
@@ -70,39 +70,6 @@ def test_keras_step_check_catches_a_whole_table_constraint():
     assert _table_sized(_traced_step(model))
 
 
-@pytest.mark.parametrize("use_fused", [True, False])
-def test_fused_trainer_step_is_one_op_without_table_reads(use_fused):
-    model, optimizer = _compiled_model()
-    trainer = FusedKLTrainer(model, use_fused=use_fused)
-    trainer.compile(optimizer=optimizer)
-    graph = _traced_step(trainer)
-    assert _table_sized(graph) == []
-    kinds = [op.type for op in graph.get_operations()]
-    if use_fused:
-        assert kinds.count("KerasGaussPairRankingStep") == 1
-        # No TensorFlow op touches the tables: no batch-sized intermediates.
-        assert not {"ResourceGather", "ResourceScatterUpdate"} & set(kinds)
-
-
-def test_fused_trainer_trains_the_model_table_and_saves_the_optimizer(tmp_path):
-    model, optimizer = _compiled_model()
-    trainer = FusedKLTrainer(model)
-    trainer.compile(optimizer=optimizer)
-    rng = np.random.default_rng(0)
-    x = {"general": rng.integers(0, ROWS, 64).astype("int32"),
-         "specific": rng.integers(0, ROWS, 64).astype("int32"),
-         "neg_general": rng.integers(0, ROWS, (64, NEGATIVES)).astype("int32"),
-         "neg_specific": rng.integers(0, ROWS, (64, NEGATIVES)).astype("int32")}
-    before = model.get_layer("nodes").means.numpy()
-    trainer.fit(x, np.zeros((64, 1 + NEGATIVES)), batch_size=32, verbose=0)
-    after = model.get_layer("nodes").means.numpy()
-    assert not np.array_equal(before, after)
-    model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras")
-    np.testing.assert_array_equal(loaded.get_layer("nodes").means.numpy(), after)
-    assert int(loaded.optimizer.iterations) == 2
-
-
 def _hierarchy_batch(rng, vocab, batch, negatives):
     x = {"general": rng.integers(0, vocab, batch).astype("int32"),
          "specific": rng.integers(0, vocab, batch).astype("int32"),
@@ -113,45 +80,44 @@ def _hierarchy_batch(rng, vocab, batch, negatives):
     return x, y
 
 
-@pytest.mark.parametrize("use_fused", [True, False])
-def test_trainer_equals_keras_fit_of_the_hierarchy_model(use_fused):
+def test_pair_step_equals_keras_fit_of_the_hierarchy_model(monkeypatch):
+    monkeypatch.setenv("KERAS_GAUSS_KERNELS", "reference")  # the keras.ops code
     rng = np.random.default_rng(5)
     vocab, dim, negatives = 15, 5, 3
     bounds = dict(max_norm=0.9, min_variance=0.4, max_variance=1.7)
     keras_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
-    fused_model = build_kl_model(vocab, dim, negatives=negatives, **bounds)
     values = [rng.uniform(-0.5, 0.5, (vocab, dim)).astype("float32"),
               rng.uniform(0.5, 1.6, (vocab, dim)).astype("float32")]
-    for model in (keras_model, fused_model):
-        nodes = model.get_layer("nodes")
-        nodes.means.assign(values[0])
-        nodes.variances.assign(values[1])
-    # Two batches (the second smaller): the second step starts from the
-    # tables and accumulators the first one wrote.
+    nodes = keras_model.get_layer("nodes")
+    nodes.means.assign(values[0])
+    nodes.variances.assign(values[1])
+    # Two batches (the second smaller), two epochs: every step starts from the
+    # tables and accumulators the one before wrote.
     x, y = _hierarchy_batch(rng, vocab, 48, negatives)
     keras_model.compile(optimizer=kg.SparseAdagrad(0.3), loss=kg.MaxMarginRanking(0.7))
+    keras_loss = keras_model.fit(x, y, batch_size=32, epochs=2, verbose=0,
+                                 shuffle=False).history["loss"]
+
+    tables = [tf.Variable(v) for v in values]
     optimizer = kg.SparseAdagrad(0.3)
-    fused_model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking(0.7))
-    trainer = FusedKLTrainer(fused_model, margin=0.7, use_fused=use_fused)
-    trainer.compile(optimizer=optimizer)
-    fit = dict(batch_size=32, epochs=2, verbose=0, shuffle=False)
-    keras_loss = keras_model.fit(x, y, **fit).history["loss"]
-    fused_loss = trainer.fit(x, y, **fit).history["loss"]
+    optimizer.build(tables)
+    accumulators = [optimizer._accumulators[optimizer._get_variable_index(v)].value
+                    for v in tables]
+    general = np.concatenate([x["general"][:, None], x["neg_general"]], 1)
+    specific = np.concatenate([x["specific"][:, None], x["neg_specific"]], 1)
+    fused_loss = []
+    for _ in range(2):
+        losses = [float(pair_ranking_step(tables * 2, accumulators * 2, general[rows],
+                                          specific[rows], learning_rate=0.3, margin=0.7,
+                                          epsilon=optimizer.epsilon, **bounds)) * (rows.stop - rows.start)
+                  for rows in (slice(0, 32), slice(32, 48))]
+        fused_loss.append(sum(losses) / 48)
 
     np.testing.assert_allclose(fused_loss, keras_loss, **TOL)
-    for name in ("means", "variances"):
-        ours = getattr(fused_model.get_layer("nodes"), name)
-        theirs = getattr(keras_model.get_layer("nodes"), name)
+    for ours, name, accumulator in zip(tables, ("means", "variances"), accumulators):
+        theirs = getattr(nodes, name)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), **TOL)
         theirs_acc = keras_model.optimizer._accumulators[
             keras_model.optimizer._get_variable_index(theirs)]
-        np.testing.assert_allclose(
-            optimizer._accumulators[optimizer._get_variable_index(ours)].numpy(),
-            theirs_acc.numpy(), **TOL)
-    assert int(optimizer.iterations) == 4
-
-
-def test_trainer_refuses_other_optimizers():
-    trainer = FusedKLTrainer(build_kl_model(10, 4))
-    with pytest.raises(TypeError, match="SparseAdagrad"):
-        trainer.compile(optimizer=keras.optimizers.SGD(0.1))
+        np.testing.assert_allclose(accumulator.numpy(), theirs_acc.numpy(), **TOL)
+        assert not np.allclose(ours.numpy(), values[0 if name == "means" else 1])

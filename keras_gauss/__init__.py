@@ -58,7 +58,6 @@ def register_serializables():
     require_backend()
     import keras_gauss.callbacks  # noqa: F401
     import keras_gauss.constraints  # noqa: F401
-    import keras_gauss.fused.model  # noqa: F401
     import keras_gauss.layers  # noqa: F401
     import keras_gauss.losses  # noqa: F401
     import keras_gauss.models  # noqa: F401

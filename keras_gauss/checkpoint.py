@@ -441,7 +441,7 @@ def checkpoint_arguments(parser):
     parser.add_argument("--resume", default=None, metavar="DIR",
                         help="continue the killed run in DIR from its checkpoint; give the "
                              "command's other settings as before (--out may be left out). "
-                             "One thread, --engine keras or fused-step and the hierarchy "
+                             "--engine native with --threads 1, --engine keras and the hierarchy "
                              "trainers end with the tables of an uninterrupted run, bit for bit")
 
 

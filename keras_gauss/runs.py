@@ -491,6 +491,10 @@ def _load_model(path):
     except Exception as error:  # noqa: BLE001 - any failure names the file
         detail = str(error).strip().splitlines()
         detail = detail[0][:300] if detail else ""
+        if "FusedRankingModel" in detail:  # a run of the removed engine
+            raise DamagedRunError(f"{path}: written by train-corpus --engine fused-step, "
+                                  "which this version no longer has; train the run again "
+                                  "(--engine native or keras).") from None
         raise DamagedRunError(f"{path}: cannot load the model ({type(error).__name__}"
                               f"{': ' + detail if detail else ''}).") from None
 

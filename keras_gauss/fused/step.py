@@ -31,7 +31,7 @@ def fused_available():
     """Whether the fused C++ op is built and loaded (builds it on first call).
 
     Returns:
-        True if `ranking_step(..., use_fused=True)` can run.
+        True if `ranking_step` and the other fused steps can run.
 
     Example:
 

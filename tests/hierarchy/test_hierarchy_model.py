@@ -1,9 +1,7 @@
 """The hierarchy model's training step touches only the rows of its batch, and
 the fused C++ pair step equals `fit` of the Keras model on the reference ops."""
 
-import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
 import keras_gauss as kg

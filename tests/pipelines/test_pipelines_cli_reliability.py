@@ -153,6 +153,27 @@ def _copy(run, tmp_path):
     return target
 
 
+def test_a_run_of_the_removed_fused_step_engine_says_what_to_do(runs, tmp_path):
+    """Its model.keras names FusedRankingModel, which is gone: one line, not a
+    Keras traceback."""
+    import zipfile
+
+    run = _copy(runs["keras"], tmp_path)
+    with zipfile.ZipFile(runs["keras"] / "model.keras") as old, \
+            zipfile.ZipFile(run / "model.keras", "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                config.update(module="keras_gauss.fused.model", class_name="FusedRankingModel",
+                              registered_name="keras_gauss>FusedRankingModel")
+                data = json.dumps(config).encode()
+            new.writestr(item, data)
+    with pytest.raises(DamagedRunError, match="--engine fused-step, which this version no "
+                                              "longer has; train the run again"):
+        load_run(run)
+
+
 @pytest.mark.parametrize("damage,file,message", [
     ("run.json", "run.json", "not valid JSON"),
     ("run.json-keys", "run.json", "'table' is missing"),

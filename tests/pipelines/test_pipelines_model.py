@@ -72,14 +72,3 @@ def test_bad_arguments():
         build_corpus_model(10, energy="cosine")
     with pytest.raises(ValueError, match="negatives"):
         build_corpus_model(10, negatives=0)
-
-
-def test_fused_flag_builds_fused_model_or_says_not_implemented():
-    try:
-        from keras_gauss.fused import FusedRankingModel
-    except ImportError:
-        with pytest.raises(NotImplementedError, match="fused"):
-            build_corpus_model(10, dim=4, fused=True)
-    else:
-        model = build_corpus_model(10, dim=4, fused=True)
-        assert isinstance(model, FusedRankingModel)

@@ -1,4 +1,6 @@
-"""Skip-gram training from token ids: C++ op == pure TensorFlow == ranking_step."""
+"""Skip-gram training from token ids (the C++ op): its draws are the documented
+formulas (an independent Python implementation), its steps the `keras.ops`
+reference's on those triples."""
 
 import numpy as np
 import pytest
@@ -6,7 +8,6 @@ import tensorflow as tf
 
 from keras_gauss.fused import alias_table
 from keras_gauss.fused import fused_available
-from keras_gauss.fused import ranking_step
 from keras_gauss.fused import skipgram_train
 from keras_gauss.fused import skipgram_triples
 
@@ -106,7 +107,7 @@ def test_alias_table_reproduces_the_distribution():
         alias_table([0.0, 0.0])
 
 
-@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
+@needs_op
 @pytest.mark.parametrize(
     "settings",
     [dict(window=5, dynamic_window=True, negatives=1, subsample=False),
@@ -114,12 +115,12 @@ def test_alias_table_reproduces_the_distribution():
      dict(window=2, dynamic_window=False, negatives=3, subsample=True),
      dict(window=4, dynamic_window=True, negatives=1, subsample=True, shuffle=True)],
 )
-def test_triples_follow_the_documented_draws(use_fused, settings):
+def test_triples_follow_the_documented_draws(settings):
     tokens, splits, probs, alias, keep = _chunk()
     settings = dict(settings)  # parametrize shares the dict between runs
     keep = keep if settings.pop("subsample") else None
     word, context, negs = skipgram_triples(tokens, splits, 11, probs, alias, keep=keep,
-                                           use_fused=use_fused, **settings)
+                                           **settings)
     expected = _python_triples(tokens, splits, settings["window"],
                                settings["dynamic_window"], settings["negatives"], keep,
                                probs, alias, 11, settings.get("shuffle", False))
@@ -129,6 +130,7 @@ def test_triples_follow_the_documented_draws(use_fused, settings):
     assert len(got) > 100
 
 
+@needs_op
 def test_triples_statistics():
     rng = np.random.default_rng(3)
     tokens = rng.integers(0, 8, 20_000).astype("int32")
@@ -136,7 +138,7 @@ def test_triples_statistics():
     weights = np.arange(1.0, 9.0)
     probs, alias = alias_table(weights)
     word, context, negs = skipgram_triples(tokens, splits, 5, probs, alias, window=5,
-                                           negatives=2, use_fused=False)
+                                           negatives=2)
     # Reduced window: 2 * (1 + 2 + 3 + 4 + 5) / 5 = 6 pairs per token.
     assert abs(len(word) / 20_000 - 6.0) < 0.1
     freq = np.bincount(negs.numpy().ravel(), minlength=8) / negs.numpy().size
@@ -144,60 +146,53 @@ def test_triples_statistics():
     # Subsampling keeps about keep * count occurrences.
     keep = np.full(8, 0.25, "float32")
     w, _, _ = skipgram_triples(tokens, splits, 5, probs, alias, keep=keep, window=1,
-                               dynamic_window=False, use_fused=False)
+                               dynamic_window=False)
     assert abs(len(w) / (2 * 20_000 * 0.25) - 1) < 0.05
+
+
+def reference_training(values, accumulators, triples, batch_size, learning_rate, margin,
+                       energy="el", **bounds):
+    """`skipgram_train` on `triples` by the `keras.ops` reference: each
+    `batch_size` of them one ranking step (`test_fused_pair_step._reference`,
+    the word on the general side of every candidate). Returns `(summed loss,
+    tables, accumulators)`."""
+    from test_fused_pair_step import _reference
+
+    total, n = 0.0, len(values)
+    for i in range(0, len(triples), batch_size):
+        batch = triples[i:i + batch_size]
+        word = np.array([t[0] for t in batch], "int32")
+        candidates = np.array([(t[1], *t[2]) for t in batch], "int32")
+        general = np.repeat(word[:, None], candidates.shape[1], 1)
+        loss, after = _reference(values, accumulators, general, candidates, learning_rate,
+                                 margin, energy=energy, **bounds)
+        values, accumulators = after[:n], after[n:]
+        total += loss * len(batch)
+    return total, values, accumulators
 
 
 @needs_op
 @pytest.mark.parametrize("energy", ["el", "kl"])
-@pytest.mark.parametrize("batch_size", [1, 7])
-@pytest.mark.parametrize("layout", ["diagonal", "spherical", "shared", "shuffled"])
-def test_one_thread_equals_the_tensorflow_implementation(energy, batch_size, layout):
-    # Some hundred sequential AdaGrad steps: float rounding (the two order
-    # their sums differently) grows along the trajectory, so it stays short.
-    tokens, _, probs, alias, keep = _chunk()
-    tokens, splits = tokens[:80], np.array([0, 3, 3, 40, 41, 80], "int64")
-    results = []
-    for use_fused in (True, False):
-        tables, accumulators = _variables(spherical=layout == "spherical",
-                                          shared=layout == "shared")
-        loss, pairs = skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs,
-                                     alias, keep=keep, negatives=2, batch_size=batch_size,
-                                     shuffle=layout == "shuffled",
-                                     num_threads=1, margin=1.0, energy=energy,
-                                     use_fused=use_fused, **BOUNDS)
-        results.append((float(loss), int(pairs), _values(tables, accumulators)))
-    (loss_a, pairs_a, values_a), (loss_b, pairs_b, values_b) = results
-    assert pairs_a == pairs_b > 50
-    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-5)
-    for a, b in zip(values_a, values_b):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
-def test_equals_ranking_steps_on_its_triples(use_fused):
-    # Rows start inside the bounds, where ranking_step's projection of the
-    # rows without gradient changes nothing.
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_equals_the_keras_ops_reference_on_the_documented_draws(energy, shuffle):
+    # Rows start inside the bounds, where the reference's projection of the
+    # rows without gradient changes nothing (the op skips them).
     tokens, splits, probs, alias, keep = _chunk(2)
     tables, accumulators = _variables(inside=True)
+    values, accs = _values(tables, accumulators)[:4], _values(tables, accumulators)[4:]
     loss, pairs = skipgram_train(tables, accumulators, tokens, splits, 5, 0.3, probs, alias,
                                  keep=keep, window=2, batch_size=4, num_threads=1,
-                                 margin=0.5, use_fused=use_fused, **BOUNDS)
-    word, context, negs = skipgram_triples(tokens, splits, 5, probs, alias, keep=keep,
-                                           window=2, use_fused=use_fused)
-    ref_tables, ref_accumulators = _variables(inside=True)
-    total = 0.0
-    for i in range(0, len(word), 4):
-        batch = (word[i:i + 4], context[i:i + 4], negs[i:i + 4])
-        total += float(ranking_step(ref_tables, ref_accumulators, *batch, 0.3, margin=0.5,
-                                    use_fused=False, **BOUNDS)) * len(batch[0])
-    assert int(pairs) == len(word)
+                                 margin=0.5, energy=energy, shuffle=shuffle, **BOUNDS)
+    triples = _python_triples(tokens, splits, 2, True, 1, keep, probs, alias, 5, shuffle)
+    total, ref_values, ref_accs = reference_training(values, accs, triples, 4, 0.3, 0.5,
+                                                     energy, **BOUNDS)
+    assert int(pairs) == len(triples) > 100
     np.testing.assert_allclose(float(loss), total, rtol=1e-5)
-    for a, b in zip(_values(tables, accumulators), _values(ref_tables, ref_accumulators)):
+    for a, b in zip(_values(tables, accumulators), ref_values + ref_accs):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     # The bounds hold on every row that was in a batch.
     means, variances = tables[0].numpy(), tables[1].numpy()
-    seen = np.unique(word.numpy())
+    seen = np.unique([t[0] for t in triples])
     assert (np.linalg.norm(means[seen], axis=1) <= 0.3 + 1e-6).all()
     assert ((variances[seen] >= 0.6) & (variances[seen] <= 1.4)).all()
 
@@ -234,8 +229,8 @@ def test_threads_train_and_learn():
     assert same > other + 0.5  # (60 runs: at least 1.5)
 
 
-@pytest.mark.parametrize("use_fused", [pytest.param(True, marks=needs_op), False])
-def test_bad_chunks_raise_clear_errors(use_fused):
+@needs_op
+def test_bad_chunks_raise_clear_errors():
     tokens, splits, probs, alias, _ = _chunk()
     tables, accumulators = _variables()
 
@@ -243,8 +238,7 @@ def test_bad_chunks_raise_clear_errors(use_fused):
         args = dict(tokens=tokens, row_splits=splits, negative_probs=probs,
                     negative_alias=alias)
         args.update(overrides)
-        return skipgram_train(tables, accumulators, seed=0, learning_rate=0.1,
-                              use_fused=use_fused, **args)
+        return skipgram_train(tables, accumulators, seed=0, learning_rate=0.1, **args)
 
     bad_tokens = tokens.copy()
     bad_tokens[5] = VOCAB

@@ -73,6 +73,10 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--val-size", "0"], "--val-size"),
         (["--sibling-negatives", "1.5"], "--sibling-negatives"),
         (["--learning-rate-schedule", "step"], "--learning-rate-schedule"),
+        (["--engine", "native"], "--engine native trains corpora only so far "
+                                 "(train-corpus); use --engine keras."),
+        (["--engine", "fused"], "--engine fused is gone: use --engine native"),
+        (["--engine", "gpu"], "--engine must be native or keras, got 'gpu'."),
     ],
 )
 def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):

@@ -27,7 +27,7 @@ the fly; gensim's sentences stay in memory).
 Usage (from the repository root):
 
     python benchmarks/corpus_speed.py [--repeats 3] [--paper-tokens 10000000]
-        [--engines fused] [--batch-sizes 2048] [--word2gauss /tmp/w2g]
+        [--engines native] [--batch-sizes 2048] [--word2gauss /tmp/w2g]
 
 Every timing is repeated `--repeats` times, interleaved with gensim's, and
 the best of each kept (the machine may be shared: the load average is
@@ -52,11 +52,18 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "corpu
 
 
 def pretokenized_chunks(corpus, vocab, chunk_lines=256):
-    """The corpus as in-memory `(ids, row_splits)` chunks (gensim's sentences
-    are in memory too)."""
-    from keras_gauss.pipelines.train import line_chunks
+    """The corpus as in-memory `(ids, row_splits)` chunks of `chunk_lines`
+    lines (gensim's sentences are in memory too), read as the native engine
+    reads it."""
+    from keras_gauss.pipelines import native_corpus
 
-    return list(line_chunks(corpus, vocab, chunk_lines=chunk_lines, shuffle_buffer=0))
+    types, _, ids, splits = native_corpus.read_corpus(native_corpus.corpus_files(corpus))
+    _, _, remap = native_corpus.given_vocabulary(types, vocab)
+    ids, splits = native_corpus.in_vocabulary(ids, splits, remap)
+    return [(ids[splits[a]:splits[b]], splits[a:b + 1] - splits[a])
+            for a, b in zip(range(0, len(splits) - 1, chunk_lines),
+                            [*range(chunk_lines, len(splits) - 1, chunk_lines),
+                             len(splits) - 1])]
 
 
 def zipf_corpus(types, tokens, seed=0, sentence_length=25, exponent=1.0, shift=2.7):
@@ -264,11 +271,11 @@ def in_memory_rows(label, chunks, counts, sentences, batches, threads, repeats, 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=str(CORPUS))
-    parser.add_argument("--engines", nargs="*", default=["fused"],
-                        choices=["keras", "fused-step", "fused"],
+    parser.add_argument("--engines", nargs="*", default=["native"],
+                        choices=["keras", "native"],
                         help="train_corpus engines timed on news2017 (none: skip)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[2048],
-                        help="pairs per AdaGrad step for the fused engines")
+                        help="pairs per AdaGrad step for the native engine")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0,
                         help="threads of our op (0: TensorFlow's pool, the cores)")
@@ -303,7 +310,7 @@ def main(argv=None):
           f"per epoch (expected)", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        chunks = [(i.numpy(), s.numpy()) for i, s in pretokenized_chunks(args.corpus, vocab)]
+        chunks = pretokenized_chunks(args.corpus, vocab)
         sentences = tokenized_sentences(args.corpus, vocab)
         rows += in_memory_rows(f"news2017 ({len(vocab) // 1000}k words)", chunks,
                                vocab.counts, sentences, args.batch_sizes, args.threads,

@@ -1,4 +1,4 @@
-"""Pairs/s of the corpus model on several devices and processes, beside the fused op and gensim.
+"""Pairs/s of the corpus model on several devices and processes, beside the native trainer and gensim.
 
 Trains one epoch of the same corpus (the first `--lines` lines of
 news2017) with:
@@ -12,7 +12,7 @@ news2017) with:
   localhost (`--coordinator 127.0.0.1:PORT --num-processes 2`), one
   device each;
 - `keras, TF, 1 device`: `train-corpus --engine keras` on TensorFlow;
-- `fused`: `train-corpus --engine fused` (the C++ op, Hogwild threads on
+- `native`: `train-corpus --engine native` (the C++ trainer, Hogwild threads on
   every core);
 - `gensim`: `Word2Vec(sg=1, negative=1)` with 2 workers on the same lines
   (lowercased, split on spaces) and the same window, subsampling and
@@ -110,7 +110,7 @@ ENGINES = [
      ["--engine", "keras", "--distribution", "data"], 2, 1),
     ("keras, JAX, 2 processes (1 device each)", "jax", ["--engine", "keras"], 1, 2),
     ("keras, TF, 1 device", "tensorflow", ["--engine", "keras"], 1, 1),
-    ("fused (C++ op, 2 threads)", "tensorflow", ["--engine", "fused"], 1, 1),
+    ("native (C++ trainer, 2 threads)", "tensorflow", ["--engine", "native"], 1, 1),
 ]
 
 
@@ -142,11 +142,11 @@ def main():
             print(f"repeat {repeat + 1}: gensim: {rate:,.0f} pairs/s (~{gensim_pairs:,} pairs, "
                   f"{seconds:.2f} s); "
                   f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    fused = best["fused (C++ op, 2 threads)"]
+    fused = best["native (C++ trainer, 2 threads)"]
     print(f"\n{args.lines:,} lines of news2017, 1 epoch, "
           + ", ".join(f"{k} {v}" for k, v in SETTINGS.items())
           + f"; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-    print(f"| engine | pairs/s | / fused |\n|---|---|---|")
+    print(f"| engine | pairs/s | / native |\n|---|---|---|")
     for label, rate in best.items():
         print(f"| {label} | {rate:,.0f} | {rate / fused:.3f} |")
 

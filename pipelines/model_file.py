@@ -1,6 +1,6 @@
 """Writes the corpus model's `model.keras` without importing Keras.
 
-The fused engine's TensorFlow-free path (`keras_gauss.pipelines.native_corpus`)
+The native engine's TensorFlow-free path (`keras_gauss.pipelines.native_corpus`)
 ends with tables in NumPy; importing Keras (and TensorFlow with it) only to
 save them would cost more than the epoch. `write_corpus_model` writes the
 file Keras writes for `build_corpus_model(...)` compiled with

@@ -1,7 +1,7 @@
 """Text corpus files without TensorFlow: checks, gzip verification, directory listing.
 
 Shared by :mod:`keras_gauss.pipelines.sources` (``tf.data``) and
-:mod:`keras_gauss.pipelines.native_corpus` (the fused engine's
+:mod:`keras_gauss.pipelines.native_corpus` (the native engine's
 TensorFlow-free path).
 """
 

@@ -64,6 +64,33 @@ def test_vocabulary_equals_build_vocabulary(tmp_path, name):
     assert len(ids) == want.total and splits[-1] == want.total
 
 
+@needs_native
+def test_lines_read_through_tf_data_equal_the_file_and_digest_as_the_keras_engine(tmp_path):
+    """A dataset of lines (what WordNet glosses and tfds: corpora are): the
+    tokens of the same text in a file, and the digest of the keras engine
+    (`line_digest`), so that every engine names the data alike."""
+    import tensorflow as tf
+
+    from keras_gauss.job import Digest
+    from keras_gauss.pipelines.train import line_digest
+
+    lines = TRICKY * 3 + ["the cat and the dog", "The Cat's cat"] * 4
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    dataset = tf.data.Dataset.from_tensor_slices(lines)
+    digest = Digest("corpus")
+    got = native_corpus.read_lines(dataset, digest)
+    want = native_corpus.read_corpus(native_corpus.corpus_files(path))
+    assert got[0] == want[0]
+    for a, b in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(a, b)
+    assert digest.hexdigest() == line_digest(dataset)
+    # A line's own line end is a space: one line stays one sentence.
+    types, _, ids, splits = native_corpus.read_lines(
+        tf.data.Dataset.from_tensor_slices(["a b\nc", "d"]))
+    assert splits.tolist() == [0, 3, 4] and [types[i] for i in ids] == ["a", "b", "c", "d"]
+
+
 @pytest.mark.skipif(not NEWS.exists(), reason="news2017 is not in /work/shared/data")
 @needs_native
 def test_news2017_vocabulary_equals_build_vocabulary():

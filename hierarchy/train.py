@@ -14,6 +14,7 @@ from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Job
 from keras_gauss.job import check_engine
+from keras_gauss.job import choose_engine
 from keras_gauss.job import model_tables
 
 
@@ -465,7 +466,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
               # Checkpoints written before --learning-rate-schedule trained with a constant rate.
               defaults={"learning_rate_schedule": "constant", "engine": "keras"})
-    return job.run(lambda state: [HierarchyEngine(config, hyperlex, entailment)])
+    return job.run(lambda state: choose_engine(
+        config.engine, None, lambda: HierarchyEngine(config, hyperlex, entailment),
+        lambda: "no native hierarchy trainer"))
 
 
 def hierarchy_digest(hierarchy):

@@ -247,7 +247,8 @@ def choose_engine(engine, native, keras, native_available):
 
     Args:
         engine: the checked `--engine` value (`check_engine`).
-        native: `() -> Engine`, the native engine.
+        native: `() -> Engine`, the native engine (None where there is
+            none: `check_engine` refused `"native"` before).
         keras: `() -> Engine`, the keras engine.
         native_available: `() -> None` when the native library builds here,
             else the reason it does not (the job then trains with keras,

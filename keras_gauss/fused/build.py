@@ -565,8 +565,8 @@ def load():
 
     def warn(reason):
         logger.warning(
-            "keras_gauss: the compiled C++ ops are unavailable (%s); the layers "
-            "train with their keras.ops code instead.",
+            "keras_gauss: the compiled C++ ops are unavailable (%s); the layers' "
+            "kernels use their keras.ops code instead.",
             reason,
         )
 

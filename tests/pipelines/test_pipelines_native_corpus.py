@@ -167,7 +167,7 @@ def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, negat
         rows, dim, negatives=negatives, energy=energy, covariance=covariance,
         max_norm=max_norm, min_variance=0.05, max_variance=5.0,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=3),
-        variance_initializer=keras.initializers.Constant(1.5), margin=0.5)
+        variance_initializer=keras.initializers.Constant(1.5))
     model.compile(optimizer=SparseAdagrad(0.3), loss=MaxMarginRanking(0.5))
     model.optimizer.build(model.trainable_variables)
     want = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))

@@ -760,7 +760,7 @@ class _Link:
             return  # the main thread prints its own error and exits
         if self.is_chief:  # the others hear it first, then the service goes
             self._wait_for_others(min(5.0, self.timeout))
-        phase = sys.modules.get("keras_gauss.callbacks.progress_phase")
+        phase = sys.modules.get("keras_gauss.callbacks.progress")
         if phase is not None:  # end an open "doing X..." line first
             with contextlib.suppress(Exception):
                 phase.Phase.break_line()

@@ -6,7 +6,7 @@ import os  # noqa: F401 - used by the docstring examples
 import time
 import warnings
 
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Phase
 from keras_gauss.checkpoint import restore_model
 from keras_gauss.distribution import DistributionError
 from keras_gauss.job import Data

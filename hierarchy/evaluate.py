@@ -26,7 +26,8 @@ KL energy, bit for bit.
 Protocols:
 
 * :func:`classification` -- held-out edge classification (Vendrov et al., 2016):
-  one score threshold chosen on the validation pairs, applied to the test pairs.
+  one score threshold chosen on the validation pairs, applied to the test pairs
+  (accuracy; F1 with its own validation threshold as Ganea et al., 2018; AUC).
 * :func:`reconstruction` -- mean rank and MAP of every node's ancestors
   (Nickel & Kiela, 2017).
 * :func:`word_pair_scores`, :func:`hyperlex_spearman`, :func:`baroni2012` --
@@ -53,7 +54,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_gauss.metrics import average_precision, best_f1, threshold_classification
+from keras_gauss.metrics import average_precision, best_f1, roc_auc, threshold_classification, threshold_f1
 from keras_gauss.runs import pair_energy
 
 from .benchmark_data import read_entailment, read_hyperlex
@@ -73,6 +74,7 @@ __all__ = [
     "edge_scores",
     "hyperlex_spearman",
     "reconstruction",
+    "scored_classification",
     "threshold_classification",
     "word_pair_scores",
 ]
@@ -193,12 +195,14 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
 
 def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
                    generality: float = 0.0) -> dict:
-    """Held-out edge classification accuracy (Vendrov et al., 2016 protocol).
+    """Held-out edge classification: accuracy, F1 and AUC (Vendrov et al., 2016; Ganea et al., 2018).
 
     Each pair ``(specific, general)`` is scored by ``-KL(N_specific || N_general)``
     and predicted to be an edge iff ``score >= threshold``; the threshold is the
     one maximising validation accuracy (see :func:`threshold_classification`),
-    so the test pairs never influence it.
+    so the test pairs never influence it. F1 uses the threshold that
+    maximises validation F1 (``f1_threshold``, :func:`threshold_f1`); the
+    test AUC needs no threshold.
 
     Args:
         val_pos: ``(n, 2)`` int array of positive validation ``(specific, general)`` pairs
@@ -211,7 +215,8 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
-        ``{"threshold", "val_accuracy", "test_accuracy"}``.
+        ``{"threshold", "val_accuracy", "test_accuracy", "f1_threshold",
+        "val_f1", "test_f1", "test_precision", "test_recall", "test_auc"}``.
 
     Example:
         >>> import numpy as np
@@ -222,15 +227,32 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         >>> means = np.random.default_rng(0).normal(size=(h.num_nodes, 2))  # untrained
         >>> result = classification(s.val, s.val_neg, s.test, s.test_neg, means,
         ...                         np.ones((h.num_nodes, 2)))
-        >>> sorted(result)  # the threshold is chosen on the validation pairs
-        ['test_accuracy', 'threshold', 'val_accuracy']
+        >>> sorted(result)  # the thresholds are chosen on the validation pairs
+        ['f1_threshold', 'test_accuracy', 'test_auc', 'test_f1', 'test_precision', 'test_recall', 'threshold', 'val_accuracy', 'val_f1']
     """
 
     def scores(edges):
         edges = np.asarray(edges).reshape(-1, 2)
         return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality)
 
-    return threshold_classification(scores(val_pos), scores(val_neg), scores(test_pos), scores(test_neg))
+    return scored_classification(scores(val_pos), scores(val_neg), scores(test_pos),
+                                 scores(test_neg))
+
+
+def scored_classification(val_pos, val_neg, test_pos, test_neg) -> dict:
+    """:func:`classification`'s figures from the four sets of scores (higher = edge).
+
+    Example:
+        >>> r = scored_classification([2.0, 1.0], [0.0], [3.0], [0.5, 1.5])
+        >>> r["test_accuracy"], r["test_f1"], r["test_auc"]
+        (0.3333333333333333, 0.6666666666666666, 1.0)
+    """
+    result = threshold_classification(val_pos, val_neg, test_pos, test_neg)
+    result.update(threshold_f1(val_pos, val_neg, test_pos, test_neg))
+    test_pos, test_neg = np.ravel(test_pos), np.ravel(test_neg)
+    result["test_auc"] = roc_auc(np.r_[np.ones(len(test_pos), bool), np.zeros(len(test_neg), bool)],
+                                 np.r_[test_pos, test_neg])
+    return result
 
 
 def kl_scorer(means, variances, generality: float = 0.0):
@@ -295,7 +317,8 @@ def split_classification(parts, score) -> dict:
             more likely an edge), e.g. :func:`kl_scorer`, :func:`lookup_scorer`.
 
     Returns:
-        ``{kind: {"threshold", "val_accuracy", "test_accuracy", "test_size"}}``.
+        ``{kind: {"threshold", "val_accuracy", "test_accuracy", "test_size", and
+        the F1 and AUC figures of :func:`classification`}}``.
 
     Example:
         >>> parts = {"val": (np.array([[1, 0]]), np.array([[0, 1]])),
@@ -310,7 +333,7 @@ def split_classification(parts, score) -> dict:
         (vp, vn), (tp, tn) = parts[f"val{suffix}"], parts[f"test{suffix}"]
         if not len(vp) + len(vn):
             continue
-        result = threshold_classification(score(vp), score(vn), score(tp), score(tn))
+        result = scored_classification(score(vp), score(vn), score(tp), score(tn))
         result["test_size"] = int(len(tp) + len(tn))
         out[kind] = result
     return out

@@ -62,8 +62,17 @@ def add_parser(subparsers):
             "a cycle is an error naming it."
         ),
     )
-    own.add_argument("--edges", required=True, help="TSV or CSV file of child, parent pairs")
+    own.add_argument("--edges", default=None, help="TSV or CSV file of child, parent pairs")
     own.add_argument("--root", default=None, help="embed only this node's subtree")
+    own.add_argument("--train-edges", default=None, metavar="FILE",
+                     help="instead of --edges: train on exactly these child, parent pairs (no "
+                          "closure added), choosing on --val-edges and scoring on --test-edges "
+                          "(child, parent, label lines; label 1 is-a, 0 not), e.g. a run's "
+                          "split/train.tsv, val.tsv and test.tsv")
+    own.add_argument("--val-edges", default=None, metavar="FILE",
+                     help="labelled validation pairs of --train-edges")
+    own.add_argument("--test-edges", default=None, metavar="FILE",
+                     help="labelled test pairs of --train-edges")
     _add_training_flags(own, defaults)
     own.set_defaults(handler=run_train_wordnet)
 
@@ -75,11 +84,27 @@ def _add_training_flags(train, defaults):
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
     checkpoint_arguments(train)
-    train.add_argument("--split", choices=("closure", "reduction"), default=defaults.split,
+    train.add_argument("--split", choices=("closure", "reduction", "ganea"), default=defaults.split,
                        help="held-out edges: closure (implied by training edges, Vendrov et "
-                            "al.; default) or reduction (of the transitive reduction: implied "
-                            "by no training edge)")
-    for field in ("dim", "epochs", "batch_size", "negatives", "learning_rate",
+                            "al.; default), reduction (of the transitive reduction: implied "
+                            "by no training edge) or ganea (Ganea et al. 2018: train on the "
+                            "transitive reduction + --non-basic-percent of the other edges, "
+                            "5%%+5%% of them held out with 10 negatives each, root dropped)")
+    train.add_argument("--non-basic-percent", type=float, default=None, metavar="X",
+                       help="--split ganea: percent of the non-basic edges (those implied by "
+                            "two others) to train on: the published 0, 10, 25, 50")
+    train.add_argument("--drop-root", default=None, metavar="NODE",
+                       help="remove this top node and its edges first (default: with --split "
+                            "ganea the root, e.g. entity.n.01; 'none' keeps it)")
+    train.add_argument("--epochs", type=int, default=None,
+                       help="the most epochs (default: 200 on --split ganea and given splits, "
+                            "else 10); with held-out edges the run keeps the epoch with the best "
+                            "validation score")
+    train.add_argument("--patience", type=int, default=None,
+                       help="stop after this many epochs without a better validation score "
+                            "(default: 20 on --split ganea and given splits, else 0: never "
+                            "stop early)")
+    for field in ("dim", "batch_size", "negatives", "learning_rate",
                   "margin", "threshold", "max_norm", "min_variance", "max_variance",
                   "val_size", "test_size", "reconstruction_nodes", "seed",
                   "poincare_seconds"):
@@ -153,6 +178,9 @@ def run_train_wordnet(args):
     from keras_gauss.distribution import from_arguments
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
+    if hasattr(args, "train_edges") and (args.edges is None) == (args.train_edges is None):
+        raise CommandError("train-hierarchy needs --edges FILE, or --train-edges, --val-edges "
+                           "and --test-edges (a given split), not both.")
     args.out = output_dir(args)
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
@@ -174,18 +202,32 @@ def run_train_wordnet(args):
     except (ValueError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None
     shown = ("test_accuracy", "val_accuracy", "threshold", "test_reversed_accuracy",
-             "test_sibling_accuracy", "mean_rank", "map", "hyperlex_spearman",
-             "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
+             "test_sibling_accuracy", "test_f1", "val_f1", "test_auc", "mean_rank", "map",
+             "hyperlex_spearman", "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
     for key in shown:
         if metrics.get(key) is not None:
             print(f"{key:>22}  {metrics[key]:.4f}")
+    if "selection" in metrics:
+        print(selection_line(metrics["selection"]))
     if "evaluation" in metrics:
         print(evaluation_table(metrics["evaluation"], metrics["config"].get("generality", 0.0)))
     print(f"run written to {args.out}")
 
 
+def selection_line(selection):
+    """One line: the epoch kept and why training stopped (`metrics["selection"]`)."""
+    score = selection["best_score"]
+    shown = "n/a" if score is None else f"{score:.4f}"
+    line = (f"best epoch {selection['best_epoch']} of {selection['epochs_trained']} by "
+            f"{selection['monitor']} {shown}")
+    if selection["stopped_early"]:
+        line += f"; stopped: no better {selection['monitor']} in {selection['patience']} epochs"
+    return line
+
+
 def evaluation_table(evaluation, generality=0.0):
-    """Test accuracy of every scorer on every kind of negatives, as a text table.
+    """Test accuracy (test F1 on `--split ganea` and given splits, their protocol's
+    figure) of every scorer on every kind of negatives, as a text table.
 
     Args:
         evaluation: `metrics.json`'s `evaluation` entry.
@@ -195,14 +237,17 @@ def evaluation_table(evaluation, generality=0.0):
     scorers = [("model", model), ("poincare", "gensim Poincare"),
                ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
-    lines = [f"{'test accuracy, --split ' + evaluation['split']:<32}"
-             + "".join(f"{kind + ' neg.':>14}" for kind in kinds)]
+    split = evaluation["split"]
+    figure, what = (("test_f1", "test F1") if split in ("ganea", "given")
+                    else ("test_accuracy", "test accuracy"))
+    title = f"{what}, --split {split}" if split != "given" else f"{what}, given split"
+    lines = [f"{title:<32}" + "".join(f"{kind + ' neg.':>14}" for kind in kinds)]
     for key, label in scorers:
         if key not in evaluation:
             continue
         cells = "".join(
-            f"{evaluation[key][kind]['test_accuracy']:>14.3f}"
-            if evaluation[key].get(kind, {}).get("test_accuracy") is not None
+            f"{evaluation[key][kind][figure]:>14.3f}"
+            if evaluation[key].get(kind, {}).get(figure) is not None
             else f"{'n/a':>14}" for kind in kinds)
         lines.append(f"{label:<32}{cells}")
     return "\n".join(lines)

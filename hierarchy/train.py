@@ -5,6 +5,8 @@ import importlib.util
 import json
 import time
 
+import numpy as np
+
 
 @dataclasses.dataclass
 class WordNetConfig:
@@ -26,7 +28,14 @@ class WordNetConfig:
         include_lemmas: add word nodes linked to their synsets.
         dim: embedding dimension.
         covariance: `"diagonal"` or `"spherical"`.
-        epochs: passes over the training edges.
+        epochs: the most passes over the training edges (`None`: the
+            default of the split and dimension, `default_schedule`). With
+            validation edges, the run keeps the tables of the epoch with the
+            best validation score and stops after `patience` epochs without
+            improvement (`keras_gauss.hierarchy.selection.BestEpoch`).
+        patience: epochs without a better validation score before training
+            stops (`None`: the default of the split and dimension; 0: never
+            stop early, still keep the best epoch).
         batch_size: positive edges per step.
         negatives: corrupted edges per positive.
         reversed_negatives: also use each reversed edge as a negative.
@@ -46,7 +55,23 @@ class WordNetConfig:
         max_variance: variance bound `M`.
         split: `"closure"` holds out closure edges that two training edges
             imply (Vendrov et al.); `"reduction"` holds out edges of the
-            transitive reduction, which no training edge implies.
+            transitive reduction, which no training edge implies; `"ganea"`
+            the split of Ganea et al. (2018): 5% + 5% of the non-basic edges
+            held out with ten negatives each, training = the transitive
+            reduction + `non_basic_percent` % of the non-basic edges, nothing
+            else (`keras_gauss.hierarchy.split.ganea_split`).
+        non_basic_percent: `--split ganea`: percent of the non-basic edges
+            trained on (the published 0, 10, 25, 50).
+        drop_root: a top node removed before splitting (Ganea et al. drop
+            `entity.n.01`); `None`: with `--split ganea` the root (`root`,
+            WordNet's `entity.n.01`, or an edges file's only top node), else
+            none; `"none"`: keep every node.
+        train_edges: a file of `child, parent` pairs trained exactly as
+            given (no closure added), with `val_edges` and `test_edges`
+            (`child, parent, label` lines) as the held-out parts
+            (`keras_gauss.hierarchy.given_split`); instead of `edges` and `split`.
+        val_edges: the validation pairs of `train_edges`.
+        test_edges: the test pairs of `train_edges`.
         val_size: held-out validation edges (count, or fraction of the
             eligible edges; `None`: the smaller of 4,000 and 10% of them);
             0 with `test_size` 0 trains on every edge.
@@ -84,7 +109,8 @@ class WordNetConfig:
     include_lemmas: bool = False
     dim: int = 50
     covariance: str = "diagonal"
-    epochs: int = 10
+    epochs: int | None = None
+    patience: int | None = None
     batch_size: int = 1024
     negatives: int = 5
     reversed_negatives: bool = True
@@ -104,13 +130,25 @@ class WordNetConfig:
     seed: int = 0
     poincare_seconds: float = 0.0
     generality: float = 0.0
+    non_basic_percent: float | None = None
+    drop_root: str | None = None
+    train_edges: str | None = None
+    val_edges: str | None = None
+    test_edges: str | None = None
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
         from keras_gauss.runs import check_config
 
-        check_config(self, ("dim", "epochs", "batch_size", "negatives", "learning_rate",
+        check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
+        for name in ("epochs", "patience"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < (1 if name == "epochs" else 0)):
+                raise ValueError(f"--{name} must be an integer >= {1 if name == 'epochs' else 0}, "
+                                 f"got {value!r}.")
+        self._validate_split()
         if self.learning_rate_schedule not in SCHEDULES:
             raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
                              f"got {self.learning_rate_schedule!r}.")
@@ -137,8 +175,83 @@ class WordNetConfig:
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
 
+    def _validate_split(self):
+        given = [self.train_edges, self.val_edges, self.test_edges]
+        if any(f is not None for f in given):
+            if any(f is None for f in given):
+                missing = [flag for flag, f in zip(("--train-edges", "--val-edges",
+                                                    "--test-edges"), given) if f is None]
+                raise ValueError(f"--train-edges, --val-edges and --test-edges go together: "
+                                 f"give {' and '.join(missing)} too.")
+            for flag, value in (("--edges", self.edges), ("--root", self.root),
+                                ("--drop-root", self.drop_root),
+                                ("--non-basic-percent", self.non_basic_percent),
+                                ("--val-size", self.val_size), ("--test-size", self.test_size)):
+                if value is not None:
+                    raise ValueError(f"{flag} does not apply to --train-edges (the files are "
+                                     "the split).")
+            if self.split != "closure":
+                raise ValueError(f"--split {self.split} does not apply to --train-edges "
+                                 "(the files are the split).")
+        if self.split == "ganea":
+            if self.non_basic_percent is None:
+                raise ValueError("--split ganea needs --non-basic-percent X: the percent of the "
+                                 "non-basic edges to train on (the published 0, 10, 25, 50).")
+            if isinstance(self.non_basic_percent, bool) or not isinstance(
+                    self.non_basic_percent, (int, float)) or not 0 <= self.non_basic_percent <= 90:
+                raise ValueError("--non-basic-percent must lie in [0, 90] (10% of the non-basic "
+                                 f"edges are held out), got {self.non_basic_percent!r}.")
+            for flag, value in (("--val-size", self.val_size), ("--test-size", self.test_size)):
+                if value is not None:
+                    raise ValueError(f"{flag} does not apply to --split ganea (it holds out 5% "
+                                     "+ 5% of the non-basic edges).")
+        elif self.non_basic_percent is not None:
+            raise ValueError("--non-basic-percent applies to --split ganea only.")
+        if self.drop_root is not None and self.include_lemmas:
+            raise ValueError("--drop-root does not apply with --lemmas (word nodes have no root).")
+
+    @property
+    def method(self):
+        """The split the run makes: `"given"` with `train_edges`, else `split`
+        (`None` without held-out edges)."""
+        if self.train_edges is not None:
+            return "given"
+        if self.split != "ganea" and self.val_size == 0:
+            return None
+        return self.split
+
+    def resolved(self):
+        """This config with `epochs` and `patience` set (`default_schedule` where `None`)."""
+        epochs, patience = default_schedule(self.method, self.dim)
+        return dataclasses.replace(
+            self, epochs=epochs if self.epochs is None else self.epochs,
+            patience=patience if self.patience is None else self.patience)
+
+
+def default_schedule(method, dim):
+    """`(epochs, patience)` by default for a split method and dimension.
+
+    Without held-out edges: 10 epochs. The closure and reduction splits: at
+    most 10 epochs, keeping the best. `"ganea"` and given splits (where the
+    model must infer the held-out edges from the reduction): up to 200
+    epochs, stopping after 20 without a better validation F1.
+
+    Example:
+
+    >>> default_schedule("ganea", 10)
+    (200, 20)
+    >>> default_schedule(None, 50)
+    (10, 0)
+    """
+    if method in ("ganea", "given"):
+        return 200, 20
+    return 10, 0
+
 
 SCHEDULES = ("constant", "linear", "cosine")
+# Settings added after checkpoints were first written, as those checkpoints ran.
+NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
+                "train_edges": None, "val_edges": None, "test_edges": None}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -184,7 +297,8 @@ def _size(value):
 
 
 def load_hierarchy(config):
-    """The hierarchy a config names: its `--edges` file, else WordNet.
+    """The hierarchy a config names: its `--train-edges` or `--edges` file, else
+    WordNet; without the root it drops (`drop_root`).
 
     Returns:
         `(hierarchy, source)`: `source` is a line saying where it came from.
@@ -196,18 +310,79 @@ def load_hierarchy(config):
     from keras_gauss.hierarchy import build_hierarchy
     from keras_gauss.hierarchy.edgefile import hierarchy_from_edge_file
 
+    if config.train_edges is not None:
+        given = _given(config)
+        return given.hierarchy, given.summary
     if config.edges is not None:
         hierarchy, edge_file = hierarchy_from_edge_file(config.edges, root=config.root)
-        return hierarchy, edge_file.summary()
-    hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas, pos=config.pos)
-    kind = {"n": "nouns", "v": "verbs"}[config.pos]
-    return hierarchy, f"WordNet 3.0 {kind}" + (f" under {config.root}" if config.root else "")
+        source = edge_file.summary()
+    else:
+        hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas,
+                                    pos=config.pos)
+        kind = {"n": "nouns", "v": "verbs"}[config.pos]
+        source = f"WordNet 3.0 {kind}" + (f" under {config.root}" if config.root else "")
+    root = root_to_drop(config, hierarchy)
+    if root is not None:
+        from keras_gauss.hierarchy.split import drop_root
+
+        hierarchy = drop_root(hierarchy, root)
+        source += f"; root {root} dropped: {hierarchy.num_nodes:,} nodes, {len(hierarchy.edges):,} closure edges"
+    return hierarchy, source
 
 
-def make_split(hierarchy, config):
-    """The split of a config (`None` when `val_size` is 0), and a line describing it."""
-    from keras_gauss.hierarchy.split import DEFAULT_HELD_OUT, split_edges
+def root_to_drop(config, hierarchy):
+    """The node `config.drop_root` removes (`None`: none): by default, with
+    `--split ganea`, the hierarchy's root (`--root`, WordNet nouns'
+    `entity.n.01`, or the only node without parents)."""
+    if config.drop_root is not None:
+        return None if config.drop_root == "none" else config.drop_root
+    if config.split != "ganea" or config.train_edges is not None:
+        return None
+    tops = np.flatnonzero(hierarchy.index.num_ancestors == 0)
+    if config.root is not None:
+        return config.root
+    if len(tops) == 1:
+        return hierarchy.nodes[int(tops[0])]
+    return None
 
+
+def _given(config):
+    from keras_gauss.hierarchy.given_split import read_given_split
+
+    return read_given_split(config.train_edges, config.val_edges, config.test_edges)
+
+
+def load_data(config):
+    """`(hierarchy, source, split, split_line)`: `load_hierarchy` and `make_split`
+    (a given split's files read once)."""
+    if config.train_edges is not None:
+        given = _given(config)
+        return given.hierarchy, given.summary, *make_split(given.hierarchy, config, given)
+    hierarchy, source = load_hierarchy(config)
+    return hierarchy, source, *make_split(hierarchy, config)
+
+
+def make_split(hierarchy, config, given=None):
+    """The split of a config (`None` without held-out edges), and a line
+    describing it (`given`: the `GivenSplit` of `--train-edges`, if read)."""
+    from keras_gauss.hierarchy.split import DEFAULT_HELD_OUT, ganea_split, split_edges
+
+    if config.train_edges is not None:
+        given = given or _given(config)
+        return given.split, ("held out: the labelled pairs of --val-edges and --test-edges; "
+                             "negatives of training avoid the closure of the training pairs")
+    if config.split == "ganea":
+        split = ganea_split(hierarchy, config.non_basic_percent, seed=config.seed)
+        extra = len(split.train) - split.num_basic
+        line = (f"--split ganea --non-basic-percent {config.non_basic_percent:g}: training = the "
+                f"{split.num_basic:,} basic edges (transitive reduction) + {extra:,} of the "
+                f"{split.eligible:,} non-basic edges; held out: {len(split.val):,} validation + "
+                f"{len(split.test):,} test non-basic edges (5% + 5%), with {len(split.val_neg):,} + "
+                f"{len(split.test_neg):,} negatives (5 a side: child or parent corrupted, none in "
+                "the closure). Not added to training: the other non-basic edges, i.e. no closure "
+                "of the training edges (their closure is every edge: a lookup in it scores 1.0); "
+                "negatives of training avoid it")
+        return split, line
     if config.val_size == 0:
         return None, f"no held-out edges: training on all {len(hierarchy.edges):,}"
     split = split_edges(hierarchy, val_size=_size(config.val_size),
@@ -449,8 +624,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     from keras_gauss.distribution import DistributionError
     from keras_gauss.distribution import resolve
     from keras_gauss.distribution import start_distribution
+    from keras_gauss.hierarchy.selection import BestEpoch
+    from keras_gauss.hierarchy.selection import monitor_of
+    from keras_gauss.hierarchy.selection import validation_scorer
 
     config.validate()
+    config = config.resolved()  # the default epochs and patience of the split
     if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
         raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
     check_minutes(checkpoint_every)
@@ -470,7 +649,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if resume:
         # Checkpoints written before --learning-rate-schedule trained with a constant rate.
         state, arrays = load_for_resume(out_dir, "hierarchy", settings,
-                                        defaults={"learning_rate_schedule": "constant"})
+                                        defaults={"learning_rate_schedule": "constant",
+                                                  **NEW_SETTINGS})
     elif job.is_chief:
         refuse_unfinished(out_dir, overwrite)
     if job.is_chief:
@@ -485,8 +665,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     what = config.edges or "WordNet ({})".format(
         config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
     preparing = Phase(f"preparing {what}", verbose)
-    hierarchy, source = load_hierarchy(config)
-    split, split_line = make_split(hierarchy, config)
+    hierarchy, source, split, split_line = load_data(config)
     train_edges, known = training_edges(hierarchy, split)
     check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
     job.check_rows(hierarchy.num_nodes, "--root")
@@ -522,21 +701,30 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if verbose:
         print(source)
         print(split_line)
+    selection = None
+    if split is not None and job.num_processes == 1:  # keep the best validation epoch
+        monitor = monitor_of(split.method)
+        selection = BestEpoch(config.patience or None, monitor=monitor,
+                              score=validation_scorer(split, monitor, config.generality))
+        if state is not None:
+            selection.restore(state.get("selection"), arrays)
     with job.scope():  # build, compile and fit in the distribution's scope
         model, losses, train_seconds = _build_and_train(
             config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
             out_dir, settings, state, arrays, job.active,
-            total_steps=config.epochs * steps_per_epoch)
+            total_steps=config.epochs * steps_per_epoch, selection=selection)
     check_model_finite(model)
 
     table = model.get_layer("nodes")
     means = table.means.numpy()
     variances = np.broadcast_to(table.variances.numpy(), means.shape)
     metrics = {"train_seconds": train_seconds,
-               "seconds_per_epoch": train_seconds / config.epochs,
+               "seconds_per_epoch": train_seconds / max(len(losses), 1),
                "final_loss": losses[-1],
                "num_nodes": hierarchy.num_nodes,
                "num_train_edges": int(len(train_edges))}
+    if selection is not None:
+        metrics["selection"] = selection.summary()
     if job.active:
         metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
                                    "processes": job.num_processes,
@@ -558,7 +746,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                                          split.test_neg, means, variances,
                                          generality=config.generality)
         metrics.update({key: result[key] for key in
-                        ("test_accuracy", "val_accuracy", "threshold")})
+                        ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
+                         "f1_threshold", "test_auc")})
         metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
                                                config.poincare_seconds, config.seed,
                                                config.generality)
@@ -602,8 +791,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
 def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
                      checkpoint_every, out_dir, settings, state, arrays, distributed,
-                     total_steps=1):
-    """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`."""
+                     total_steps=1, selection=None):
+    """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`;
+    with a `BestEpoch` `selection` (its `score`: model -> validation score),
+    the model ends with the best epoch's tables."""
     import keras
 
     from keras_gauss.callbacks import FiniteLoss
@@ -626,8 +817,13 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
         trainer = FusedKLTrainer(model, margin=config.margin)
         trainer.compile(optimizer=optimizer)
     if verbose:
+        epochs = f"{config.epochs} epochs"
+        if selection is not None:
+            epochs = (f"at most {config.epochs} epochs, keeping the best {selection.monitor}"
+                      + (f", stopping after {selection.patience} without a better one"
+                         if selection.patience else ""))
         print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
-              f"{config.dim}-d {config.covariance}, {config.epochs} epochs")
+              f"{config.dim}-d {config.covariance}, {epochs}")
     optimizer.build(model.trainable_variables)
     if arrays is not None:
         restore_model(model, optimizer, arrays)
@@ -636,6 +832,10 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
         checkpointer = Checkpointer(out_dir, checkpoint_every, "hierarchy", settings,
                                     extra={"nodes": hierarchy.num_nodes,
                                            "train_edges": int(len(train_edges))})
+    callbacks = []
+    if selection is not None:  # its state travels with the checkpoints
+        checkpointer = checkpointer and selection.wrap(checkpointer)
+        callbacks = [selection.callback(model, trainer)]
     if state is not None and (state.get("nodes"), state.get("train_edges")) != (
             hierarchy.num_nodes, int(len(train_edges))):
         raise CheckpointError(f"--resume {out_dir}: the hierarchy differs from the one the run "
@@ -657,10 +857,12 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
     progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
                                            epoch_size=len(train_edges))
     fit_by_epoch(trainer, epoch_dataset, config.epochs,
-                 [saving, progress, FiniteLoss(), record], start=first)
+                 [saving, progress, FiniteLoss(), record, *callbacks], start=first)
     train_seconds = elapsed()
     if checkpointer is not None:
         checkpointer.wait()  # before the run replaces the directory
+    if selection is not None:
+        selection.restore_best(model)
     return model, losses, train_seconds
 
 

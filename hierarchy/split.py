@@ -298,43 +298,45 @@ def _sibling_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.n
 
 
 def drop_root(hierarchy: Hierarchy, root: str) -> Hierarchy:
-    """The hierarchy without the top node ``root`` and its edges (Ganea et al. drop ``entity.n.01``).
+    """The hierarchy without the top node ``root``, its edges and the nodes left without any.
 
-    Every other node keeps its closure edges; the nodes whose only direct
-    parent was ``root`` become top nodes.
+    Ganea et al. drop ``entity.n.01`` from WordNet's nouns. Every other node
+    keeps its closure edges; the nodes whose only direct parent was ``root``
+    become top nodes, and those that had no other edge at all (two in the
+    mammal subtree, none among all nouns) go too: nothing could train them.
 
     Args:
         hierarchy: the :class:`~keras_gauss.hierarchy.closure.Hierarchy`.
         root: the name of a node without ancestors.
 
     Returns:
-        A new :class:`Hierarchy` (node ids above ``root``'s shift down by one).
+        A new :class:`Hierarchy`, nodes in the same order.
 
     Raises:
         ValueError: ``root`` is not a node, or it has ancestors (one line naming it).
 
     Example:
         >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
-        >>> h = hierarchy_from_parents({"dog": ["mammal"], "mammal": ["animal"]})
-        >>> d = drop_root(h, "animal")
+        >>> h = hierarchy_from_parents({"dog": ["mammal"], "mammal": ["animal"], "rock": ["animal"]})
+        >>> d = drop_root(h, "animal")  # rock had no other edge
         >>> d.nodes, d.edges.tolist()
         (('dog', 'mammal'), [[0, 1]])
     """
     r = hierarchy.node_ids.get(root)
     if r is None:
         raise ValueError(f"--drop-root {root!r} is not a node of the hierarchy.")
-    if hierarchy.index.num_ancestors[r]:
+    index = hierarchy.index
+    if index.num_ancestors[r]:
         raise ValueError(f"--drop-root {root!r} has ancestors: only a top node (one without "
                          "parents) can be dropped.")
-
-    def renumber(edges):
-        edges = edges[(edges != r).all(axis=1)].astype(np.int64)
-        return (edges - (edges > r)).astype(np.int32)
-
-    nodes = hierarchy.nodes[:r] + hierarchy.nodes[r + 1:]
-    edges = renumber(hierarchy.edges)
+    edges = hierarchy.edges[(hierarchy.edges != r).all(axis=1)]
+    keep = np.zeros(hierarchy.num_nodes, dtype=bool)
+    keep[edges.ravel()] = True
+    new_id = np.cumsum(keep) - 1
+    nodes = tuple(name for name, k in zip(hierarchy.nodes, keep.tolist()) if k)
+    edges = new_id[edges].astype(np.int32)
     basic = transitive_reduction(EdgeIndex(edges, len(nodes)))
-    num_synsets = hierarchy.num_synsets - int(r < hierarchy.num_synsets)
+    num_synsets = int(keep[: hierarchy.num_synsets].sum())
     edges.flags.writeable = basic.flags.writeable = False
     return Hierarchy(nodes, edges, basic, num_synsets, hierarchy.root)
 
@@ -356,7 +358,7 @@ def ganea_split(hierarchy: Hierarchy, non_basic_percent: float, *, seed: int = 0
     five such nodes gets them all; a ``p`` that is an ancestor of every
     other node gets no child-corrupted negatives, as published.) For
     WordNet nouns, drop the root first (:func:`drop_root`): 82,114 nodes,
-    661,127 closure edges, 84,363 basic.
+    661,127 closure edges, 84,363 basic, as dalab's files.
 
     The held-out edges and their negatives depend on ``seed`` only, so every
     ``non_basic_percent`` of a seed shares them; the training sample is drawn

@@ -782,10 +782,12 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         if split is not None:
             write_split(tmp / "split", split, hierarchy.nodes)
-        write_run_info(tmp, kind="wordnet" if config.edges is None else "hierarchy",
+        source = ({"edges": str(config.edges)} if config.edges else
+                  {"train_edges": str(config.train_edges)} if config.train_edges else
+                  {"pos": config.pos})
+        write_run_info(tmp, kind="wordnet" if "pos" in source else "hierarchy",
                        energy="kl", table="nodes", vocabulary="nodes.tsv", root=config.root,
-                       generality=config.generality,
-                       **({"edges": str(config.edges)} if config.edges else {"pos": config.pos}))
+                       generality=config.generality, **source)
     return metrics
 
 

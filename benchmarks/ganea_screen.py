@@ -1,0 +1,62 @@
+"""Screens training settings on the validation part of Ganea et al.'s WordNet split (research).
+
+Each named setting trains `train-wordnet --split ganea` (the library's
+`train_wordnet`) and prints its validation F1 by epoch; test figures are
+written into each run's metrics.json but never printed here (choose on
+validation only; read the test split once per configuration reported, with
+`benchmarks/wordnet_literature.py`).
+
+    python benchmarks/ganea_screen.py --percent 25 --dim 10 --epochs 30 \\
+        base='{}' lr1='{"learning_rate": 1.0}'
+
+Settings are JSON objects of `WordNetConfig` fields. Appends one line a
+setting to `--log` (default `ganea_results.log`).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("settings", nargs="+", help="NAME=JSON of WordNetConfig fields")
+    parser.add_argument("--percent", type=float, default=25.0)
+    parser.add_argument("--dim", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--patience", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--root", default=None, help="a subtree (e.g. mammal.n.01) for sanity checks")
+    parser.add_argument("--out", default="/tmp/ganea_screen")
+    parser.add_argument("--log", default="ganea_results.log")
+    args = parser.parse_args(argv)
+
+    from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
+
+    for item in args.settings:
+        name, _, text = item.partition("=")
+        overrides = json.loads(text or "{}")
+        fields = {"split": "ganea", "non_basic_percent": args.percent, "dim": args.dim,
+                  "epochs": args.epochs, "patience": args.patience or args.epochs,
+                  "seed": args.seed, "root": args.root, "reconstruction_nodes": 200}
+        fields.update(overrides)
+        config = WordNetConfig(**fields)
+        start = time.time()
+        metrics = train_wordnet(config, os.path.join(args.out, name), overwrite=True, verbose=0,
+                                checkpoint_every=0)
+        history = metrics["selection"]["history"]
+        line = (f"{name}: val_f1 {metrics['val_f1']:.4f} best epoch "
+                f"{metrics['selection']['best_epoch']}/{len(history)} "
+                f"[{' '.join(f'{h:.3f}' for h in history[::max(1, len(history) // 10)])}] "
+                f"{time.time() - start:.0f} s load {os.getloadavg()[0]:.1f} | "
+                f"{args.percent:g}% {args.dim}-d {json.dumps(overrides)}")
+        print(line, flush=True)
+        with open(args.log, "a") as log:
+            log.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

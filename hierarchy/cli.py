@@ -123,8 +123,14 @@ def _add_training_flags(train, defaults):
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
+    train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
+                       help="kl (default): -KL(N_specific || N_general); containment: how far "
+                            "the specific Gaussian's one-sigma box sticks out of the general "
+                            "one's (nested boxes are transitive: use it to infer edges the "
+                            "training edges imply, as on --split ganea)")
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
-                       help="max-margin ranking (the paper) or thresholded divergence")
+                       help="max-margin ranking (the paper) or thresholded divergence "
+                            "(positives below --threshold, negatives beyond it + --margin)")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
                        help="also use each reversed edge as a negative (default: on)")
@@ -234,6 +240,8 @@ def evaluation_table(evaluation, generality=0.0):
         generality: the run's generality term (named in the model's label).
     """
     model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
+    if evaluation.get("energy") == "containment":
+        model = "keras-gauss (containment)"
     scorers = [("model", model), ("poincare", "gensim Poincare"),
                ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")

@@ -23,6 +23,11 @@ which rewards a general side broader than the specific side and changes sign
 for the reversed pair. ``beta = 0`` (every function's default) is exactly the
 KL energy, bit for bit.
 
+With ``energy="containment"`` (a run trained with ``--energy containment``)
+every score is instead ``-sum_d max(0, |mu_s - mu_g| + sigma_s - sigma_g)^2``
+(:func:`keras_gauss.layers.containment_energy`): 0 when the specific
+Gaussian's one-sigma box lies inside the general one's.
+
 Protocols:
 
 * :func:`classification` -- held-out edge classification (Vendrov et al., 2016):
@@ -126,8 +131,21 @@ def check_generality(beta, name: str = "generality") -> float:
     return float(beta)
 
 
+HIERARCHY_ENERGIES = ("kl", "containment")
+
+
+def check_energy(energy: str, generality: float = 0.0) -> str:
+    """``energy`` if it is a hierarchy energy (``"kl"``, ``"containment"``), else ``ValueError``;
+    the generality term applies to ``"kl"`` only."""
+    if energy not in HIERARCHY_ENERGIES:
+        raise ValueError(f"--energy must be one of {', '.join(HIERARCHY_ENERGIES)}, got {energy!r}.")
+    if generality and energy != "kl":
+        raise ValueError("--generality applies to --energy kl only.")
+    return energy
+
+
 def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None,
-                generality: float = 0.0) -> np.ndarray:
+                generality: float = 0.0, energy: str = "kl") -> np.ndarray:
     """Energies ``-KL(N_specific || N_general)`` of many node pairs at once.
 
     With ``generality = beta > 0`` each energy gains the generality term
@@ -143,6 +161,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         chunk_size: Pairs per vectorised block (default: about 2M floats per block).
         generality: ``beta >= 0``, the weight of the generality term (default 0:
             the plain KL energy, bit for bit).
+        energy: ``"kl"`` (default) or ``"containment"`` (see the module docstring).
 
     Returns:
         float64 array shaped like ``specific`` (``(n,)`` for an edge array), all ``<= 0``
@@ -167,6 +186,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         [-0.435, -2.895]
     """
     generality = check_generality(generality)
+    check_energy(energy, generality)
     means, variances = _check_tables(means, variances)
     if general is None:
         edges = np.asarray(specific)
@@ -186,7 +206,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
     for start in range(0, len(specific), chunk):
         s, g = specific[start : start + chunk], general[start : start + chunk]
         out[start : start + chunk] = pair_energy(
-            "kl", means[s], variances[s], means[g], variances[g], generality=generality)
+            energy, means[s], variances[s], means[g], variances[g], generality=generality)
     return out.reshape(shape)
 
 
@@ -194,7 +214,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
 
 
 def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
-                   generality: float = 0.0) -> dict:
+                   generality: float = 0.0, energy: str = "kl") -> dict:
     """Held-out edge classification: accuracy, F1 and AUC (Vendrov et al., 2016; Ganea et al., 2018).
 
     Each pair ``(specific, general)`` is scored by ``-KL(N_specific || N_general)``
@@ -213,6 +233,7 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         means: ``(num_nodes, d)`` means.
         variances: ``(num_nodes, d)`` variances.
         generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        energy: ``"kl"`` or ``"containment"`` (see :func:`edge_scores`).
 
     Returns:
         ``{"threshold", "val_accuracy", "test_accuracy", "f1_threshold",
@@ -233,7 +254,8 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
 
     def scores(edges):
         edges = np.asarray(edges).reshape(-1, 2)
-        return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality)
+        return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality,
+                           energy=energy)
 
     return scored_classification(scores(val_pos), scores(val_neg), scores(test_pos),
                                  scores(test_neg))
@@ -255,12 +277,14 @@ def scored_classification(val_pos, val_neg, test_pos, test_neg) -> dict:
     return result
 
 
-def kl_scorer(means, variances, generality: float = 0.0):
-    """``pairs -> -KL(N_specific || N_general)`` (plus the generality term with ``generality > 0``,
-    see :func:`edge_scores`): the model's score of ``(n, 2)`` edge arrays."""
+def kl_scorer(means, variances, generality: float = 0.0, energy: str = "kl"):
+    """``pairs -> -KL(N_specific || N_general)`` (plus the generality term with ``generality > 0``;
+    or the containment energy with ``energy="containment"``, see :func:`edge_scores`): the
+    model's score of ``(n, 2)`` edge arrays."""
     generality = check_generality(generality)
+    check_energy(energy, generality)
     return lambda pairs: edge_scores(means, variances, np.asarray(pairs).reshape(-1, 2),
-                                     generality=generality)
+                                     generality=generality, energy=energy)
 
 
 def lookup_scorer(index):
@@ -377,6 +401,43 @@ def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray]):
     return ap, ranks, k
 
 
+def _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer) -> np.ndarray:
+    """``(len(q), n)`` energies ``-KL(N_u || N_v)`` of queries ``q`` against every node ``v``."""
+    b, (n, d) = len(q), mu.shape
+    mu_q, var_q = mu[q], var[q]
+    # KL(u || v) = 1/2 [sum_d (var_u + (mu_v - mu_u)^2) / var_v + logdet_v - logdet_u - d], summed
+    # element by element in the same order for every v, so identical candidates tie exactly.
+    quad = np.empty((b, n))
+    for r in range(0, b, rows):
+        r_end = min(r + rows, b)
+        for c in range(0, n, cand):
+            c_end = min(c + cand, n)
+            out = buffer[: r_end - r, : c_end - c]
+            np.subtract(mu[None, c:c_end], mu_q[r:r_end, None], out=out)
+            np.square(out, out=out)
+            out += var_q[r:r_end, None]
+            quad[r:r_end, c:c_end] = np.einsum("bnd,nd->bn", out, inv_var[c:c_end])
+    return -0.5 * (quad + log_det[None, :] - log_det[q][:, None] - d)
+
+
+def _containment_block(mu, sigma, q, rows, cand, buffer) -> np.ndarray:
+    """``(len(q), n)`` containment energies of queries ``q`` (specific) against every node."""
+    n = len(mu)
+    out = np.empty((len(q), n))
+    for r in range(0, len(q), rows):
+        r_end = min(r + rows, len(q))
+        for c in range(0, n, cand):
+            c_end = min(c + cand, n)
+            work = buffer[: r_end - r, : c_end - c]
+            np.subtract(mu[None, c:c_end], mu[q[r:r_end], None], out=work)
+            np.abs(work, out=work)
+            work += sigma[q[r:r_end], None]
+            work -= sigma[None, c:c_end]
+            np.maximum(work, 0.0, out=work)
+            out[r:r_end, c:c_end] = -np.einsum("bnd,bnd->bn", work, work)
+    return out
+
+
 def _node_ids(hierarchy: Hierarchy, nodes) -> np.ndarray:
     nodes = list(nodes)
     if nodes and all(isinstance(v, str) for v in nodes):
@@ -393,6 +454,7 @@ def reconstruction(
     seed: int = 0,
     *,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
 
@@ -426,6 +488,7 @@ def reconstruction(
         seed: Seed of that subsample.
         generality: weight ``beta`` of the generality term in the score (default 0;
             see :func:`edge_scores`).
+        energy: ``"kl"`` or ``"containment"`` (see :func:`edge_scores`).
 
     Returns:
         A dict with ``mean_rank`` and ``map`` (``nan`` if no query has ancestors),
@@ -442,6 +505,7 @@ def reconstruction(
         (10, True, True)
     """
     generality = check_generality(generality)
+    check_energy(energy, generality)
     means, variances = _check_tables(means, variances)
     n = hierarchy.num_nodes
     if means.shape[0] != n:
@@ -462,26 +526,16 @@ def reconstruction(
     cand = min(n, max(1, _CACHE_ELEMENTS // max(d, 1)))  # candidates per cache-sized (rows, cand, d) buffer
     rows = max(1, _CACHE_ELEMENTS // (cand * max(d, 1)))
     buffer = np.empty((rows, cand, d))
+    sigma = np.sqrt(var) if energy == "containment" else None
     ap_sum = rank_sum = 0.0
     num_pairs = 0
     for first in range(0, len(queries), block):
         q = queries[first : first + block]
         b = len(q)
-        mu_q, var_q = mu[q], var[q]
-        # KL(u || v) = 1/2 [sum_d (var_u + (mu_v - mu_u)^2) / var_v + logdet_v - logdet_u - d], summed
-        # element by element in the same order for every v, so identical candidates tie exactly.
-        quad = np.empty((b, n))
-        for r in range(0, b, rows):
-            r_end = min(r + rows, b)
-            for c in range(0, n, cand):
-                c_end = min(c + cand, n)
-                out = buffer[: r_end - r, : c_end - c]
-                np.subtract(mu[None, c:c_end], mu_q[r:r_end, None], out=out)
-                np.square(out, out=out)
-                out += var_q[r:r_end, None]
-                quad[r:r_end, c:c_end] = np.einsum("bnd,nd->bn", out, inv_var[c:c_end])
-        scores = -0.5 * (quad + log_det[None, :] - log_det[q][:, None] - d)
-        del quad
+        if energy == "containment":
+            scores = _containment_block(mu, sigma, q, rows, cand, buffer)
+        else:
+            scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
         if generality:
             scores += generality * (log_det[None, :] - log_det[q][:, None])
         if not np.isfinite(scores).all():
@@ -557,6 +611,7 @@ def word_pair_scores(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> PairScores:
     """Score word pairs ``(word1, word2)`` meaning "word1 is-a word2" with the node embeddings.
 
@@ -588,6 +643,7 @@ def word_pair_scores(
             :func:`~keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
         generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        energy: ``"kl"`` or ``"containment"`` (see :func:`edge_scores`).
 
     Returns:
         :class:`PairScores` ``(scores, covered)``: float64 scores (higher = more
@@ -629,7 +685,7 @@ def word_pair_scores(
     covered = counts > 0
     if covered.any():
         flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds),
-                           generality=generality)
+                           generality=generality, energy=energy)
         starts = (np.cumsum(counts) - counts)[covered]
         if reduce == "max":
             scores[covered] = np.maximum.reduceat(flat, starts)
@@ -672,6 +728,7 @@ def hyperlex_spearman(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Spearman correlation with the HyperLex noun scores (Vulić et al., 2017).
 
@@ -715,7 +772,7 @@ def hyperlex_spearman(
     rows = read_hyperlex(path)
     scores, covered = word_pair_scores(
         rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality,
+        generality=generality, energy=energy,
     )
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())
@@ -740,6 +797,7 @@ def baroni2012(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Lexical entailment detection on Baroni et al. (2012): average precision and best F1.
 
@@ -781,7 +839,7 @@ def baroni2012(
     rows = read_entailment(path)
     scores, covered = word_pair_scores(
         rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality,
+        generality=generality, energy=energy,
     )
     labels = np.array([label for _, _, label in rows], dtype=bool)
     y, s = labels[covered], scores[covered]

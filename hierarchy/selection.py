@@ -176,10 +176,10 @@ def monitor_of(method):
     return "val_f1" if method in ("ganea", "given") else "val_accuracy"
 
 
-def validation_scorer(split, monitor, generality=0.0):
+def validation_scorer(split, monitor, generality=0.0, energy="kl"):
     """`model -> float`: the validation F1 or accuracy of a hierarchy model's
     `"nodes"` table on `split` (its threshold chosen on the same pairs),
-    scored by the run's energy (`generality`, see
+    scored by the run's energy (`generality`, `energy`, see
     `keras_gauss.hierarchy.evaluate.edge_scores`).
 
     Example:
@@ -200,7 +200,7 @@ def validation_scorer(split, monitor, generality=0.0):
         variances = np.broadcast_to(np.asarray(table.variances.numpy()), means.shape)
         if not (np.isfinite(means).all() and np.isfinite(variances).all()):
             return -math.inf
-        scorer = kl_scorer(means, variances, generality)
+        scorer = kl_scorer(means, variances, generality, energy)
         pos, neg = scorer(split.val), scorer(split.val_neg)
         if monitor == "val_f1":
             return best_f1(labels, np.r_[pos, neg])[0]

@@ -42,6 +42,12 @@ class WordNetConfig:
         sibling_negatives: fraction (0 to 1) of the `negatives` whose general
             node is replaced by one of its siblings in the training closure
             (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.
+        energy: `"kl"` (the paper's `-KL(N_specific || N_general)`) or
+            `"containment"` (`keras_gauss.layers.ContainmentEnergy`: how far
+            the specific Gaussian's one-sigma box sticks out of the general
+            one's; nested boxes are transitive, so it infers the edges the
+            training edges imply: the energy for `--split ganea`). The run
+            is scored and served with it.
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
             order embeddings' thresholded divergence).
         margin: margin of the loss.
@@ -115,6 +121,7 @@ class WordNetConfig:
     negatives: int = 5
     reversed_negatives: bool = True
     sibling_negatives: float = 0.0
+    energy: str = "kl"
     loss: str = "ranking"
     margin: float = 1.0
     threshold: float = 0.0
@@ -170,6 +177,9 @@ class WordNetConfig:
         from keras_gauss.hierarchy.evaluate import check_generality
 
         check_generality(self.generality, "--generality")
+        from keras_gauss.hierarchy.evaluate import check_energy
+
+        check_energy(self.energy, self.generality)
         if not 0 <= self.sibling_negatives <= 1:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
@@ -411,11 +421,12 @@ def training_edges(hierarchy, split):
 
 
 def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0,
-                   generality=0.0):
+                   generality=0.0, energy="kl"):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with
-    `generality > 0`, the generality term (`evaluate.edge_scores`).
+    `generality > 0`, the generality term, or the containment energy
+    (`energy`; `evaluate.edge_scores`).
 
     Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
     "depth_difference"[, "poincare"]}`, each scorer's entry as
@@ -425,10 +436,10 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
 
     parts = split.parts()
     known = split.train_index
-    result = {"split": split.method, "eligible": split.eligible,
+    result = {"split": split.method, "eligible": split.eligible, "energy": energy,
               "sizes": {name: [int(len(pos)), int(len(neg))] for name, (pos, neg) in parts.items()},
               "model": evaluate.split_classification(
-                  parts, evaluate.kl_scorer(means, variances, generality)),
+                  parts, evaluate.kl_scorer(means, variances, generality, energy)),
               "closure_lookup": evaluate.split_classification(parts, evaluate.lookup_scorer(known)),
               "depth_difference": evaluate.split_classification(parts, evaluate.depth_scorer(known))}
     if poincare_seconds > 0:
@@ -528,7 +539,7 @@ def hierarchy_model(config, num_nodes, k, total_steps=1):
     from keras_gauss.optimizers import SparseAdagrad
 
     model = build_kl_model(
-        num_nodes, config.dim, negatives=k, covariance=config.covariance,
+        num_nodes, config.dim, negatives=k, covariance=config.covariance, energy=config.energy,
         max_norm=config.max_norm, min_variance=config.min_variance,
         max_variance=config.max_variance,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
@@ -705,7 +716,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if split is not None and job.num_processes == 1:  # keep the best validation epoch
         monitor = monitor_of(split.method)
         selection = BestEpoch(config.patience or None, monitor=monitor,
-                              score=validation_scorer(split, monitor, config.generality))
+                              score=validation_scorer(split, monitor, config.generality,
+                                                      config.energy))
         if state is not None:
             selection.restore(state.get("selection"), arrays)
     with job.scope():  # build, compile and fit in the distribution's scope
@@ -744,29 +756,29 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if split is not None:
         result = evaluate.classification(split.val, split.val_neg, split.test,
                                          split.test_neg, means, variances,
-                                         generality=config.generality)
+                                         generality=config.generality, energy=config.energy)
         metrics.update({key: result[key] for key in
                         ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
                          "f1_threshold", "test_auc")})
         metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
                                                config.poincare_seconds, config.seed,
-                                               config.generality)
+                                               config.generality, config.energy)
         for kind in ("reversed", "sibling"):
             if kind in metrics["evaluation"]["model"]:
                 metrics[f"test_{kind}_accuracy"] = metrics["evaluation"]["model"][kind]["test_accuracy"]
     recon = evaluate.reconstruction(hierarchy, means, variances,
                                     max_nodes=config.reconstruction_nodes, seed=config.seed,
-                                    generality=config.generality)
+                                    generality=config.generality, energy=config.energy)
     metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
                     "reconstruction_queries": recon["num_queries"]})
     if hyperlex is not None:
         result = evaluate.hyperlex_spearman(hyperlex, hierarchy, means, variances,
-                                            generality=config.generality)
+                                            generality=config.generality, energy=config.energy)
         metrics.update({"hyperlex_spearman": result["spearman"],
                         "hyperlex_coverage": result["coverage"]})
     if entailment is not None:
         result = evaluate.baroni2012(entailment, hierarchy, means, variances,
-                                     generality=config.generality)
+                                     generality=config.generality, energy=config.energy)
         metrics.update({"baroni2012_ap": result["ap"],
                         "baroni2012_best_f1": result["best_f1"],
                         "baroni2012_coverage": result["coverage"]})
@@ -786,7 +798,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                   {"train_edges": str(config.train_edges)} if config.train_edges else
                   {"pos": config.pos})
         write_run_info(tmp, kind="wordnet" if "pos" in source else "hierarchy",
-                       energy="kl", table="nodes", vocabulary="nodes.tsv", root=config.root,
+                       energy=config.energy, table="nodes", vocabulary="nodes.tsv", root=config.root,
                        generality=config.generality, **source)
     return metrics
 
@@ -814,7 +826,8 @@ def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
     # step); the trainer shares `model`'s table and optimizer.
     trainer = model
     # (Not under a distribution: the fused op writes the tables itself.)
-    if (config.loss == "ranking" and keras.backend.backend() == "tensorflow"
+    if (config.loss == "ranking" and config.energy == "kl"
+            and keras.backend.backend() == "tensorflow"
             and not distributed):
         trainer = FusedKLTrainer(model, margin=config.margin)
         trainer.compile(optimizer=optimizer)

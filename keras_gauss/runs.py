@@ -5,7 +5,8 @@ A run directory holds:
 - `model.keras`: the trained Keras model;
 - a vocabulary file, one entry a line in table order: `word` or
   `word<TAB>count`;
-- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": "kl" | "el",
+- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": "kl" | "el" |
+  "containment",
   "table": <name of the GaussianEmbedding layer that embeds the vocabulary
   for queries and serving>, "vocabulary": <file name>, ...}`;
 - optionally `metrics.json` (training metrics and config; for hierarchy
@@ -21,7 +22,10 @@ when the query lies inside the candidate, i.e. "query is-a candidate"
 `--generality BETA` (`run.json`: `"generality": BETA`) adds the generality
 term `BETA * (log det Sigma_candidate - log det Sigma_query)` to that energy,
 in `energy`, `neighbors`, `is_a` and the serving export alike; a run without
-the entry uses 0.
+the entry uses 0. A hierarchy run trained with `--energy containment` scores
+`energy(query, candidate) = -sum_d max(0, |mu_q - mu_c| + sigma_q -
+sigma_c)^2` (`keras_gauss.layers.containment_energy`): 0 when the query's
+one-sigma box lies inside the candidate's.
 """
 
 import dataclasses
@@ -33,6 +37,9 @@ from pathlib import Path
 import numpy as np
 
 RUN_FILE = "run.json"
+# The energies a run may record; the last two are hierarchy (is-a) energies.
+ENERGY_NAMES = ("el", "kl", "containment")
+HIERARCHY_ENERGIES = ("kl", "containment")
 
 
 class UnknownWordError(KeyError):
@@ -65,7 +72,7 @@ class Run:
         words: vocabulary entries in table order.
         counts: corpus counts (`None` when the vocabulary has none).
         kind: `"wordnet"`, `"hierarchy"` or `"corpus"`.
-        energy_name: `"kl"` or `"el"` (`energy` is the method).
+        energy_name: `"kl"`, `"el"` or `"containment"` (`energy` is the method).
         table: the `GaussianEmbedding` layer of the vocabulary.
         info: the whole `run.json`.
         metrics: `metrics.json`, or `{}`.
@@ -200,7 +207,9 @@ class Run:
         KL runs: `energy(query, candidate) = -KL(N_query || N_candidate)`,
         high (near 0) when the query lies inside the candidate ("query is-a
         candidate"), plus `generality * (log det Sigma_candidate - log det
-        Sigma_query)` for a run trained with `--generality`. EL runs: the log expected-likelihood kernel
+        Sigma_query)` for a run trained with `--generality`. Containment
+        runs: `-sum_d max(0, |mu_q - mu_c| + sigma_q - sigma_c)^2`, 0 when
+        the query's one-sigma box lies inside the candidate's. EL runs: the log expected-likelihood kernel
         `log N(0; mu_a - mu_b, Sigma_a + Sigma_b)` (with the `-d/2 log 2 pi`
         term when the model's `ELEnergy` keeps it). Computed with numpy in
         float64 from the query table on both sides.
@@ -307,14 +316,15 @@ class Run:
             A bool for two words, else a bool array.
 
         Raises:
-            ValueError: not a KL hierarchy run, or no threshold recorded (a
-                run trained with `--val-size 0`) and none given.
+            ValueError: not a KL or containment hierarchy run, or no
+                threshold recorded (a run trained with `--val-size 0`) and
+                none given.
             UnknownWordError: a word is not in the vocabulary.
 
         Example: see `Run`.
         """
-        if self.energy_name != "kl":
-            raise ValueError(f"is_a needs a KL run; {self.path} uses "
+        if self.energy_name not in HIERARCHY_ENERGIES:
+            raise ValueError(f"is_a needs a KL or containment run; {self.path} uses "
                              f"{self.energy_name.upper()} energy.")
         if threshold is None:
             threshold = self.threshold
@@ -379,8 +389,9 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
 
     Args:
-        energy: `"kl"` (`-KL(N_a || N_b)`) or `"el"` (log expected
-            likelihood).
+        energy: `"kl"` (`-KL(N_a || N_b)`), `"el"` (log expected
+            likelihood) or `"containment"` (`-sum_d max(0, |mu_a - mu_b| +
+            sigma_a - sigma_b)^2`, `a` the specific side).
         mean_a, var_a: `(..., d)` means and variances of the first side.
         mean_b, var_b: `(..., d)` of the second side.
         include_constant: EL's `-d/2 log 2 pi` term.
@@ -397,6 +408,8 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     -0.5
     >>> round(float(pair_energy("kl", [0.0], [1.0], [0.0], [4.0], generality=0.5)), 4)
     0.375
+    >>> float(pair_energy("containment", [1.5], [1.0], [0.0], [4.0]))  # 1.5 + 1 - 2
+    -0.25
     """
     mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
                                     for v in (mean_a, var_a, mean_b, var_b))
@@ -413,13 +426,16 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
         if include_constant:
             value = value - 0.5 * diff.shape[-1] * math.log(2 * math.pi)
         return value
-    raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
+    if energy == "containment":
+        excess = np.abs(diff) + np.sqrt(var_a) - np.sqrt(var_b)
+        return -np.sum(np.square(np.maximum(excess, 0.0)), axis=-1)
+    raise ValueError(f"energy must be one of {', '.join(ENERGY_NAMES)}, got {energy!r}.")
 
 
 def write_run_info(directory, kind, energy, table, vocabulary, **extra):
     """Writes `run.json` into `directory` (see the module docstring)."""
-    if energy not in ("kl", "el"):  # keras_gauss.layers.ENERGIES, without importing Keras
-        raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
+    if energy not in ENERGY_NAMES:  # without importing Keras
+        raise ValueError(f"energy must be one of {', '.join(ENERGY_NAMES)}, got {energy!r}.")
     info = {"kind": kind, "energy": energy, "table": table,
             "vocabulary": vocabulary, "format": 1, **extra}
     (Path(directory) / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
@@ -527,9 +543,9 @@ def load_run(run_dir):
     for key in ("kind", "energy", "table", "vocabulary"):
         if not isinstance(info.get(key), str) or not info[key]:
             raise DamagedRunError(f"{info_path}: {key!r} is missing or not a string.")
-    if info["energy"] not in ("kl", "el"):
-        raise DamagedRunError(f"{info_path}: energy must be 'kl' or 'el', got "
-                              f"{info['energy']!r}.")
+    if info["energy"] not in ENERGY_NAMES:
+        raise DamagedRunError(f"{info_path}: energy must be one of {', '.join(ENERGY_NAMES)}, "
+                              f"got {info['energy']!r}.")
     _generality(info, info_path)
     vocabulary = run_dir / info["vocabulary"]
     if Path(info["vocabulary"]).name != info["vocabulary"]:

@@ -15,7 +15,10 @@ TensorFlow only, never `keras_gauss`:
   (`energy(["dog.n.01"], ["mammal.n.01"])` is high, the reverse is low),
   plus `generality * (log det Sigma_candidate - log det Sigma_query)` for a
   hierarchy run trained with `--generality` (the same numbers as
-  `keras_gauss.load_run(DIR).energy`).
+  `keras_gauss.load_run(DIR).energy`); with containment energy (a hierarchy
+  run trained with `--energy containment`) it is `-sum_d max(0, |mu_q -
+  mu_c| + sigma_q - sigma_c)^2`, 0 when the query's one-sigma box lies
+  inside the candidate's.
 - `embed`: input `word`; outputs `mean` and `variance` (float32,
   `(batch, d)`, a spherical variance repeated over the `d` columns) and
   `in_vocabulary`.
@@ -40,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.layers.candidate_energies import ENERGIES
+from keras_gauss.runs import ENERGY_NAMES as ENERGIES
 
 OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
@@ -134,7 +137,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         gather_query: `ids (batch,) -> (mean, variance)`, each `(batch, d)`.
         gather_candidate: the same for the candidate side.
         all_candidates: `() -> (means, variances)`, each `(n, d)`.
-        energy: `"el"` or `"kl"`.
+        energy: `"el"`, `"kl"` or `"containment"`.
         k: neighbours returned by `neighbors`.
         include_constant: keep EL's `-d/2 log 2 pi` term.
         generality: with `"kl"`, the weight of the generality term
@@ -147,11 +150,14 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
     import tensorflow as tf
 
     from keras_gauss import ops as gauss_ops
+    from keras_gauss.layers.containment_energy import containment_energy
 
     def score(query_mean, query_var, cand_mean, cand_var):
         if energy == "el":
             return gauss_ops.el_energy(query_mean, query_var, cand_mean,
                                        cand_var, include_constant=include_constant)
+        if energy == "containment":  # the query's box inside the candidate's
+            return containment_energy(cand_mean, cand_var, query_mean, query_var)
         # -KL(N_query || N_candidate): the candidate is the general concept.
         value = gauss_ops.kl_energy(cand_mean, cand_var, query_mean, query_var)
         if generality:
@@ -234,7 +240,7 @@ def _input_signatures():
 
 def _check_options(energy, k, size, generality=0.0):
     if energy not in ENERGIES:
-        raise ValueError(f"energy must be 'el' or 'kl', got {energy!r}.")
+        raise ValueError(f"energy must be one of {', '.join(ENERGIES)}, got {energy!r}.")
     from keras_gauss.hierarchy.evaluate import check_generality
 
     if check_generality(generality) and energy != "kl":
@@ -248,6 +254,9 @@ def _check_options(energy, k, size, generality=0.0):
 
 def _export_info(energy, k, size, dim, generality=0.0, **extra):
     direction = "energy(query, candidate) = -KL(N_query || N_candidate)"
+    if energy == "containment":
+        direction = ("energy(query, candidate) = -sum_d max(0, |mu_query - mu_candidate| "
+                     "+ sigma_query - sigma_candidate)^2")
     if generality:
         direction += (f" + {generality!r} * (log det Sigma_candidate "
                       "- log det Sigma_query)")

@@ -13,6 +13,7 @@ from keras_gauss.hierarchy.evaluate import (
     edge_scores,
     hyperlex_spearman,
     reconstruction,
+    scored_classification,
     word_pair_scores,
 )
 
@@ -145,7 +146,30 @@ def test_classification_with_embeddings():
     val_pos, val_neg = np.array([[0, 1], [1, 2]]), np.array([[0, 2], [0, 3]])  # scores -.5 -.5 | -2 -8
     test_pos, test_neg = np.array([[1, 3]]), np.array([[2, 1]])  # scores -4.5 | -0.5
     result = classification(val_pos, val_neg, test_pos, test_neg, means, variances)
-    assert result == {"threshold": -1.25, "val_accuracy": 1.0, "test_accuracy": 0.0}
+    assert result == {"threshold": -1.25, "val_accuracy": 1.0, "test_accuracy": 0.0,
+                      # F1: the highest best-F1 threshold on validation, -0.5 (F1 1.0);
+                      # the test edge scores below it, the test negative at it.
+                      "f1_threshold": -0.5, "val_f1": 1.0, "test_f1": 0.0,
+                      "test_precision": 0.0, "test_recall": 0.0, "test_auc": 0.0}
+
+
+def test_f1_and_auc_against_a_brute_force_count():
+    rng = np.random.default_rng(4)
+    val_pos, val_neg = rng.normal(1, 1, 30), rng.normal(0, 1, 300)
+    test_pos, test_neg = rng.normal(1, 1, 40), rng.normal(0, 1, 400)
+    result = scored_classification(val_pos, val_neg, test_pos, test_neg)
+
+    def f1(pos, neg, t):
+        tp, fp = (pos >= t).sum(), (neg >= t).sum()
+        return 2 * tp / (tp + fp + len(pos))
+
+    candidates = np.r_[val_pos, val_neg]
+    best = max(f1(val_pos, val_neg, t) for t in candidates)
+    assert result["val_f1"] == pytest.approx(best)
+    assert f1(val_pos, val_neg, result["f1_threshold"]) == pytest.approx(best)
+    assert result["test_f1"] == pytest.approx(f1(test_pos, test_neg, result["f1_threshold"]))
+    pairs = (test_pos[:, None] > test_neg[None, :]) + 0.5 * (test_pos[:, None] == test_neg[None, :])
+    assert result["test_auc"] == pytest.approx(pairs.mean())
 
 
 # --------------------------------------------------------------------------- reconstruction

@@ -219,3 +219,34 @@ def test_ganea_run_is_written_scored_by_f1_and_loads(tmp_path, capsys):
     assert given["num_train_edges"] == metrics["num_train_edges"] == 1176 + 1046
     assert given["evaluation"]["sizes"]["test"] == metrics["evaluation"]["sizes"]["test"]
     assert load_run(again).kind == "hierarchy"
+
+
+def test_containment_run_is_scored_loaded_and_served_with_its_energy(tmp_path):
+    import tensorflow as tf
+
+    from keras_gauss.export.serving import export_run
+    from keras_gauss.hierarchy.evaluate import edge_scores
+
+    edges = _write(tmp_path / "tree.tsv", [f"n{i}\tn{(i - 1) // 3}" for i in range(1, 121)])
+    out = tmp_path / "run"
+    assert main(["train-hierarchy", "--edges", str(edges), "--split", "ganea",
+                 "--non-basic-percent", "25", "--energy", "containment", "--loss", "threshold",
+                 "--margin", "0.25", "--dim", "3", "--epochs", "3", "--batch-size", "32",
+                 "--reconstruction-nodes", "10", "--out", str(out), "--quiet"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["evaluation"]["energy"] == "containment"
+    assert metrics["config"]["energy"] == "containment"
+    run = load_run(out)
+    assert run.energy_name == "containment"
+    words = ["n5", "n1", "n40", "n2"]
+    pairs = np.array([[run.words.index(a), run.words.index(b)] for a in words for b in words])
+    means, variances = run.tables()
+    want = edge_scores(means, variances, pairs, energy="containment")
+    got = run.energy([run.words[i] for i in pairs[:, 0]], [run.words[j] for j in pairs[:, 1]])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    target = export_run(out, tmp_path / "serving")
+    served = tf.saved_model.load(str(target)).signatures["energy"](
+        query=tf.constant([run.words[i] for i in pairs[:, 0]]),
+        candidate=tf.constant([run.words[j] for j in pairs[:, 1]]))["energy"].numpy()
+    np.testing.assert_allclose(served, want, rtol=1e-4, atol=1e-6)
+    assert run.is_a("n40", "n1") == (run.energy("n40", "n1") >= metrics["threshold"])

@@ -109,10 +109,15 @@ def _add_training_flags(train, defaults):
                   "val_size", "test_size", "reconstruction_nodes", "seed",
                   "poincare_seconds"):
         default = getattr(defaults, field)
-        kind = float if isinstance(default, float) or field in ("val_size", "test_size") else int
+        kind = (float if isinstance(default, float) or field in ("val_size", "test_size", "margin")
+                else int)
         shown = default
         if field in ("val_size", "test_size"):
             shown = "the smaller of 4000 and 10%% of the eligible edges"
+        elif field == "negatives":
+            shown = "5 with kl, 10 with containment"
+        elif field == "margin":
+            shown = "1 with kl, 0.25 with containment"
         elif field == "poincare_seconds":
             shown = "0: off; > 0 trains gensim's PoincareModel on the same split as the peer"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
@@ -124,16 +129,19 @@ def _add_training_flags(train, defaults):
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
     train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
-                       help="kl (default): -KL(N_specific || N_general); containment: how far "
-                            "the specific Gaussian's one-sigma box sticks out of the general "
-                            "one's (nested boxes are transitive: use it to infer edges the "
-                            "training edges imply, as on --split ganea)")
+                       help="kl: -KL(N_specific || N_general); containment: how far the "
+                            "specific Gaussian's one-sigma box sticks out of the general one's "
+                            "(nested boxes are transitive: it infers the edges the training "
+                            "edges imply). Default: containment on --split ganea and given "
+                            "splits, else kl")
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
                        help="max-margin ranking (the paper) or thresholded divergence "
-                            "(positives below --threshold, negatives beyond it + --margin)")
+                            "(positives below --threshold, negatives beyond it + --margin); "
+                            "default: ranking with kl, threshold with containment")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
-                       help="also use each reversed edge as a negative (default: on)")
+                       help="also use each reversed edge as a negative (default: on with kl, "
+                            "off with containment)")
     train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "

@@ -37,8 +37,10 @@ class WordNetConfig:
             stops (`None`: the default of the split and dimension; 0: never
             stop early, still keep the best epoch).
         batch_size: positive edges per step.
-        negatives: corrupted edges per positive.
-        reversed_negatives: also use each reversed edge as a negative.
+        negatives: corrupted edges per positive (`None`: 5 with KL, 10 with
+            containment).
+        reversed_negatives: also use each reversed edge as a negative
+            (`None`: with KL yes, with containment no).
         sibling_negatives: fraction (0 to 1) of the `negatives` whose general
             node is replaced by one of its siblings in the training closure
             (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.
@@ -46,11 +48,12 @@ class WordNetConfig:
             `"containment"` (`keras_gauss.layers.ContainmentEnergy`: how far
             the specific Gaussian's one-sigma box sticks out of the general
             one's; nested boxes are transitive, so it infers the edges the
-            training edges imply: the energy for `--split ganea`). The run
-            is scored and served with it.
+            training edges imply). The run is scored and served with it.
+            `None`: containment on `--split ganea` and given splits, else KL.
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
-            order embeddings' thresholded divergence).
-        margin: margin of the loss.
+            order embeddings' thresholded divergence); `None`: ranking with
+            KL, threshold with containment.
+        margin: margin of the loss (`None`: 1 with KL, 0.25 with containment).
         threshold: divergence tolerance of the `"threshold"` loss.
         learning_rate: `SparseAdagrad` learning rate (the first step's).
         learning_rate_schedule: `"constant"` (default: `learning_rate` every
@@ -118,12 +121,12 @@ class WordNetConfig:
     epochs: int | None = None
     patience: int | None = None
     batch_size: int = 1024
-    negatives: int = 5
-    reversed_negatives: bool = True
+    negatives: int | None = None
+    reversed_negatives: bool | None = None
     sibling_negatives: float = 0.0
-    energy: str = "kl"
-    loss: str = "ranking"
-    margin: float = 1.0
+    energy: str | None = None
+    loss: str | None = None
+    margin: float | None = None
     threshold: float = 0.0
     learning_rate: float = 0.3
     learning_rate_schedule: str = "constant"
@@ -146,6 +149,15 @@ class WordNetConfig:
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
         from keras_gauss.runs import check_config
+        from keras_gauss.hierarchy.evaluate import check_energy
+
+        if self.energy is not None:
+            check_energy(self.energy)
+        self._validate_split()
+        self.resolved()._validate()
+
+    def _validate(self):
+        from keras_gauss.runs import check_config
 
         check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
@@ -155,7 +167,6 @@ class WordNetConfig:
                                       or value < (1 if name == "epochs" else 0)):
                 raise ValueError(f"--{name} must be an integer >= {1 if name == 'epochs' else 0}, "
                                  f"got {value!r}.")
-        self._validate_split()
         if self.learning_rate_schedule not in SCHEDULES:
             raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
                              f"got {self.learning_rate_schedule!r}.")
@@ -231,11 +242,27 @@ class WordNetConfig:
         return self.split
 
     def resolved(self):
-        """This config with `epochs` and `patience` set (`default_schedule` where `None`)."""
+        """This config with every `None` default set: the energy by the split,
+        the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
+        `patience` by the split (`default_schedule`).
+
+        Example:
+
+        >>> config = WordNetConfig(split="ganea", non_basic_percent=25).resolved()
+        >>> config.energy, config.loss, config.margin, config.epochs
+        ('containment', 'threshold', 0.25, 200)
+        >>> WordNetConfig().resolved().energy
+        'kl'
+        """
+        energy = self.energy or ("containment" if self.method in ("ganea", "given") else "kl")
+        values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
+                                       if getattr(self, k) is None}}
         epochs, patience = default_schedule(self.method, self.dim)
-        return dataclasses.replace(
-            self, epochs=epochs if self.epochs is None else self.epochs,
-            patience=patience if self.patience is None else self.patience)
+        if self.epochs is None:
+            values["epochs"] = epochs
+        if self.patience is None:
+            values["patience"] = patience
+        return dataclasses.replace(self, **values)
 
 
 def default_schedule(method, dim):
@@ -259,9 +286,16 @@ def default_schedule(method, dim):
 
 
 SCHEDULES = ("constant", "linear", "cosine")
+# The loss settings each energy trains with unless told otherwise (chosen on
+# validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
+ENERGY_DEFAULTS = {
+    "kl": {"loss": "ranking", "margin": 1.0, "negatives": 5, "reversed_negatives": True},
+    "containment": {"loss": "threshold", "margin": 0.25, "negatives": 10,
+                    "reversed_negatives": False},
+}
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
-                "train_edges": None, "val_edges": None, "test_edges": None}
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": "kl"}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -512,6 +546,7 @@ def shard_edges(config, edges, known, job, epoch, steps):
     """
     from keras_gauss.hierarchy import make_dataset
 
+    config = config.resolved()
     local = config.batch_size // job.num_processes
     data = make_dataset(edges[job.process_id::job.num_processes], known=known,
                         batch_size=local, negatives=config.negatives,
@@ -532,6 +567,8 @@ def hierarchy_model(config, num_nodes, k, total_steps=1):
     >>> model = hierarchy_model(WordNetConfig(dim=10), 100, k=6)  # doctest: +SKIP
     """
     import keras
+
+    config = config.resolved()
 
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.losses import MaxMarginRanking
@@ -716,8 +753,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     if split is not None and job.num_processes == 1:  # keep the best validation epoch
         monitor = monitor_of(split.method)
         selection = BestEpoch(config.patience or None, monitor=monitor,
-                              score=validation_scorer(split, monitor, config.generality,
-                                                      config.energy))
+                              # the trained energy: the generality term only rescores
+                              score=validation_scorer(split, monitor, 0.0, config.energy))
         if state is not None:
             selection.restore(state.get("selection"), arrays)
     with job.scope():  # build, compile and fit in the distribution's scope

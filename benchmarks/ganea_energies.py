@@ -13,7 +13,8 @@ Energies (higher = more likely "specific is-a general"; variances are sigma^2):
   leaves ``-1/2 [tr(S_g^-1 S_s) + maha - d]``, which does not grow with the
   size ratio of a nested pair.
 * ``box`` (``k``): ``-sum_d relu(|mu_s - mu_g| + k sigma_s - k sigma_g)^2``,
-  the k-sigma intervals nested in every dimension (transitive).
+  the k-sigma intervals nested in every dimension (transitive); ``slack``
+  asks training for that much room inside (scoring uses none).
 
 Losses: ``ranking`` (the paper's max-margin, ``margin``) or ``contrastive``:
 positives pay ``relu(D - gamma)``, negatives ``relu(gamma + margin - D)``
@@ -33,7 +34,7 @@ import time
 
 import numpy as np
 
-DEFAULTS = {"energy": "kl", "beta": 0.0, "k": 1.0, "loss": "ranking", "margin": 1.0,
+DEFAULTS = {"energy": "kl", "beta": 0.0, "k": 1.0, "slack": 0.0, "loss": "ranking", "margin": 1.0,
             "gamma": 0.0, "negatives": 5, "reversed": True, "lr": 0.3, "batch": 1024,
             "min_var": 0.05, "max_var": 5.0, "max_norm": 4.0, "init": "ones",
             "init_scale": 1.0, "score_betas": [], "sibling": 0.0}
@@ -100,7 +101,7 @@ def build(num_nodes, cfg, dim, k_neg, init_var):
         def call(self, m_g, v_g, m_s, v_s):
             if cfg["energy"] == "box":
                 viol = ops.relu(ops.abs(m_s - m_g) + cfg["k"] * ops.sqrt(v_s)
-                                - cfg["k"] * ops.sqrt(v_g))
+                                - cfg["k"] * ops.sqrt(v_g) + cfg["slack"])
                 return -ops.sum(viol * viol, axis=-1)
             kl = 0.5 * ops.sum((v_s + ops.square(m_s - m_g)) / v_g - 1.0 - ops.log(v_s / v_g),
                                axis=-1)

@@ -129,11 +129,10 @@ def _add_training_flags(train, defaults):
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
     train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
-                       help="kl: -KL(N_specific || N_general); containment: how far the "
-                            "specific Gaussian's one-sigma box sticks out of the general one's "
-                            "(nested boxes are transitive: it infers the edges the training "
-                            "edges imply). Default: containment on --split ganea and given "
-                            "splits, else kl")
+                       help="containment (default): how far the specific Gaussian's "
+                            "one-sigma box sticks out of the general one's (nested boxes are "
+                            "transitive: it infers the edges the training edges imply); kl: "
+                            "the paper's -KL(N_specific || N_general)")
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
                        help="max-margin ranking (the paper) or thresholded divergence "
                             "(positives below --threshold, negatives beyond it + --margin); "
@@ -147,7 +146,8 @@ def _add_training_flags(train, defaults):
                        help="fraction of the --negatives whose general node is replaced by a "
                             "sibling of it in the training closure (hard negatives; default: 0)")
     train.add_argument("--generality", type=float, default=defaults.generality, metavar="BETA",
-                       help="weight of the generality term: 'x is-a y' scores -KL(N_x || N_y) + "
+                       help="--energy kl: weight of the generality term: 'x is-a y' scores "
+                            "-KL(N_x || N_y) + "
                             "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
                             "scored and served (recorded in run.json); training is unchanged "
                             "(default: 0, the plain KL energy)")

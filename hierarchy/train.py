@@ -13,12 +13,14 @@ class WordNetConfig:
     """Settings of a WordNet run (all saved in `metrics.json`).
 
     Defaults embed the full noun closure in 50-d diagonal Gaussians with one
-    shared table, the paper's KL energy and max-margin loss and
-    `SparseAdagrad`. Each positive edge gets five negatives (one side
-    replaced by a random node that is neither ancestor nor descendant of the
-    kept side, the paper's rule) plus its reversal, which teaches direction:
-    with one plain negative HyperLex and Baroni 2012 suffer
-    (`benchmarks/README.md` has the figures).
+    shared table, the containment energy (each specific Gaussian's one-sigma
+    box inside its general ones') and density order embeddings' thresholded
+    loss, and `SparseAdagrad`. Each positive edge gets ten negatives (one
+    side replaced by a random node that is neither ancestor nor descendant
+    of the kept side, the paper's rule). `energy="kl"` trains the paper's
+    KL energy with its max-margin loss, five negatives and the reversed
+    edge (`ENERGY_DEFAULTS`); containment scores better on every split and
+    on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -49,7 +51,8 @@ class WordNetConfig:
             the specific Gaussian's one-sigma box sticks out of the general
             one's; nested boxes are transitive, so it infers the edges the
             training edges imply). The run is scored and served with it.
-            `None`: containment on `--split ganea` and given splits, else KL.
+            `None`: containment, which beats KL on every split (`benchmarks/README.md`,
+            "Ganea et al.'s WordNet split").
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
             order embeddings' thresholded divergence); `None`: ranking with
             KL, threshold with containment.
@@ -100,9 +103,9 @@ class WordNetConfig:
             neighbors`, the serving export). Training (the loss) is
             unchanged. 0 (default): the plain KL energy.
 
-    Example: the generality term, recorded in the config.
+    Example: the generality term of a KL run, recorded in the config.
 
-    >>> config = WordNetConfig(root="mammal.n.01", generality=0.1)
+    >>> config = WordNetConfig(root="mammal.n.01", energy="kl", generality=0.1)
     >>> config.validate()
     >>> config.generality
     0.1
@@ -242,7 +245,7 @@ class WordNetConfig:
         return self.split
 
     def resolved(self):
-        """This config with every `None` default set: the energy by the split,
+        """This config with every `None` default set: the energy (containment),
         the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
         `patience` by the split (`default_schedule`).
 
@@ -251,10 +254,10 @@ class WordNetConfig:
         >>> config = WordNetConfig(split="ganea", non_basic_percent=25).resolved()
         >>> config.energy, config.loss, config.margin, config.epochs
         ('containment', 'threshold', 0.25, 200)
-        >>> WordNetConfig().resolved().energy
-        'kl'
+        >>> WordNetConfig(energy="kl").resolved().loss
+        'ranking'
         """
-        energy = self.energy or ("containment" if self.method in ("ganea", "given") else "kl")
+        energy = self.energy or "containment"
         values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
                                        if getattr(self, k) is None}}
         epochs, patience = default_schedule(self.method, self.dim)

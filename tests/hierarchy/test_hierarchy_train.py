@@ -37,7 +37,7 @@ def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):
     out, _ = mammal_run
     run = load_run(out)
-    assert run.kind == "wordnet" and run.energy_name == "kl"
+    assert run.kind == "wordnet" and run.energy_name == "containment"
     means, variances = run.tables()
     assert means.shape == (len(run.words), 5)
     assert run.words[run.ids(["dog.n.01"])[0]] == "dog.n.01"

@@ -98,12 +98,12 @@ def _add_training_flags(train, defaults):
                             "ganea the root, e.g. entity.n.01; 'none' keeps it)")
     train.add_argument("--epochs", type=int, default=None,
                        help="the most epochs (default: 200 on --split ganea and given splits, "
-                            "else 10); with held-out edges the run keeps the epoch with the best "
-                            "validation score")
+                            "20 on --split reduction, else 10); with held-out edges the run "
+                            "keeps the epoch with the best validation score")
     train.add_argument("--patience", type=int, default=None,
                        help="stop after this many epochs without a better validation score "
-                            "(default: 20 on --split ganea and given splits, else 0: never "
-                            "stop early)")
+                            "(default: 20 on --split ganea and given splits, 5 on --split "
+                            "reduction, else 0: never stop early)")
     for field in ("dim", "batch_size", "negatives", "learning_rate",
                   "margin", "threshold", "max_norm", "min_variance", "max_variance",
                   "val_size", "test_size", "reconstruction_nodes", "seed",

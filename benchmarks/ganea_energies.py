@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-DEFAULTS = {"energy": "kl", "beta": 0.0, "k": 1.0, "slack": 0.0, "loss": "ranking", "margin": 1.0,
+DEFAULTS = {"energy": "kl", "beta": 0.0, "k": 1.0, "slack": 0.0, "power": 2, "loss": "ranking", "margin": 1.0,
             "gamma": 0.0, "negatives": 5, "reversed": True, "lr": 0.3, "batch": 1024,
             "min_var": 0.05, "max_var": 5.0, "max_norm": 4.0, "init": "ones",
             "init_scale": 1.0, "score_betas": [], "sibling": 0.0}
@@ -57,29 +57,29 @@ def load_split(percent, seed, root, cache="/tmp/ganea_split_cache"):
     return hierarchy, data
 
 
-def energy_np(kind, m_s, v_s, m_g, v_g, beta=0.0, k=1.0):
+def energy_np(kind, m_s, v_s, m_g, v_g, beta=0.0, k=1.0, power=2):
     if kind == "box":
         viol = np.maximum(np.abs(m_s - m_g) + k * np.sqrt(v_s) - k * np.sqrt(v_g), 0.0)
-        return -(viol ** 2).sum(-1)
+        return -(viol ** power).sum(-1)
     kl = 0.5 * ((v_s + (m_s - m_g) ** 2) / v_g - 1.0 - np.log(v_s / v_g)).sum(-1)
     gen = (np.log(v_g) - np.log(v_s)).sum(-1)
     return -kl + (beta if kind == "gen" else 0.0) * gen
 
 
-def scores(kind, means, variances, pairs, beta=0.0, k=1.0, chunk=200_000):
+def scores(kind, means, variances, pairs, beta=0.0, k=1.0, power=2, chunk=200_000):
     out = np.empty(len(pairs))
     for i in range(0, len(pairs), chunk):
         s, g = pairs[i:i + chunk, 0], pairs[i:i + chunk, 1]
         out[i:i + chunk] = energy_np(kind, means[s], variances[s], means[g], variances[g],
-                                     beta, k)
+                                     beta, k, power)
     return out
 
 
-def val_f1(kind, means, variances, data, beta=0.0, k=1.0):
+def val_f1(kind, means, variances, data, beta=0.0, k=1.0, power=2):
     from keras_gauss.metrics import best_f1
 
-    pos = scores(kind, means, variances, data["val"], beta, k)
-    neg = scores(kind, means, variances, data["val_neg"], beta, k)
+    pos = scores(kind, means, variances, data["val"], beta, k, power)
+    neg = scores(kind, means, variances, data["val_neg"], beta, k, power)
     return best_f1(np.r_[np.ones(len(pos), bool), np.zeros(len(neg), bool)], np.r_[pos, neg])[0]
 
 
@@ -102,7 +102,7 @@ def build(num_nodes, cfg, dim, k_neg, init_var):
             if cfg["energy"] == "box":
                 viol = ops.relu(ops.abs(m_s - m_g) + cfg["k"] * ops.sqrt(v_s)
                                 - cfg["k"] * ops.sqrt(v_g) + cfg["slack"])
-                return -ops.sum(viol * viol, axis=-1)
+                return -ops.sum(viol * viol if cfg["power"] == 2 else viol, axis=-1)
             kl = 0.5 * ops.sum((v_s + ops.square(m_s - m_g)) / v_g - 1.0 - ops.log(v_s / v_g),
                                axis=-1)
             beta = cfg["beta"] if cfg["energy"] == "gen" else 0.0
@@ -131,11 +131,18 @@ def build(num_nodes, cfg, dim, k_neg, init_var):
     return model
 
 
-def initial_variances(hierarchy, cfg, dim):
-    """`"subtree"`: per node, (1 + descendants)^(2/d) * init_scale, scaled into the bounds."""
+def initial_variances(hierarchy, cfg, dim, known=None):
+    """`"subtree"`: per node, (1 + descendants)^(2/d) * init_scale, scaled into the bounds;
+    `"subtree_log"`: sigma from sigma_min to sigma_max * init_scale linear in log(1 +
+    descendants), descendants counted in `known` (the closure of the training edges)."""
     if cfg["init"] == "ones":
         return None
-    size = 1.0 + hierarchy.index.num_descendants.astype(np.float64)
+    index = known if known is not None else hierarchy.index
+    size = 1.0 + index.num_descendants.astype(np.float64)
+    if cfg["init"] == "subtree_log":
+        lo, hi = np.sqrt(cfg["min_var"]), np.sqrt(cfg["max_var"]) * cfg["init_scale"]
+        sigma = lo + (hi - lo) * np.log(size) / np.log(size.max())
+        return np.repeat((sigma ** 2)[:, None], dim, axis=1).astype(np.float32)
     var = cfg["init_scale"] * size ** (2.0 / dim)
     var = np.clip(var, cfg["min_var"], cfg["max_var"])
     return np.repeat(var[:, None], dim, axis=1).astype(np.float32)
@@ -150,7 +157,7 @@ def run(name, cfg, args, hierarchy, data):
     train = data["train"]
     known = closure_index(train, hierarchy.num_nodes)
     k_neg = cfg["negatives"] + int(cfg["reversed"])
-    init = initial_variances(hierarchy, cfg, args.dim)
+    init = initial_variances(hierarchy, cfg, args.dim, known)
     model = build(hierarchy.num_nodes, cfg, args.dim, k_neg, None)
     table = model.get_layer("nodes")
     if init is not None:
@@ -165,7 +172,7 @@ def run(name, cfg, args, hierarchy, data):
         model.fit(ds, epochs=1, verbose=0)
         means = table.means.numpy().astype(np.float64)
         variances = np.broadcast_to(table.variances.numpy(), means.shape).astype(np.float64)
-        f1 = val_f1(cfg["energy"], means, variances, data, cfg["beta"], cfg["k"])
+        f1 = val_f1(cfg["energy"], means, variances, data, cfg["beta"], cfg["k"], cfg["power"])
         history.append(f1)
         if f1 > best[0]:
             best = (f1, epoch + 1)

@@ -251,7 +251,11 @@ class Run:
             x: a vocabulary entry.
             by: `"energy"` (highest `energy(x, candidate)` first, as the
                 serving `neighbors` signature ranks them: with KL, what `x`
-                most plausibly is-a), `"similarity"` (cosine between means,
+                most plausibly is-a; with containment, the boxes that hold
+                `x` (energy at least the run's threshold, else 0) smallest
+                first, so the nearest hypernyms lead, then the others by
+                energy: `containment_rank`),
+                `"similarity"` (cosine between means,
                 most similar first) or `"variance"` (the `k` most similar by
                 cosine, broadest first: the paper's specificity table).
                 Default: `"energy"` for hierarchy runs, `"similarity"` for
@@ -286,7 +290,11 @@ class Run:
             scores = mean64 @ mean64[i] / (norms * norms[i])
         scores[i] = -np.inf
         k = min(int(k), len(scores) - 1)
-        top = np.argsort(-scores, kind="stable")[:k]
+        if by == "energy" and self.energy_name == "containment":
+            key = containment_rank(scores, self.log_det(), self.threshold or 0.0)
+            top = np.argsort(-key, kind="stable")[:k]
+        else:
+            top = np.argsort(-scores, kind="stable")[:k]
         if by == "variance":
             log_det = self.log_det()
             top = top[np.argsort(-log_det[top], kind="stable")]
@@ -359,6 +367,22 @@ def _lemma(name):
 def _listing(words, limit=8):
     shown = ", ".join(words[:limit])
     return shown + (f" (and {len(words) - limit} more)" if len(words) > limit else "")
+
+
+def containment_rank(energies, log_det, threshold=0.0):
+    """The order of a containment run's neighbours: a key, higher first.
+
+    Candidates whose energy reaches `threshold` (their box holds the query)
+    come first, the smallest box (lowest `log_det`) first: the nearest
+    hypernyms, where every holding box scores about 0. The others follow by
+    energy.
+
+    Example:
+
+    >>> containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1)
+    array([999970., 999989.,     -2.])
+    """
+    return np.where(energies >= threshold, 1e6 - log_det, energies)
 
 
 def generality_term(var_specific, var_general, beta):

@@ -24,8 +24,10 @@ TensorFlow only, never `keras_gauss`:
   `in_vocabulary`.
 - `neighbors`: input `query`; outputs `candidates` (string, `(batch, k)`) and
   `energies` (float32, `(batch, k)`), the `k` vocabulary entries with the
-  highest `energy(query, candidate)` in decreasing order, the query itself
-  left out, and `in_vocabulary`. `k` is fixed when exporting (at most the
+  highest `energy(query, candidate)` in decreasing order (with containment,
+  the boxes holding the query smallest first, the nearest hypernyms, as
+  `keras_gauss.load_run(DIR).neighbors`), the query itself left out, and
+  `in_vocabulary`. `k` is fixed when exporting (at most the
   vocabulary size minus one). With KL these are the entries the query most
   plausibly is-a: its hypernyms.
 
@@ -129,7 +131,7 @@ def _make_vocabulary(asset_path, size):
 
 def _endpoint_functions(vocabulary, gather_query, gather_candidate,
                         all_candidates, energy, k, include_constant=True,
-                        generality=0.0):
+                        generality=0.0, rank_threshold=0.0):
     """Builds the endpoint bodies (plain Python functions of string tensors).
 
     Args:
@@ -142,6 +144,8 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         include_constant: keep EL's `-d/2 log 2 pi` term.
         generality: with `"kl"`, the weight of the generality term
             `generality * (log det Sigma_candidate - log det Sigma_query)`.
+        rank_threshold: with `"containment"`, the energy from which a
+            candidate holds the query (`keras_gauss.runs.containment_rank`).
 
     Returns:
         `{"energy": fn(query, candidate), "embed": fn(word),
@@ -198,6 +202,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         ids, known = vocabulary.lookup(query)
         query_mean, query_var = gather_query(ids)
         cand_mean, cand_var = all_candidates()
+        log_det = tf.reduce_sum(tf.math.log(tf.cast(cand_var, tf.float64)), axis=-1)
 
         def one(args):
             mean, var, own = args
@@ -207,8 +212,12 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
             values = tf.tensor_scatter_nd_update(
                 values, tf.reshape(own, (1, 1)),
                 tf.constant([-np.inf], tf.float32))
-            top = tf.math.top_k(values, k=k)
-            return top.values, tf.cast(top.indices, tf.int64)
+            key = values
+            if energy == "containment":  # keras_gauss.runs.containment_rank
+                wide = tf.cast(values, tf.float64)
+                key = tf.where(wide >= rank_threshold, 1e6 - log_det, wide)
+            top = tf.math.top_k(key, k=k)
+            return tf.gather(values, top.indices), tf.cast(top.indices, tf.int64)
 
         values, indices = tf.map_fn(
             one, (query_mean, query_var, ids),
@@ -282,7 +291,8 @@ def _write_info(directory, info):
 
 def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                   candidate_means=None, candidate_variances=None,
-                  include_constant=True, overwrite=False, info=None, generality=0.0):
+                  include_constant=True, overwrite=False, info=None, generality=0.0,
+                  rank_threshold=0.0):
     """Exports Gaussian tables as a SavedModel with string endpoints.
 
     The SavedModel is built from a `tf.Module` holding the tables as
@@ -311,6 +321,9 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             term added to the energy (`beta * (log det Sigma_candidate -
             log det Sigma_query)`; a hierarchy run's `--generality`);
             default 0.
+        rank_threshold: with `"containment"`, the energy from which a
+            candidate's box holds the query: `neighbors` lists those first,
+            smallest first (a run's validation threshold; default 0).
 
     Returns:
         The export directory as a `Path`.
@@ -393,7 +406,8 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                 bodies = _endpoint_functions(
                     self.vocabulary, gather(self.means, self.variances),
                     gather(self.candidate_means, self.candidate_variances),
-                    all_candidates, energy, k, include_constant, float(generality))
+                    all_candidates, energy, k, include_constant, float(generality),
+                    float(rank_threshold))
                 specs = _input_signatures()
                 self.energy = tf.function(bodies["energy"], input_signature=specs["energy"])
                 self.embed = tf.function(bodies["embed"], input_signature=specs["embed"])
@@ -493,7 +507,8 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
         means, variances, run.words, target, run.energy_name, k=k,
         candidate_means=cand_means, candidate_variances=cand_vars,
         include_constant=_el_include_constant(run.model), overwrite=overwrite,
-        generality=run.generality, info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
+        generality=run.generality, rank_threshold=run.threshold or 0.0,
+        info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
               "table": run.table.name,
               "candidate_table": candidate_table or run.table.name})
 

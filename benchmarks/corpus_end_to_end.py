@@ -65,7 +65,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        ours = [python, "-m", "keras_gauss.cli", "train-corpus", "--corpus", args.corpus,
+        ours = [python, "-m", "keras_gauss", "train-corpus", "--corpus", args.corpus,
                 "--out", str(Path(tmp) / "run"), "--overwrite", "-q", "--window", "5",
                 "--sample", "0", "--epochs", "1", "--threads", str(args.threads)]
         theirs = [python, "-c", GENSIM, args.corpus, str(args.threads)]

@@ -9,9 +9,12 @@ The file layouts are described in ``shared/data/README.md``.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Iterator
+
+from keras_gauss.inputs import read_text
 
 __all__ = ["EDAM_VERSION", "edam_pairs", "read_entailment", "read_hyperlex", "write_edam_edges"]
 
@@ -23,13 +26,18 @@ _HYPERLEX_MIN_COLUMNS = 7  # WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD [
 _TRUE = {"true": True, "false": False}
 
 
-def _content_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, stripped_line)`` for every non-blank, non-comment line."""
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.strip()
-            if line and not line.startswith("#"):
-                yield number, line
+def _content_lines(path: str | os.PathLike, setting: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, stripped_line)`` for every non-blank, non-comment line.
+
+    The file is read whole first (:func:`keras_gauss.inputs.read_text`): a
+    FIFO, device or directory, a NUL byte or invalid UTF-8 anywhere is an
+    error naming ``setting``, the file and the line.
+    """
+    text = read_text(path, setting)
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            yield number, line
 
 
 def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tuple[str, str, float]]:
@@ -53,6 +61,8 @@ def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tup
     Raises:
         ValueError: On a row with fewer than 7 columns or a non-numeric (or
             non-finite) ``AVG_SCORE``; the message names the file and line number.
+            :class:`keras_gauss.inputs.InputFileError` (a ``ValueError``): not a
+            regular file, or not UTF-8 text (naming ``--hyperlex`` and the line).
 
     Example:
         >>> with open("hyperlex.txt", "w") as f:
@@ -64,7 +74,7 @@ def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tup
     """
     pairs = []
     first = True
-    for number, line in _content_lines(path):
+    for number, line in _content_lines(path, "--hyperlex"):
         fields = line.split()
         if first and fields[0].upper() == "WORD1":
             first = False
@@ -102,7 +112,9 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
     Raises:
         ValueError: On a line with fewer than 3 tab-separated columns, an empty
             word, or a label other than True/False; the message names the file
-            and line number.
+            and line number. :class:`keras_gauss.inputs.InputFileError` (a
+            ``ValueError``): not a regular file, or not UTF-8 text (naming
+            ``--entailment`` and the line).
 
     Example:
         >>> with open("baroni2012.tsv", "w") as f:
@@ -111,7 +123,7 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
         [('dog', 'animal', True), ('animal', 'dog', False)]
     """
     pairs = []
-    for number, line in _content_lines(path):
+    for number, line in _content_lines(path, "--entailment"):
         fields = [field.strip() for field in line.split("\t")]
         if len(fields) < 3:
             raise ValueError(

@@ -198,10 +198,15 @@ def run_train_wordnet(args):
     args.out = output_dir(args)
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
+    from keras_gauss.inputs import InputFileError, check_input_file
+
     for name in ("hyperlex", "entailment"):
         path = getattr(args, name, None)
-        if path is not None and not os.path.isfile(path):
-            raise CommandError(f"--{name} {path}: no such file.")
+        try:
+            if path is not None:
+                check_input_file(path, f"--{name}")  # never opens a FIFO
+        except InputFileError as error:
+            raise CommandError(str(error)) from None
     try:
         metrics = train_wordnet(config, args.out, hyperlex=getattr(args, "hyperlex", None),
                                 entailment=getattr(args, "entailment", None),
@@ -221,6 +226,8 @@ def run_train_wordnet(args):
     for key in shown:
         if metrics.get(key) is not None:
             print(f"{key:>22}  {metrics[key]:.4f}")
+        elif key == "hyperlex_spearman" and metrics.get("hyperlex_undefined"):
+            print(f"{key:>22}  n/a: {metrics['hyperlex_undefined']}")
     if "selection" in metrics:
         print(selection_line(metrics["selection"]))
     if "evaluation" in metrics:

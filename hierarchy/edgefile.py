@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass
-from pathlib import Path
+
+from keras_gauss.inputs import InputFileError
+from keras_gauss.inputs import read_text
 
 from .closure import CycleError, Hierarchy, hierarchy_from_parents
 
@@ -70,8 +72,10 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         An :class:`EdgeFile`.
 
     Raises:
-        EdgeFileError: the file is missing, not UTF-8 text, holds no pair, or a
-            line is not two non-empty names (the message names the line).
+        EdgeFileError: the file is missing, not a regular file (a FIFO, a
+            device, a directory), holds a NUL byte or invalid UTF-8 anywhere,
+            holds no pair, or a line is not two non-empty names (the message
+            names the line).
 
     Example:
         >>> with open("animals.tsv", "w") as f:
@@ -80,19 +84,10 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         (('dog', 'mammal'), ('cat', 'mammal'), ('mammal', 'animal'))
     """
     name = str(path)
-    path = Path(path)
-    if not path.is_file():
-        raise EdgeFileError(f"--edges {name}: no such file.")
-    raw = path.read_bytes()
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        line = raw[:nul].count(b"\n") + 1
-        raise EdgeFileError(f"--edges {name}: line {line} is binary, not text (a NUL byte at byte {nul}).")
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise EdgeFileError(f"--edges {name}: line {line} is not UTF-8 text (byte {error.start}).") from None
+        text = read_text(path, "--edges", encoding="utf-8-sig")
+    except InputFileError as error:
+        raise EdgeFileError(str(error)) from None
 
     rows: list[tuple[int, list[str]]] = []
     delimiter = None

@@ -695,6 +695,8 @@ def word_pair_scores(
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if x.min() == x.max() or y.min() == y.max():
+        return math.nan, math.nan  # undefined: nothing to rank (no scipy warning)
     try:
         from scipy.stats import spearmanr
     except ImportError:  # scipy is a test extra: fall back to Pearson on average ranks (no p-value)
@@ -749,8 +751,10 @@ def hyperlex_spearman(
         generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
 
     Returns:
-        ``{"spearman", "pvalue", "coverage", "n_pairs", "n_covered"}``: ``coverage`` is
-        ``n_covered / n_pairs``; ``spearman`` is ``nan`` with fewer than 2 covered pairs.
+        ``{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}``:
+        ``coverage`` is ``n_covered / n_pairs``; ``spearman`` is ``nan`` when it is
+        undefined (fewer than 2 covered pairs, equal human or model scores), and
+        ``undefined`` says why (else ``None``).
 
     Example:
         >>> import numpy as np
@@ -777,12 +781,21 @@ def hyperlex_spearman(
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())
     rho, p = _spearman(scores[covered], gold[covered]) if n_covered >= 2 else (math.nan, math.nan)
+    undefined = None
+    if n_covered < 2:
+        undefined = f"only {n_covered} covered pair(s): a rank correlation needs 2"
+    elif gold[covered].min() == gold[covered].max():
+        undefined = (f"the human scores of the {n_covered} covered pairs are all equal "
+                     f"({gold[covered][0]:g}): nothing to rank")
+    elif scores[covered].min() == scores[covered].max():
+        undefined = f"the model gives all {n_covered} covered pairs the same score"
     return {
         "spearman": rho,
         "pvalue": p,
         "coverage": n_covered / len(rows) if rows else math.nan,
         "n_pairs": len(rows),
         "n_covered": n_covered,
+        "undefined": undefined,
     }
 
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
+
+from keras_gauss.inputs import InputFileError
+from keras_gauss.inputs import read_text
 
 from .closure import Hierarchy
 from .edgefile import EdgeFileError, hierarchy_from_edge_file
@@ -36,19 +38,11 @@ class LabelledPairs:
     lines: tuple[int, ...]
 
 
-def _text(path: Path, where: str) -> str:
-    if not path.is_file():
-        raise EdgeFileError(f"{where}: no such file.")
-    raw = path.read_bytes()
-    nul = raw.find(b"\0")
-    if nul >= 0:
-        line = raw[:nul].count(b"\n") + 1
-        raise EdgeFileError(f"{where}: line {line} is binary, not text (a NUL byte at byte {nul}).")
+def _text(path, option: str) -> str:
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise EdgeFileError(f"{where}: line {line} is not UTF-8 text (byte {error.start}).") from None
+        return read_text(path, option, encoding="utf-8-sig")
+    except InputFileError as error:
+        raise EdgeFileError(str(error)) from None
 
 
 def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
@@ -74,7 +68,7 @@ def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
         (1, 0)
     """
     where = f"{option} {path}"
-    text = _text(Path(path), where)
+    text = _text(path, option)
     pairs, labels, lines = [], [], []
     delimiter, first = None, True
     for number, line in enumerate(text.splitlines(), start=1):

@@ -22,6 +22,10 @@ import math
 
 import numpy as np
 
+from keras_gauss.hierarchy.evaluate import kl_scorer
+from keras_gauss.metrics import best_f1
+from keras_gauss.metrics import threshold_classification
+
 __all__ = ["BestEpoch", "monitor_of", "validation_scorer"]
 
 _PREFIX = "best"
@@ -188,10 +192,6 @@ def validation_scorer(split, monitor, generality=0.0, energy="kl"):
     >>> score(model)  # doctest: +SKIP
     0.91
     """
-    from keras_gauss.metrics import best_f1, threshold_classification
-
-    from .evaluate import kl_scorer
-
     labels = np.r_[np.ones(len(split.val), bool), np.zeros(len(split.val_neg), bool)]
 
     def score(model):

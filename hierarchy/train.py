@@ -2,10 +2,21 @@
 
 import dataclasses
 import importlib.util
-import json
-import time
 
 import numpy as np
+
+from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.distribution import DistributionError
+from keras_gauss.hierarchy.benchmark_data import read_entailment
+from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+from keras_gauss.hierarchy.selection import BestEpoch
+from keras_gauss.hierarchy.selection import monitor_of
+from keras_gauss.hierarchy.selection import validation_scorer
+from keras_gauss.job import Data
+from keras_gauss.job import Digest
+from keras_gauss.job import Engine
+from keras_gauss.job import Job
+from keras_gauss.job import model_tables
 
 
 @dataclasses.dataclass
@@ -494,8 +505,6 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
 def write_split(directory, split, nodes):
     """Writes the split as node names: `train.tsv` (`specific<TAB>general`) and one
     `PART.tsv` per evaluation part (`specific<TAB>general<TAB>label`, 1 = is-a)."""
-    import numpy as np
-
     directory.mkdir()
     names = np.asarray(nodes, dtype=object)
 
@@ -527,8 +536,6 @@ def shard_steps(num_edges, batch_size, job):
     >>> shard_steps(100, 16, Distribution("data", num_processes=2, process_id=1))
     6
     """
-    from keras_gauss.distribution import DistributionError
-
     n, local = job.num_processes, batch_size // job.num_processes
     steps = (num_edges // n) // local
     if steps < 1:
@@ -610,13 +617,19 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     model, the closure lookup and depth difference baselines and, with
     `poincare_seconds`, gensim's Poincaré model; reconstruction mean rank and
     MAP, HyperLex and Baroni 2012 scores when their files are given,
-    `train_seconds`, and the config). The directory appears only when
-    everything is written.
+    `train_seconds`, and the config), and last the marker of a run of ours
+    (`.keras-gauss`). It is a `keras_gauss.job.Job` with `HierarchyEngine`:
+    the settings (and the HyperLex and entailment files) are checked before
+    anything else is read, `out_dir` is locked for the whole run, replaced
+    only when it holds a run of ours, and only when the table is finite and
+    inside its bounds; the directory appears only when everything is
+    written.
 
     Every `checkpoint_every` minutes (between two steps) the table, the
     optimizer state and the position (epoch, step) are saved to
     `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
-    continues a killed run from there, with the same config, to the tables
+    continues a killed run from there, with the same config and hierarchy
+    (the checkpoint holds a digest of its nodes and edges), to the tables
     of an uninterrupted run, bit for bit. Epoch `e` draws its order and
     negatives from the stream `[seed, e]`.
 
@@ -656,272 +669,278 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     >>> train_wordnet(WordNetConfig(root="mammal.n.01", dim=10, epochs=30,  # doctest: +SKIP
     ...                             val_size=0, test_size=0), "runs/mammals")
     """
-    import keras
-    import numpy as np
+    def check():  # every setting, before anything is read or imported
+        config.validate()
+        if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
+            raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install "
+                             "gensim.")
+        # The benchmark files too: a malformed one fails before training.
+        if hyperlex is not None:
+            read_hyperlex(hyperlex)
+        if entailment is not None:
+            read_entailment(entailment)
 
-    from keras_gauss.callbacks import Phase
-    from keras_gauss.hierarchy import evaluate
-    from keras_gauss.hierarchy import make_dataset
-    from keras_gauss.hierarchy.benchmark_data import read_entailment
-    from keras_gauss.hierarchy.benchmark_data import read_hyperlex
-    from keras_gauss.checkpoint import check_minutes
-    from keras_gauss.checkpoint import has_checkpoint
-    from keras_gauss.checkpoint import load_for_resume
-    from keras_gauss.checkpoint import refuse_unfinished
-    from keras_gauss.checks import check_model_finite
-    from keras_gauss.io import atomic_directory
-    from keras_gauss.io import check_output_dir
-    from keras_gauss.runs import check_table_memory
-    from keras_gauss.runs import jsonable
-    from keras_gauss.runs import write_run_info
-    from keras_gauss.distribution import Distribution
-    from keras_gauss.distribution import DistributionError
-    from keras_gauss.distribution import resolve
-    from keras_gauss.distribution import start_distribution
-    from keras_gauss.hierarchy.selection import BestEpoch
-    from keras_gauss.hierarchy.selection import monitor_of
-    from keras_gauss.hierarchy.selection import validation_scorer
-
-    config.validate()
-    config = config.resolved()  # the default epochs and patience of the split
-    if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
-        raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install gensim.")
-    check_minutes(checkpoint_every)
-    job = Distribution()
-    if distribution is not None:
-        resolve(distribution)  # job flags without --distribution are an error
-    if distribution is not None and distribution.active:
-        job = start_distribution(distribution)  # before anything else touches JAX
-        job.check_batch(config.batch_size)
-        if not job.is_chief:
-            checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints
+    config = config.resolved()  # the default energy, loss, epochs and patience
     # What the checkpoint must match: every setting of training. The
     # generality term only scores the trained tables, so a run may be resumed
     # with another --generality (and from a checkpoint written before it).
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}
-    state, arrays = None, None
-    if resume:
-        # Checkpoints written before --learning-rate-schedule trained with a constant rate.
-        state, arrays = load_for_resume(out_dir, "hierarchy", settings,
-                                        defaults={"learning_rate_schedule": "constant",
-                                                  **NEW_SETTINGS})
-    elif job.is_chief:
-        refuse_unfinished(out_dir, overwrite)
-    if job.is_chief:
-        check_output_dir(out_dir, overwrite or resume)
-    # Read the benchmark files first: a malformed one fails before training.
-    if hyperlex is not None:
-        read_hyperlex(hyperlex)
-    if entailment is not None:
-        read_entailment(entailment)
+    job = Job("hierarchy", out_dir, settings, check=check,
+              data_name=("hierarchy" if config.edges is None and config.train_edges is None
+                         else f"hierarchy of {config.edges or config.train_edges}"),
+              overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
+              verbose=verbose, distribution=distribution, batch_size=config.batch_size,
+              # Checkpoints written before --learning-rate-schedule trained with a
+              # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
+              defaults={"learning_rate_schedule": "constant", **NEW_SETTINGS})
+    return job.run(lambda state: [HierarchyEngine(config, hyperlex, entailment)])
 
-    keras.utils.set_random_seed(config.seed)
-    what = config.edges or "WordNet ({})".format(
-        config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
-    preparing = Phase(f"preparing {what}", verbose)
-    hierarchy, source, split, split_line = load_data(config)
-    train_edges, known = training_edges(hierarchy, split)
-    check_table_memory(hierarchy.num_nodes, config.dim, tables=1)
-    job.check_rows(hierarchy.num_nodes, "--root")
-    if job.is_chief:
-        check_output_dir(out_dir, overwrite or resume,
-                         need_bytes=(48 if checkpoint_every else 16) * hierarchy.num_nodes
-                         * config.dim + (1 << 20))
-    if job.active and job.num_processes == 1 and len(train_edges) < config.batch_size:
-        raise DistributionError(f"--batch-size {config.batch_size}: only {len(train_edges)} "
-                                "training edges, not one full batch to share over the "
-                                "devices and processes; give a smaller --batch-size.")
-    k = config.negatives + int(config.reversed_negatives)
-    steps = None
-    if job.num_processes > 1:  # each process trains its own edges: i::N
-        steps = shard_steps(len(train_edges), config.batch_size, job)
-    if steps is not None:
-        steps_per_epoch = steps
-    elif job.active:  # full batches only
-        steps_per_epoch = len(train_edges) // config.batch_size
-    else:
-        steps_per_epoch = -(-len(train_edges) // config.batch_size)
 
-    def epoch_dataset(epoch):  # epoch e draws from the stream [seed, e]
-        if steps is not None:
-            return shard_edges(config, train_edges, known, job, epoch, steps)
-        data = make_dataset(train_edges, known=known, batch_size=config.batch_size,
+def hierarchy_digest(hierarchy):
+    """The content digest of a hierarchy (`keras_gauss.job.Digest`): its node
+    names in table order and its closure edges, whatever file or WordNet
+    they came from.
+
+    Example:
+
+    >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
+    >>> a = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": []})
+    >>> b = hierarchy_from_parents({"dog": ["mammal"], "mammal": ["cat"], "cat": []})
+    >>> hierarchy_digest(a) == hierarchy_digest(b)
+    False
+    """
+    digest = Digest("hierarchy")
+    digest.update_strings(hierarchy.nodes)
+    digest.update(np.asarray(hierarchy.edges, np.int64))
+    return digest.hexdigest()
+
+
+class HierarchyEngine(Engine):
+    """The hierarchy trainer for `keras_gauss.job.Job`: the model of
+    `hierarchy_model` trained with `fit` (the fused KL step for the ranking
+    loss on TensorFlow, `FusedKLTrainer`), evaluated on the split, written
+    with `nodes.tsv` and `split/`.
+
+    Example: see `train_wordnet`.
+    """
+
+    name = "keras"
+
+    def __init__(self, config, hyperlex=None, entailment=None):
+        self.config = config
+        self.hyperlex = hyperlex
+        self.entailment = entailment
+
+    def read(self, job):
+        """The hierarchy, its split and each process's training edges."""
+        import keras
+
+        config, distribution = self.config, job.distribution
+        keras.utils.set_random_seed(config.seed)
+        what = config.edges or "WordNet ({})".format(
+            config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
+        preparing = Phase(f"preparing {what}", job.verbose)
+        self.hierarchy, source, self.split, split_line = load_data(config)
+        self.train_edges, self.known = training_edges(self.hierarchy, self.split)
+        edges = len(self.train_edges)
+        if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:
+            raise DistributionError(f"--batch-size {config.batch_size}: only {edges} "
+                                    "training edges, not one full batch to share over the "
+                                    "devices and processes; give a smaller --batch-size.")
+        self.steps = None
+        if distribution.num_processes > 1:  # each process trains its own edges: i::N
+            self.steps = shard_steps(edges, config.batch_size, distribution)
+        if self.steps is not None:
+            self.steps_per_epoch = self.steps
+        elif distribution.active:  # full batches only
+            self.steps_per_epoch = edges // config.batch_size
+        else:
+            self.steps_per_epoch = -(-edges // config.batch_size)
+        preparing.done()
+        if job.verbose:
+            print(source)
+            print(split_line)
+        return Data(self.hierarchy.num_nodes, config.dim, tables=1,
+                    digest=hierarchy_digest(self.hierarchy), rows_flag="--root")
+
+    def build(self, job, arrays):
+        """The compiled model and its trainer, the checkpoint's tables and
+        optimizer state restored; with held-out edges on one process, the
+        best-epoch selection (`BestEpoch`, its checkpointed state restored)."""
+        import keras
+
+        from keras_gauss.checkpoint import restore_model
+        from keras_gauss.hierarchy.model import FusedKLTrainer
+
+        config = self.config
+        self.selection = None
+        if self.split is not None and job.distribution.num_processes == 1:
+            monitor = monitor_of(self.split.method)
+            self.selection = BestEpoch(config.patience or None, monitor=monitor,
+                                       # the trained energy: the generality term only rescores
+                                       score=validation_scorer(self.split, monitor, 0.0,
+                                                               config.energy))
+            if arrays is not None:
+                self.selection.restore(job.state.get("selection"), arrays)
+        k = config.negatives + int(config.reversed_negatives)
+        with job.distribution.scope():  # build, compile and fit in the distribution's scope
+            self.model = model = hierarchy_model(config, self.hierarchy.num_nodes, k,
+                                                 config.epochs * self.steps_per_epoch)
+            optimizer = model.optimizer
+            # The ranking loss trains with the fused step (same update, one op a
+            # step); the trainer shares `model`'s table and optimizer.
+            self.trainer = model
+            # (Not under a distribution: the fused op writes the tables itself.)
+            if (config.loss == "ranking" and config.energy == "kl"
+                    and keras.backend.backend() == "tensorflow"
+                    and not job.distribution.active):
+                self.trainer = FusedKLTrainer(model, margin=config.margin)
+                self.trainer.compile(optimizer=optimizer)
+            if job.verbose:
+                epochs, selection = f"{config.epochs} epochs", self.selection
+                if selection is not None:
+                    epochs = (f"at most {config.epochs} epochs, keeping the best "
+                              f"{selection.monitor}"
+                              + (f", stopping after {selection.patience} without a better one"
+                                 if selection.patience else ""))
+                print(f"{self.hierarchy.num_nodes:,} nodes, {len(self.train_edges):,} training "
+                      f"edges, {config.dim}-d {config.covariance}, {epochs}")
+            optimizer.build(model.trainable_variables)
+            if arrays is not None:
+                restore_model(model, optimizer, arrays)
+
+    def tables(self):
+        return model_tables(self.model)
+
+    def epoch_dataset(self, job, epoch):
+        """Epoch `epoch`'s batches: drawn from the stream `[seed, epoch]`."""
+        from keras_gauss.hierarchy import make_dataset
+
+        config, distribution = self.config, job.distribution
+        if self.steps is not None:
+            return shard_edges(config, self.train_edges, self.known, distribution, epoch,
+                               self.steps)
+        data = make_dataset(self.train_edges, known=self.known, batch_size=config.batch_size,
                             negatives=config.negatives,
                             reversed_negatives=config.reversed_negatives,
                             sibling_negatives=config.sibling_negatives, seed=config.seed,
-                            first_pass=epoch, drop_remainder=job.active)
-        return job.local_batches(data, config.batch_size)
-    preparing.done()
-    if verbose:
-        print(source)
-        print(split_line)
-    selection = None
-    if split is not None and job.num_processes == 1:  # keep the best validation epoch
-        monitor = monitor_of(split.method)
-        selection = BestEpoch(config.patience or None, monitor=monitor,
-                              # the trained energy: the generality term only rescores
-                              score=validation_scorer(split, monitor, 0.0, config.energy))
-        if state is not None:
-            selection.restore(state.get("selection"), arrays)
-    with job.scope():  # build, compile and fit in the distribution's scope
-        model, losses, train_seconds = _build_and_train(
-            config, hierarchy, train_edges, k, epoch_dataset, verbose, checkpoint_every,
-            out_dir, settings, state, arrays, job.active,
-            total_steps=config.epochs * steps_per_epoch, selection=selection)
-    check_model_finite(model)
+                            first_pass=epoch, drop_remainder=distribution.active)
+        return distribution.local_batches(data, config.batch_size)
 
-    table = model.get_layer("nodes")
-    means = table.means.numpy()
-    variances = np.broadcast_to(table.variances.numpy(), means.shape)
-    metrics = {"train_seconds": train_seconds,
-               "seconds_per_epoch": train_seconds / max(len(losses), 1),
-               "final_loss": losses[-1],
-               "num_nodes": hierarchy.num_nodes,
-               "num_train_edges": int(len(train_edges))}
-    if selection is not None:
-        metrics["selection"] = selection.summary()
-    if job.active:
-        metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
-                                   "processes": job.num_processes,
-                                   "model_shards": job.model_shards}
-    if steps is not None:  # what each process trained on, and the steps they took
-        n, local = job.num_processes, config.batch_size // job.num_processes
-        shards = [{"process": i, "edges": len(range(i, len(train_edges), n)),
-                   "local_steps": len(range(i, len(train_edges), n)) // local}
-                  for i in range(n)]
-        metrics["distribution"].update({
-            "read": "training edges i::N", "steps_per_epoch": steps,
-            "edges_dropped_per_epoch": len(train_edges) - steps * local * n,
-            "shards": shards})
-    if not job.is_chief:
-        return jsonable(metrics)  # process 0 evaluates and writes the run
-    evaluating = Phase("evaluating", verbose)
-    if split is not None:
-        result = evaluate.classification(split.val, split.val_neg, split.test,
-                                         split.test_neg, means, variances,
-                                         generality=config.generality, energy=config.energy)
-        metrics.update({key: result[key] for key in
-                        ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
-                         "f1_threshold", "test_auc")})
-        metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
-                                               config.poincare_seconds, config.seed,
-                                               config.generality, config.energy)
-        for kind in ("reversed", "sibling"):
-            if kind in metrics["evaluation"]["model"]:
-                metrics[f"test_{kind}_accuracy"] = metrics["evaluation"]["model"][kind]["test_accuracy"]
-    recon = evaluate.reconstruction(hierarchy, means, variances,
-                                    max_nodes=config.reconstruction_nodes, seed=config.seed,
-                                    generality=config.generality, energy=config.energy)
-    metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
-                    "reconstruction_queries": recon["num_queries"]})
-    if hyperlex is not None:
-        result = evaluate.hyperlex_spearman(hyperlex, hierarchy, means, variances,
-                                            generality=config.generality, energy=config.energy)
-        metrics.update({"hyperlex_spearman": result["spearman"],
-                        "hyperlex_coverage": result["coverage"]})
-    if entailment is not None:
-        result = evaluate.baroni2012(entailment, hierarchy, means, variances,
-                                     generality=config.generality, energy=config.energy)
-        metrics.update({"baroni2012_ap": result["ap"],
-                        "baroni2012_best_f1": result["best_f1"],
-                        "baroni2012_coverage": result["coverage"]})
-    evaluating.done()
-    metrics["config"] = dataclasses.asdict(config)
-    metrics = jsonable(metrics)
+    def train(self, job):
+        """The epochs through `fit`, a checkpoint between two steps when due;
+        with a selection, stopping on its patience and ending with the best
+        epoch's tables."""
+        import keras
 
-    # The checkpoint goes with the directory the run replaces.
-    with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
-        model.save(tmp / "model.keras")
-        (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        from keras_gauss.callbacks import FiniteLoss
+        from keras_gauss.callbacks import ProgressLogger
+        from keras_gauss.checkpoint import fit_by_epoch
+        from keras_gauss.checkpoint import fit_checkpoint
+
+        config, state = self.config, job.state
+        self.losses = losses = list(state.get("losses", []))
+        first = (state.get("epoch", 0), state.get("step", 0))
+        checkpointer, callbacks = job.checkpointer, []
+        if self.selection is not None:  # its state travels with the checkpoints
+            checkpointer = checkpointer and self.selection.wrap(checkpointer)
+            callbacks = [self.selection.callback(self.model, self.trainer)]
+        saving = fit_checkpoint(checkpointer, self.model, self.trainer, first, job.arrays,
+                                lambda: {"losses": list(losses), "train_seconds": job.elapsed()})
+        record = keras.callbacks.LambdaCallback(
+            on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
+        progress = ProgressLogger.from_verbose(job.verbose, unit="edges",
+                                               batch_size=config.batch_size,
+                                               epoch_size=len(self.train_edges))
+        with job.distribution.scope():
+            fit_by_epoch(self.trainer, lambda epoch: self.epoch_dataset(job, epoch),
+                         config.epochs, [saving, progress, FiniteLoss(), record, *callbacks],
+                         start=first)
+        self.train_seconds = job.elapsed()
+        if self.selection is not None:
+            self.selection.restore_best(self.model)
+
+    def metrics(self, job):
+        """Training figures, and on process 0 the evaluation: held-out edges
+        against every kind of negatives, reconstruction, HyperLex, Baroni 2012."""
+        from keras_gauss.hierarchy import evaluate
+
+        config, hierarchy, split = self.config, self.hierarchy, self.split
+        distribution, train_edges = job.distribution, self.train_edges
+        table = self.model.get_layer("nodes")
+        means = table.means.numpy()
+        variances = np.broadcast_to(table.variances.numpy(), means.shape)
+        metrics = {"train_seconds": self.train_seconds,
+                   "seconds_per_epoch": self.train_seconds / max(len(self.losses), 1),
+                   "final_loss": self.losses[-1],
+                   "num_nodes": hierarchy.num_nodes,
+                   "num_train_edges": int(len(train_edges))}
+        if self.selection is not None:
+            metrics["selection"] = self.selection.summary()
+        if distribution.active:
+            metrics["distribution"] = job.distribution_info()
+        if self.steps is not None:  # what each process trained on, and the steps they took
+            n, local = distribution.num_processes, config.batch_size // distribution.num_processes
+            shards = [{"process": i, "edges": len(range(i, len(train_edges), n)),
+                       "local_steps": len(range(i, len(train_edges), n)) // local}
+                      for i in range(n)]
+            metrics["distribution"].update({
+                "read": "training edges i::N", "steps_per_epoch": self.steps,
+                "edges_dropped_per_epoch": len(train_edges) - self.steps * local * n,
+                "shards": shards})
+        if not job.is_chief:
+            return metrics  # process 0 evaluates and writes the run
+        evaluating = Phase("evaluating", job.verbose)
         if split is not None:
-            write_split(tmp / "split", split, hierarchy.nodes)
+            result = evaluate.classification(split.val, split.val_neg, split.test,
+                                             split.test_neg, means, variances,
+                                             generality=config.generality, energy=config.energy)
+            metrics.update({key: result[key] for key in
+                            ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
+                             "f1_threshold", "test_auc")})
+            metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
+                                                   config.poincare_seconds, config.seed,
+                                                   config.generality, config.energy)
+            for kind in ("reversed", "sibling"):
+                if kind in metrics["evaluation"]["model"]:
+                    metrics[f"test_{kind}_accuracy"] = \
+                        metrics["evaluation"]["model"][kind]["test_accuracy"]
+        recon = evaluate.reconstruction(hierarchy, means, variances,
+                                        max_nodes=config.reconstruction_nodes, seed=config.seed,
+                                        generality=config.generality, energy=config.energy)
+        metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
+                        "reconstruction_queries": recon["num_queries"]})
+        if self.hyperlex is not None:
+            result = evaluate.hyperlex_spearman(self.hyperlex, hierarchy, means, variances,
+                                                generality=config.generality,
+                                                energy=config.energy)
+            metrics.update({"hyperlex_spearman": result["spearman"],
+                            "hyperlex_coverage": result["coverage"]})
+            if result["undefined"]:
+                metrics["hyperlex_undefined"] = result["undefined"]
+        if self.entailment is not None:
+            result = evaluate.baroni2012(self.entailment, hierarchy, means, variances,
+                                         generality=config.generality, energy=config.energy)
+            metrics.update({"baroni2012_ap": result["ap"],
+                            "baroni2012_best_f1": result["best_f1"],
+                            "baroni2012_coverage": result["coverage"]})
+        evaluating.done()
+        metrics["config"] = dataclasses.asdict(config)
+        return metrics
+
+    def write(self, job, directory):
+        """`model.keras`, `nodes.tsv` and `split/`; returns `run.json`'s entries."""
+        config, hierarchy = self.config, self.hierarchy
+        self.model.save(directory / "model.keras")
+        (directory / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
+        if self.split is not None:
+            write_split(directory / "split", self.split, hierarchy.nodes)
         source = ({"edges": str(config.edges)} if config.edges else
                   {"train_edges": str(config.train_edges)} if config.train_edges else
                   {"pos": config.pos})
-        write_run_info(tmp, kind="wordnet" if "pos" in source else "hierarchy",
-                       energy=config.energy, table="nodes", vocabulary="nodes.tsv", root=config.root,
-                       generality=config.generality, **source)
-    return metrics
-
-
-def _build_and_train(config, hierarchy, train_edges, k, epoch_dataset, verbose,
-                     checkpoint_every, out_dir, settings, state, arrays, distributed,
-                     total_steps=1, selection=None):
-    """`train_wordnet`'s model, built and trained: `(model, losses, train_seconds)`;
-    with a `BestEpoch` `selection` (its `score`: model -> validation score),
-    the model ends with the best epoch's tables."""
-    import keras
-
-    from keras_gauss.callbacks import FiniteLoss
-    from keras_gauss.callbacks import ProgressLogger
-    from keras_gauss.checkpoint import CheckpointError
-    from keras_gauss.checkpoint import Checkpointer
-    from keras_gauss.checkpoint import fit_by_epoch
-    from keras_gauss.checkpoint import fit_checkpoint
-    from keras_gauss.checkpoint import restore_model
-    from keras_gauss.hierarchy.model import FusedKLTrainer
-
-    model = hierarchy_model(config, hierarchy.num_nodes, k, total_steps)
-    optimizer = model.optimizer
-    # The ranking loss trains with the fused step (same update, one op a
-    # step); the trainer shares `model`'s table and optimizer.
-    trainer = model
-    # (Not under a distribution: the fused op writes the tables itself.)
-    if (config.loss == "ranking" and config.energy == "kl"
-            and keras.backend.backend() == "tensorflow"
-            and not distributed):
-        trainer = FusedKLTrainer(model, margin=config.margin)
-        trainer.compile(optimizer=optimizer)
-    if verbose:
-        epochs = f"{config.epochs} epochs"
-        if selection is not None:
-            epochs = (f"at most {config.epochs} epochs, keeping the best {selection.monitor}"
-                      + (f", stopping after {selection.patience} without a better one"
-                         if selection.patience else ""))
-        print(f"{hierarchy.num_nodes:,} nodes, {len(train_edges):,} training edges, "
-              f"{config.dim}-d {config.covariance}, {epochs}")
-    optimizer.build(model.trainable_variables)
-    if arrays is not None:
-        restore_model(model, optimizer, arrays)
-    checkpointer = None
-    if checkpoint_every:
-        checkpointer = Checkpointer(out_dir, checkpoint_every, "hierarchy", settings,
-                                    extra={"nodes": hierarchy.num_nodes,
-                                           "train_edges": int(len(train_edges))})
-    callbacks = []
-    if selection is not None:  # its state travels with the checkpoints
-        checkpointer = checkpointer and selection.wrap(checkpointer)
-        callbacks = [selection.callback(model, trainer)]
-    if state is not None and (state.get("nodes"), state.get("train_edges")) != (
-            hierarchy.num_nodes, int(len(train_edges))):
-        raise CheckpointError(f"--resume {out_dir}: the hierarchy differs from the one the run "
-                              f"started on ({state.get('nodes')} nodes and "
-                              f"{state.get('train_edges')} training edges there, "
-                              f"{hierarchy.num_nodes} and {len(train_edges)} now).")
-    state = state or {}
-    losses = list(state.get("losses", []))
-    start = time.perf_counter()
-
-    def elapsed():
-        return state.get("train_seconds", 0.0) + time.perf_counter() - start
-
-    first = (state.get("epoch", 0), state.get("step", 0))
-    saving = fit_checkpoint(checkpointer, model, trainer, first, arrays,
-                            lambda: {"losses": list(losses), "train_seconds": elapsed()})
-    record = keras.callbacks.LambdaCallback(
-        on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
-    progress = ProgressLogger.from_verbose(verbose, unit="edges", batch_size=config.batch_size,
-                                           epoch_size=len(train_edges))
-    fit_by_epoch(trainer, epoch_dataset, config.epochs,
-                 [saving, progress, FiniteLoss(), record, *callbacks], start=first)
-    train_seconds = elapsed()
-    if checkpointer is not None:
-        checkpointer.wait()  # before the run replaces the directory
-    if selection is not None:
-        selection.restore_best(model)
-    return model, losses, train_seconds
+        return {"kind": "wordnet" if "pos" in source else "hierarchy", "energy": config.energy,
+                "table": "nodes", "vocabulary": "nodes.tsv", "root": config.root,
+                "generality": config.generality, **source}
 
 
 train_hierarchy = train_wordnet

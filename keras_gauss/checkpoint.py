@@ -4,12 +4,17 @@ A run being trained into `OUT` keeps its latest checkpoint in one file,
 `OUT/.checkpoint/state.npz`: the tables, the optimizer's variables
 (AdaGrad accumulators, step counter), the loss metric's state, the
 position in the data (epoch, and chunk or step within it) and the running
-totals (pairs, per-epoch losses, training seconds), with the run's settings.
-Every write goes to a temporary sibling that replaces the file only when
-complete (`keras_gauss.io.atomic_file`), so a kill at any moment leaves the
-previous checkpoint usable. The data streams draw from counter-based seeds
-(seed, epoch, chunk or pass), so the position is the whole random state.
-When the run is written, `OUT` is replaced by it and the checkpoint is gone.
+totals (pairs, per-epoch losses, training seconds), with the run's identity:
+its settings, the digest of the data it read (`data`) and the engine.
+A new `OUT` gets the marker of an interrupted run of ours before its first
+checkpoint (`keras_gauss.io.RUN_IN_PROGRESS`). Every write goes to a
+temporary sibling that replaces the file only when complete
+(`keras_gauss.io.atomic_file`), so a kill at any moment leaves the previous
+checkpoint usable, and a write the file system refuses (no space) stops the
+run with one line, the previous checkpoint kept. The data streams draw
+from counter-based seeds (seed, epoch, chunk or pass), so the position is
+the whole random state. When the run is written, `OUT` is replaced by it
+and the checkpoint is gone.
 
 Example:
 
@@ -28,11 +33,19 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.io import RUN
+from keras_gauss.io import RUN_IN_PROGRESS
+from keras_gauss.io import atomic_file
+from keras_gauss.io import not_writable
+from keras_gauss.io import output_content
+from keras_gauss.io import write_marker
+
 DIRECTORY = ".checkpoint"
 STATE_FILE = "state.npz"
 # A checkpoint every this many minutes unless told otherwise.
 DEFAULT_MINUTES = 10.0
-FORMAT = 1
+# 2: the state holds the digest of the data read (`data`); 1 did not.
+FORMAT = 2
 # Test hooks: SIGKILL this process after writing the N-th checkpoint, or
 # while writing it (after its data, before it replaces the previous one).
 KILL_AFTER = "KERAS_GAUSS_TEST_KILL_AFTER_CHECKPOINT"
@@ -73,18 +86,40 @@ def _kill_hook(variable, count):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def write_checkpoint(out_dir, state, arrays, count=0):
-    """Writes `state` (JSON-able) and `arrays` (name -> array) atomically."""
-    from keras_gauss.io import atomic_file
+def _run_directory(out_dir):
+    """Makes `out_dir` an interrupted run of ours (its marker first) unless it
+    holds an output of ours already."""
+    out_dir = Path(out_dir)
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_marker(out_dir, RUN_IN_PROGRESS)
 
+
+def write_checkpoint(out_dir, state, arrays, count=0):
+    """Writes `state` (JSON-able) and `arrays` (name -> array) atomically.
+
+    Raises:
+        keras_gauss.io.OutputNotWritableError: the file system refused the
+            data (no space, ...); the previous checkpoint is kept.
+    """
     path = checkpoint_file(out_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(path, overwrite=True, mode="wb") as handle:
-        blob = np.frombuffer(json.dumps(state).encode("utf-8"), np.uint8)
-        np.savez(handle, __state__=blob, **arrays)
-        handle.flush()
-        _kill_hook(KILL_DURING, count)
-        os.fsync(handle.fileno())
+    try:
+        _run_directory(out_dir)
+        path.parent.mkdir(exist_ok=True)
+        with atomic_file(path, overwrite=True, mode="wb") as handle:
+            blob = np.frombuffer(json.dumps(state).encode("utf-8"), np.uint8)
+            np.savez(handle, __state__=blob, **arrays)
+            handle.flush()
+            _kill_hook(KILL_DURING, count)
+            os.fsync(handle.fileno())
+    except Exception as error:
+        refused = not_writable(path, error, "the checkpoint",
+                               "the previous checkpoint is kept (continue with --resume "
+                               f"{out_dir} once it can be written)")
+        if refused is not None:
+            raise refused from None
+        raise
 
 
 def read_checkpoint(out_dir):
@@ -95,11 +130,18 @@ def read_checkpoint(out_dir):
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
         state = json.loads(arrays.pop("__state__").tobytes().decode("utf-8"))
-        if state.get("format") != FORMAT:
-            raise ValueError(f"format {state.get('format')!r}, expected {FORMAT}")
+        if not isinstance(state, dict):
+            raise ValueError(f"its state is a {type(state).__name__}, not an object")
     except Exception as error:  # zip, JSON, key errors: one line naming the file
         raise CheckpointError(f"{path} is damaged ({type(error).__name__}: {error}); "
                               "start again with --overwrite.") from None
+    if state.get("format") == 1:
+        raise CheckpointError(f"{path} was written by an earlier keras-gauss (checkpoint "
+                              "format 1, without the digest of its data), which this one "
+                              "does not resume; start again with --overwrite.")
+    if state.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is damaged (format {state.get('format')!r}, expected "
+                              f"{FORMAT}); start again with --overwrite.")
     return state, arrays
 
 
@@ -130,7 +172,7 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
     if not path.is_dir():
         raise CheckpointError(f"--resume {out_dir}: no such directory.")
     if not checkpoint_file(path).is_file():
-        if (path / "run.json").is_file():
+        if output_content(path) == RUN:
             raise CheckpointError(
                 f"--resume {out_dir}: this run finished (run.json, no checkpoint); "
                 "there is nothing to resume.")
@@ -150,6 +192,24 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
                 f"{saved.get(name)}, this command has {settings.get(name)}; resume with "
                 "the same settings.")
     return state, arrays
+
+
+def check_data(out_dir, state, digest, what="data"):
+    """Raises `CheckpointError` unless the checkpoint `state` was trained on
+    data of the same `digest` (`keras_gauss.job`'s digest of what was read).
+
+    Args:
+        out_dir: the run directory (for the message).
+        state: the checkpoint's state.
+        digest: the digest of the data read now.
+        what: how the message names the data (`"corpus"`, `"hierarchy"`).
+    """
+    saved = state.get("data")
+    if saved != digest:
+        raise CheckpointError(
+            f"--resume {out_dir}: the {what} differs from the one the run started on (its "
+            f"content digest {str(saved)[:19]}..., now {digest[:19]}...); resume with the "
+            "same data, or start again with --overwrite.")
 
 
 def variable_arrays(prefix, variables):
@@ -217,7 +277,7 @@ class Checkpointer:
             try:
                 write_checkpoint(self.out_dir, state, arrays, count)
                 _kill_hook(KILL_AFTER, count)
-            except BaseException as error:  # raised by `wait`
+            except BaseException as error:  # raised by `wait` (no space: one line)
                 self._error = error
 
         self._thread = threading.Thread(target=write, name="keras-gauss-checkpoint",

@@ -71,6 +71,50 @@ def check_tables_finite(means, variances, where):
                          "the table is unusable (a diverged run?).")
 
 
+# Relative slack of the bounds checks: a float32 projection lands within a
+# few ulps of its bound.
+BOUND_TOLERANCE = 1e-5
+
+
+def check_table_bounds(means, variances, where, max_norm=None, min_variance=None,
+                       max_variance=None):
+    """Raises `ValueError` unless the table is finite (`check_tables_finite`),
+    every mean's norm is at most `max_norm` and every variance lies in
+    `[min_variance, max_variance]` (each bound None: unchecked), to a
+    relative `BOUND_TOLERANCE`; the message names `where`, the bound and the
+    first row outside it.
+
+    Example:
+
+    >>> check_table_bounds(np.full((2, 2), 3.0), np.ones((2, 2)), "model.keras", max_norm=4.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: model.keras: 2 of 2 rows have means of norm above max_norm 4 (first: row 0, norm 4.243)...
+    """
+    check_tables_finite(means, variances, where)
+    means = np.asarray(means, np.float64)
+    variances = np.asarray(variances, np.float64)
+    checks = []
+    if max_norm is not None:
+        norms = np.linalg.norm(means, axis=-1)
+        checks.append((norms > max_norm * (1 + BOUND_TOLERANCE), norms,
+                       f"means of norm above max_norm {max_norm:g}", "norm"))
+    if min_variance is not None:
+        low = variances.min(axis=-1)
+        checks.append((low < min_variance * (1 - BOUND_TOLERANCE), low,
+                       f"variances below min_variance {min_variance:g}", "variance"))
+    if max_variance is not None:
+        high = variances.max(axis=-1)
+        checks.append((high > max_variance * (1 + BOUND_TOLERANCE), high,
+                       f"variances above max_variance {max_variance:g}", "variance"))
+    for bad, values, what, name in checks:
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ValueError(f"{where}: {int(bad.sum())} of {len(bad)} rows have {what} "
+                             f"(first: row {row}, {name} {values[row]:.4g}); the table is "
+                             "outside the bounds it was trained with.")
+
+
 class TrainingDivergedError(ValueError):
     """The loss or a table stopped being finite: no run is written."""
 

@@ -10,7 +10,8 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 import argparse
 import importlib
 import os
-import sys
+
+from keras_gauss import distribution
 
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
@@ -110,10 +111,14 @@ def main(argv=None):
         return 0
     from keras_gauss.callbacks.progress_phase import Phase
 
+    # A multi-process job's other processes hear of this one's error, and
+    # its watchdog's line (another process ended) starts as ours.
+    distribution.set_error_prefix(f"keras-gauss {args.command}: error: ")
     try:
         return args.handler(args) or 0
     except CommandError as error:
         Phase.break_line()
+        distribution.job_failed(str(error))
         parser.exit(2, f"keras-gauss {args.command}: error: {error}\n")
     except ImportError as error:
         if not _missing_backend(error):
@@ -122,8 +127,9 @@ def main(argv=None):
         parser.exit(2, f"keras-gauss {args.command}: error: {BACKEND_MISSING}\n")
     except KeyboardInterrupt:  # pragma: no cover - interactive
         Phase.break_line()
+        distribution.job_failed("interrupted", 130)
         parser.exit(130, "interrupted\n")
+    except Exception as error:
+        distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
+        raise
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

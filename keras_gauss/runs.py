@@ -11,7 +11,9 @@ A run directory holds:
   for queries and serving>, "vocabulary": <file name>, ...}`;
 - optionally `metrics.json` (training metrics and config; for hierarchy
   runs with validation edges, `threshold`: the energy above which a pair is
-  predicted is-a, chosen on the validation edges).
+  predicted is-a, chosen on the validation edges);
+- `.keras-gauss`, the marker that makes the directory a run of ours
+  (`keras_gauss.io`), written last.
 
 `load_run(DIR)` returns a `Run`, which answers queries with numpy:
 `run.energy(a, b)`, `run.neighbors(x, by=..., k=...)`, `run.is_a(a, b)`.
@@ -35,6 +37,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+from keras_gauss.inputs import InputFileError
+from keras_gauss.inputs import check_input_file
+from keras_gauss.inputs import read_text
 
 RUN_FILE = "run.json"
 # The energies a run may record; the last two are hierarchy (is-a) energies.
@@ -379,8 +385,8 @@ def containment_rank(energies, log_det, threshold=0.0):
 
     Example:
 
-    >>> containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1)
-    array([999970., 999989.,     -2.])
+    >>> containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1).tolist()
+    [999970.0, 999989.0, -2.0]
     """
     return np.where(energies >= threshold, 1e6 - log_det, energies)
 
@@ -477,11 +483,7 @@ def read_vocabulary(path):
             (naming the file and line).
     """
     words, counts = [], []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DamagedRunError(f"{path}: not UTF-8 text (invalid byte at offset "
-                              f"{error.start}).") from None
+    text = _read_run_file(path)
     lines = text.split("\n")  # not splitlines: a word may hold \r, \x1c, ...
     if lines and lines[-1] == "":
         lines.pop()
@@ -497,10 +499,19 @@ def read_vocabulary(path):
     return words, (np.array(counts, dtype=np.int64) if has_counts else None)
 
 
+def _read_run_file(path):
+    """The text of a run file; `DamagedRunError` for a FIFO, device or
+    directory (never opened for reading), a NUL byte or invalid UTF-8."""
+    try:
+        return read_text(path)
+    except InputFileError as error:
+        raise DamagedRunError(str(error)) from None
+
+
 def _read_json(path):
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        value = json.loads(_read_run_file(path))
+    except json.JSONDecodeError as error:
         raise DamagedRunError(f"{path}: not valid JSON ({error}).") from None
     if not isinstance(value, dict):
         raise DamagedRunError(f"{path}: expected a JSON object, got "
@@ -511,6 +522,10 @@ def _read_json(path):
 def _load_model(path):
     import keras
 
+    try:
+        check_input_file(path)  # keras opens it by name: never a FIFO
+    except InputFileError as error:
+        raise DamagedRunError(str(error)) from None
     try:
         return keras.saving.load_model(path)
     except Exception as error:  # noqa: BLE001 - any failure names the file
@@ -534,9 +549,12 @@ def load_run(run_dir):
         FileNotFoundError: the directory holds no trained run, or a file
             `run.json` names is missing.
         DamagedRunError: a damaged `run.json`, vocabulary, `metrics.json` or
-            `model.keras`, a vocabulary that does not match the table, or a
+            `model.keras` (also: a FIFO, device or directory in its place,
+            never opened), a vocabulary that does not match the table, or a
             table with non-finite means or non-finite or non-positive
-            variances; the message names the file.
+            variances, or values outside the bounds recorded with it (mean
+            norms above its `max_norm`, variances outside `[min_variance,
+            max_variance]`); the message names the file.
 
     Example: a tiny corpus run (`Run`'s example writes a hierarchy run by hand).
 
@@ -552,12 +570,12 @@ def load_run(run_dir):
     (['the', 'on', 'sat'], (7, 4))
     """
     from keras_gauss import register_serializables
-    from keras_gauss.checks import check_tables_finite
+    from keras_gauss.checks import check_table_bounds
 
     register_serializables()
 
     run_dir = Path(run_dir)
-    if not (run_dir / RUN_FILE).is_file() or not (run_dir / "model.keras").is_file():
+    if not all(os.path.lexists(run_dir / name) for name in (RUN_FILE, "model.keras")):
         raise FileNotFoundError(
             f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; "
             "create one with `keras-gauss train-wordnet` or `train-corpus`)."
@@ -575,12 +593,12 @@ def load_run(run_dir):
     if Path(info["vocabulary"]).name != info["vocabulary"]:
         raise DamagedRunError(f"{info_path}: vocabulary must be a file name in the run "
                               f"directory, got {info['vocabulary']!r}.")
-    if not vocabulary.is_file():
+    if not os.path.lexists(vocabulary):
         raise FileNotFoundError(f"{vocabulary}: the vocabulary named in {info_path} is "
                                 "missing.")
     words, counts = read_vocabulary(vocabulary)
     metrics_path = run_dir / "metrics.json"
-    metrics = _read_json(metrics_path) if metrics_path.exists() else {}
+    metrics = _read_json(metrics_path) if os.path.lexists(metrics_path) else {}
     model_path = run_dir / "model.keras"
     model = _load_model(model_path)
     try:
@@ -595,8 +613,9 @@ def load_run(run_dir):
     if len(words) != means.shape[0]:
         raise DamagedRunError(f"{vocabulary}: {len(words):,} entries for a table of "
                               f"{means.shape[0]:,} rows in {model_path}.")
-    try:
-        check_tables_finite(means, variances, f"{model_path}, table {info['table']!r}")
+    try:  # finite, and inside the bounds the table was trained with
+        check_table_bounds(means, variances, f"{model_path}, table {info['table']!r}",
+                           table.max_norm, table.min_variance, table.max_variance)
     except ValueError as error:
         raise DamagedRunError(str(error)) from None
     return Run(path=run_dir, model=model, words=words, counts=counts,

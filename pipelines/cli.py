@@ -39,6 +39,9 @@ def add_parser(subparsers):
         kind = float if isinstance(default, float) else int
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {default})")
+    train.add_argument("--variance-learning-rate", type=float, default=None,
+                       help="the variances' AdaGrad learning rate, --engine fused only "
+                            "(default: --learning-rate)")
     train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
@@ -169,13 +172,19 @@ def run_evaluate(args):
     from keras_gauss.cli import CommandError
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import format_table
+    from keras_gauss.pipelines.evaluate import scored_anything
+    from keras_gauss.pipelines.evaluate import undefined_notes
 
     if not args.similarity and not args.entailment:
         raise CommandError("give at least one --similarity or --entailment file.")
+    from keras_gauss.inputs import InputFileError, check_input_file
+
     for flag in ("similarity", "entailment"):
         for path in getattr(args, flag):
-            if not os.path.isfile(path):
-                raise CommandError(f"--{flag} {path}: no such file.")
+            try:
+                check_input_file(path, f"--{flag}")  # never opens a FIFO
+            except InputFileError as error:
+                raise CommandError(str(error)) from None
     emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)
@@ -187,7 +196,12 @@ def run_evaluate(args):
                 raise CommandError(
                     f"--{kind} {name}: none of its {result['n_pairs']} pairs has both "
                     f"words in the vocabulary of {args.run}; nothing to score.")
+    notes = undefined_notes(results)
+    if not scored_anything(results):  # every measure undefined: nothing was scored
+        raise CommandError(f"nothing could be scored: {'; '.join(notes)}")
     print(format_table(results))
+    for note in notes:  # a measure that is undefined says why (as n/a in the table)
+        print(note)
     _write_eval(args.run, results)
 
 

@@ -27,12 +27,15 @@ lemma node) and a pair is scored by its best synset pair (`wordnet_senses`).
 """
 
 import dataclasses
+import io
 import math
 import os
 import re
 from pathlib import Path
 
 import numpy as np
+
+from keras_gauss.inputs import read_text
 
 
 @dataclasses.dataclass
@@ -176,6 +179,8 @@ def read_similarity(path):
     Raises:
         ValueError: a line without 3 fields or with a non-numeric score; the
             message names the file and the 1-based line number.
+            `keras_gauss.inputs.InputFileError` (a `ValueError`): not a
+            regular file, or not UTF-8 text (naming `--similarity` and the line).
 
     Example:
 
@@ -185,24 +190,24 @@ def read_similarity(path):
     [('cat', 'dog', 7.5), ('cat', 'car', 1.2)]
     """
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            fields = line.split("\t") if "\t" in line else line.split()
-            fields = [field.strip() for field in fields]
-            if len(fields) < 3 or not fields[0] or not fields[1]:
-                raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
-                                 f"got {line!r}")
-            try:
-                score = float(fields[2])
-            except ValueError:
-                score = math.nan
-            if not math.isfinite(score):
-                raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
-                                 f"number: {fields[2]!r}")
-            pairs.append((fields[0].lower(), fields[1].lower(), score))
+    text = read_text(path, "--similarity")
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t") if "\t" in line else line.split()
+        fields = [field.strip() for field in fields]
+        if len(fields) < 3 or not fields[0] or not fields[1]:
+            raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
+                             f"got {line!r}")
+        try:
+            score = float(fields[2])
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
+                             f"number: {fields[2]!r}")
+        pairs.append((fields[0].lower(), fields[1].lower(), score))
     return pairs
 
 
@@ -284,9 +289,26 @@ def pair_scores(emb, left, right, measure):
 def _spearman(x, y):
     from scipy.stats import spearmanr
 
-    if len(x) < 2:
-        return math.nan
+    if len(x) < 2 or _constant(x) or _constant(y):
+        return math.nan  # undefined (`_undefined_rank` says why)
     return float(spearmanr(x, y).statistic)
+
+
+def _constant(values):
+    return bool(len(values)) and values.min() == values.max()  # (no overflow, unlike ptp)
+
+
+def _undefined_rank(scores, gold, what):
+    """Why Spearman's rho of `scores` against `gold` is undefined, or None."""
+    if len(gold) < 2:
+        return f"only {len(gold)} covered pair(s): a rank correlation needs 2"
+    if _constant(gold):
+        return (f"the human scores of the {len(gold)} covered pairs are all equal "
+                f"({gold[0]:g}): nothing to rank")
+    if _constant(scores):
+        return (f"the model gives all {len(gold)} covered pairs the same {what} "
+                f"({scores[0]:.6g}): nothing to rank")
+    return None
 
 
 def similarity(source, path):
@@ -297,8 +319,11 @@ def similarity(source, path):
         path: a `word1 TAB word2 TAB score` file (see `read_similarity`).
 
     Returns:
-        `{"spearman_m", "spearman_d", "coverage", "n_pairs", "n_covered"}`;
-        rho over the covered pairs (`nan` with fewer than 2).
+        `{"spearman_m", "spearman_d", "coverage", "n_pairs", "n_covered",
+        "undefined"}`; rho over the covered pairs. A rho that is undefined
+        (fewer than 2 covered pairs, equal human scores, or equal model
+        scores, where scipy would give NaN and a warning) is `nan` and
+        `undefined` maps its name to the reason (`{}` when all are defined).
 
     Example:
 
@@ -314,13 +339,17 @@ def similarity(source, path):
     pairs = read_similarity(path)
     left, right, covered, starts = _pair_ids(emb, pairs)
     gold = np.array([s for _, _, s in pairs], dtype=np.float64)[covered]
-    result = {}
-    for measure in ("m", "d"):
+    result, undefined = {}, {}
+    for measure, what in (("m", "cosine between means"), ("d", "cosine between "
+                                                              "distributions")):
         scores = _best_scores(emb, left, right, starts, measure)
         result[f"spearman_{measure}"] = _spearman(scores, gold)
+        reason = _undefined_rank(scores, gold, what)
+        if reason:
+            undefined[f"spearman_{measure}"] = reason
     n = int(covered.sum())
     result.update(coverage=n / len(pairs) if pairs else math.nan, n_pairs=len(pairs),
-                  n_covered=n)
+                  n_covered=n, undefined=undefined)
     return result
 
 
@@ -339,7 +368,10 @@ def entailment(source, path):
 
     Returns:
         `{"kl_ap", "kl_f1", "cos_ap", "cos_f1", "positive_rate", "coverage",
-        "n_pairs", "n_covered"}` (`nan` metrics without covered positives).
+        "n_pairs", "n_covered", "undefined"}`. AP and F1 are undefined (`nan`,
+        and `undefined` maps each name to the reason) unless the covered
+        pairs hold both kinds, entailing and not (with one kind they are 1
+        or nothing, whatever the model).
 
     Example:
 
@@ -359,18 +391,24 @@ def entailment(source, path):
     rows = read_entailment(path)
     left, right, covered, starts = _pair_ids(emb, rows)
     labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
-    result = {}
+    result, undefined = {}, {}
+    reason = None
+    if not labels.any() or labels.all():
+        reason = (f"all {len(labels)} covered pairs are labelled "
+                  f"{bool(labels.all()) if len(labels) else 'neither'}: AP and F1 need "
+                  "entailing and non-entailing pairs")
     for name, measure in (("kl", "kl"), ("cos", "m")):
-        if labels.any():
+        if reason is None:
             scores = _best_scores(emb, left, right, starts, measure)
             result[f"{name}_ap"] = average_precision(labels, scores)
             result[f"{name}_f1"] = best_f1(labels, scores)[0]
         else:
             result[f"{name}_ap"] = result[f"{name}_f1"] = math.nan
+            undefined[f"{name}_ap"] = undefined[f"{name}_f1"] = reason
     n = int(covered.sum())
     result.update(positive_rate=float(labels.mean()) if n else math.nan,
                   coverage=n / len(rows) if rows else math.nan, n_pairs=len(rows),
-                  n_covered=n)
+                  n_covered=n, undefined=undefined)
     return result
 
 
@@ -513,8 +551,40 @@ def _names(paths):
     return names
 
 
+def undefined_notes(results):
+    """One line per file with undefined measures: which, and why.
+
+    Example:
+
+    >>> undefined_notes({"similarity": {"rg65": {"undefined": {
+    ...     "spearman_m": "the human scores ... are all equal (5)",
+    ...     "spearman_d": "the human scores ... are all equal (5)"}}}})
+    ['rg65: rho(m), rho(d) undefined: the human scores ... are all equal (5).']
+    """
+    names = {"spearman_m": "rho(m)", "spearman_d": "rho(d)", "kl_ap": "AP(KL)",
+             "kl_f1": "F1(KL)", "cos_ap": "AP(cos)", "cos_f1": "F1(cos)"}
+    lines = []
+    for kind in ("similarity", "entailment"):
+        for name, result in results.get(kind, {}).items():
+            by_reason = {}
+            for metric, reason in result.get("undefined", {}).items():
+                by_reason.setdefault(reason, []).append(names.get(metric, metric))
+            for reason, metrics in by_reason.items():
+                lines.append(f"{name}: {', '.join(metrics)} undefined: {reason}.")
+    return lines
+
+
+def scored_anything(results):
+    """Whether at least one measure of one file is defined."""
+    return any(set(result) & {"spearman_m", "spearman_d", "kl_ap", "kl_f1", "cos_ap",
+                              "cos_f1"} - set(result.get("undefined", {}))
+               for kind in ("similarity", "entailment")
+               for result in results.get(kind, {}).values())
+
+
 def format_table(results):
-    """Formats `evaluate`'s result as a text table, one row per file."""
+    """Formats `evaluate`'s result as a text table, one row per file; an
+    undefined measure shows as `n/a` (`undefined_notes` says why)."""
     lines = []
     sim, ent = results.get("similarity", {}), results.get("entailment", {})
     if sim:
@@ -536,4 +606,4 @@ def format_table(results):
 
 
 def _f(value):
-    return "   nan" if value is None or math.isnan(value) else f"{value:6.3f}"
+    return "   n/a" if value is None or math.isnan(value) else f"{value:6.3f}"

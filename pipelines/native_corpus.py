@@ -29,9 +29,25 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.pipelines.text_files import _check_text_file
+from keras_gauss.callbacks.progress_core import Progress
+from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.checks import check_loss
+from keras_gauss.fused.native import NativeTables
+from keras_gauss.fused.sampling import alias_table
+from keras_gauss.job import Data
+from keras_gauss.job import Digest
+from keras_gauss.job import Engine
+from keras_gauss.job import Table
+from keras_gauss.pipelines.corpus_run import NO_PAIRS
+from keras_gauss.pipelines.corpus_run import corpus_metrics
+from keras_gauss.pipelines.corpus_run import corpus_run_info
+from keras_gauss.pipelines.model_file import corpus_model_config
+from keras_gauss.pipelines.model_file import write_corpus_model
+from keras_gauss.pipelines.sampling import keep_probabilities
 from keras_gauss.pipelines.text_files import _expand
-from keras_gauss.pipelines.text_files import gzip_chunks
+from keras_gauss.pipelines.text_files import mark_checked
+from keras_gauss.pipelines.text_files import raw_pieces
+from keras_gauss.pipelines.text_files import text_check
 
 _SPACE = "\t\n\f\r "
 _NON_WORD = re.compile(rf"(?:[^\w{_SPACE}'’-]|_)+|['’-]{{2,}}")
@@ -78,8 +94,9 @@ def corpus_files(corpus):
         corpus: a corpus specification (`keras_gauss.pipelines.load_corpus`).
 
     Returns:
-        A list of `Path`s (checked: present, UTF-8 text), or None for
-        corpora this path does not read (WordNet, `tfds:`, datasets).
+        A list of `Path`s (present, regular files; their text is checked
+        whole by `read_corpus`), or None for corpora this path does not
+        read (WordNet, `tfds:`, datasets).
 
     Raises:
         FileNotFoundError, ValueError: as `keras_gauss.pipelines.text_source`.
@@ -100,35 +117,79 @@ def corpus_files(corpus):
     text = os.fspath(corpus)
     if text == "wordnet" or text.startswith("tfds:"):
         return None
-    files = _expand(Path(text).expanduser(), recursive=False)
-    for f in files:
-        _check_text_file(f)
-    return files
+    return _expand(Path(text).expanduser(), recursive=False)
 
 
-def _blocks(path):
-    """Decoded text of `path` in blocks of whole lines (invalid UTF-8 as U+FFFD)."""
-    if path.suffix == ".gz":
-        pieces = gzip_chunks(path)
-    else:
-        def pieces():
-            with open(path, "rb") as f:
-                yield from iter(lambda: f.read(_BLOCK_BYTES), b"")
-        pieces = pieces()
+def _file_pieces(path):
+    """The bytes of `path` in pieces (a `.gz` file decompressed and its CRCs
+    checked; a regular file only: `keras_gauss.inputs.open_input`)."""
+    return raw_pieces(path, _BLOCK_BYTES)
+
+
+def _hashed(pieces, digest):
+    """`pieces`, each added to `digest` as it passes, then a line end when the
+    file's last line has none (so files hash as the lines they hold)."""
+    last = b"\n"
+    for piece in pieces:
+        if piece:
+            digest.update(piece)
+            last = piece[-1:]
+        yield piece
+    if last != b"\n":
+        digest.update(b"\n")
+
+
+def corpus_digest(corpus):
+    """The content digest of a corpus of text files (`keras_gauss.job.Digest`),
+    as every engine computes it: the (decompressed) bytes of its files in
+    order, each file ended by a line end. None for corpora that are not
+    text files (WordNet, `tfds:`, datasets: their engines digest the lines).
+
+    Example:
+
+    >>> with open("a.txt", "w") as f:
+    ...     _ = f.write("the cat\\nthe dog\\n")
+    >>> with open("b.txt", "w") as f:
+    ...     _ = f.write("the dog\\nthe cat\\n")  # the same lines, reversed
+    >>> corpus_digest("a.txt") == corpus_digest("b.txt")
+    False
+    """
+    files = corpus_files(corpus)
+    if files is None:
+        return None
+    digest = Digest("corpus")
+    for path in files:
+        for _ in _hashed(_file_pieces(path), digest):
+            pass
+    return digest.hexdigest()
+
+
+def _blocks(path, digest=None):
+    """Decoded text of `path` in blocks of whole lines, checked whole as it is
+    read: a NUL byte or invalid UTF-8 anywhere raises
+    `keras_gauss.inputs.InputFileError` naming the file and the line. Its
+    bytes go into `digest` as they are read (`corpus_digest`)."""
+    check = text_check(path)
+    pieces = _file_pieces(path)
+    if digest is not None:
+        pieces = _hashed(pieces, digest)
     pending = b""
     for piece in pieces:
+        check.update(piece)
         pending += piece
         if len(pending) < _BLOCK_BYTES:
             continue
         cut = pending.rfind(b"\n") + 1
         if cut:
-            yield pending[:cut - 1].decode("utf-8", "replace")
+            yield pending[:cut - 1].decode("utf-8")
             pending = pending[cut:]
+    check.finish()
     if pending:
-        yield pending[:-1 if pending.endswith(b"\n") else None].decode("utf-8", "replace")
+        yield pending[:-1 if pending.endswith(b"\n") else None].decode("utf-8")
+    mark_checked(path)
 
 
-def read_corpus(files):
+def read_corpus(files, digest=None):
     """Reads and tokenizes text files into token ids, in one pass.
 
     Lines are lowercased in Python and split and numbered in C++
@@ -138,6 +199,12 @@ def read_corpus(files):
     Args:
         files: text files (`.gz` decompressed), read in order, a line a
             sentence.
+        digest: a `keras_gauss.job.Digest` the files' bytes are added to as
+            they are read (`corpus_digest` of the files), or None.
+
+    Raises:
+        keras_gauss.inputs.InputFileError: a NUL byte or invalid UTF-8
+            anywhere in a file (naming it and the line), before any result.
 
     Returns:
         `(types, counts, ids, splits)`: every distinct token in order of
@@ -157,7 +224,7 @@ def read_corpus(files):
 
     tokenizer = NativeTokenizer()
     for path in files:
-        for block in _blocks(path):
+        for block in _blocks(path, digest):
             tokenizer.add(block.lower())
             if len(tokenizer) > MAX_TOKENS:
                 return None
@@ -258,23 +325,6 @@ def epoch_chunks(ids, splits, seed, epoch):
     return _chunks(epoch_ids, epoch_splits, _chunk_tokens())
 
 
-def vocabulary_fingerprint(words, counts):
-    """Size, tokens and a hash of the words and counts (as the TF path's
-    `_vocabulary_fingerprint`): a resumed run must count the same vocabulary.
-
-    Example:
-
-    >>> vocabulary_fingerprint(["the", "cat"], [2, 1])
-    '2 words, 3 tokens, sha256 c26e926ad20108f1'
-    """
-    import hashlib
-
-    digest = hashlib.sha256("\n".join(words).encode("utf-8"))
-    digest.update(np.asarray(counts, dtype="<i8").tobytes())
-    return (f"{len(words)} words, {int(np.sum(counts))} tokens, "
-            f"sha256 {digest.hexdigest()[:16]}")
-
-
 def _chunks(ids, splits, tokens):
     """`(ids, splits)` cut at line boundaries into pieces of about `tokens`."""
     lines = len(splits) - 1
@@ -310,181 +360,167 @@ def available(config, corpus, vocab=None, callbacks=None):
     return native_available()
 
 
-def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, checkpoint_every=0.0,
-                 resume=None):
-    """`keras_gauss.pipelines.train_corpus` for the fused engine on text files,
-    without TensorFlow (see the module docstring); the same run files.
+class NativeEngine(Engine):
+    """The fused engine on text files without TensorFlow: the engine a
+    `keras_gauss.job.Job` runs for `keras_gauss.pipelines.train_corpus` when
+    `available` (see the module docstring); the same run files.
+
+    `read` returns None (the job takes the next engine, the TensorFlow op)
+    when the corpus has more than `MAX_TOKENS` tokens.
 
     Args:
-        config, corpus, out_dir, overwrite, verbose: as
-            `keras_gauss.pipelines.train_corpus`.
-        checkpoint_every: minutes between checkpoints (0: none), written
-            between two chunks.
-        resume: `(state, arrays)` of the checkpoint to continue (from
-            `keras_gauss.checkpoint.load_for_resume`, engine `ENGINE`), or None.
+        config: a `keras_gauss.pipelines.train.CorpusConfig`.
+        corpus: a text file or directory.
 
-    Returns:
-        The metrics dict, or None when the corpus has more than `MAX_TOKENS`
-        tokens (nothing was written; use the streaming path).
+    Example:
 
-    Raises:
-        keras_gauss.checkpoint.CheckpointError: `resume` on another corpus
-            or a checkpoint whose tables do not fit this run (one line).
+    >>> import dataclasses
+    >>> from keras_gauss.job import Job
+    >>> from keras_gauss.pipelines.train import CorpusConfig
+    >>> with open("corpus.txt", "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
+    >>> config = CorpusConfig(dim=4, min_count=1)
+    >>> job = Job("corpus", "runs/native", dataclasses.asdict(config), verbose=0)
+    >>> job.run(lambda state: [NativeEngine(config, "corpus.txt")])["vocab_size"]
+    7
     """
-    import dataclasses
-    import json
-    import time
 
-    from keras_gauss.callbacks.progress_core import Progress
-    from keras_gauss.callbacks.progress_phase import Phase
-    from keras_gauss.checkpoint import CheckpointError
-    from keras_gauss.checkpoint import Checkpointer
-    from keras_gauss.checkpoint import has_checkpoint
-    from keras_gauss.checks import check_loss
-    from keras_gauss.checks import check_tables_finite
-    from keras_gauss.fused.native import NativeTables
-    from keras_gauss.fused.sampling import alias_table
-    from keras_gauss.io import atomic_directory
-    from keras_gauss.io import check_output_dir
-    from keras_gauss.pipelines.train import NO_PAIRS
-    from keras_gauss.pipelines.train import corpus_metrics
-    from keras_gauss.pipelines.model_file import corpus_model_config
-    from keras_gauss.pipelines.model_file import write_corpus_model
-    from keras_gauss.pipelines.sampling import keep_probabilities
-    from keras_gauss.runs import check_table_memory
-    from keras_gauss.runs import jsonable
-    from keras_gauss.runs import write_run_info
+    name = ENGINE
 
-    config.validate()
-    state, saved = resume if resume is not None else (None, None)
-    check_output_dir(out_dir, overwrite or resume is not None)
-    counting = Phase("counting the vocabulary", verbose)
-    files = corpus_files(corpus)
-    read = read_corpus(files)
-    if read is None:
-        return None
-    types, type_counts, ids, splits = read
-    if not types:
-        raise ValueError(f"corpus {os.fspath(corpus)!r} contains no tokens")
-    words, counts, remap = vocabulary(types, type_counts, config.min_count, config.max_size)
-    if not words:
-        top = int(np.argmax(type_counts))
-        raise ValueError(
-            f"vocabulary of corpus {os.fspath(corpus)!r} is empty after min_count="
-            f"{config.min_count} (most frequent word {types[top]!r} occurs "
-            f"{int(type_counts[top])} times)")
-    ids, splits = in_vocabulary(ids, splits, remap)
-    counting.done()
-    corpus_id = vocabulary_fingerprint(words, counts)
-    if state is not None and state.get("vocabulary") != corpus_id:
-        raise CheckpointError(f"--resume {out_dir}: the corpus differs from the one the run "
-                              f"started on (vocabulary {corpus_id}, checkpoint "
-                              f"{state.get('vocabulary')}).")
-    rows = len(words)
-    check_table_memory(rows, config.dim, tables=2)
-    check_output_dir(out_dir, overwrite or resume is not None,
-                     need_bytes=(96 if checkpoint_every else 32) * rows * config.dim
-                     + (1 << 20))
-    spherical = config.covariance == "spherical"
-    tables = NativeTables.initial(
-        rows, config.dim, seed=config.seed, init_variance=config.init_variance,
-        spherical=spherical,
-        bounds=(config.max_norm, config.min_variance, config.max_variance))
-    for t in range(2):  # SparseAdagrad's initial_accumulator_value
-        tables.set(t, mean_accumulator=np.full((rows, config.dim), 1e-6),
-                   variance_accumulator=np.full((rows, tables.dv), 1e-6))
-    if saved is not None:
-        _restore(tables, saved, out_dir)
-    if verbose:
-        print(f"{rows:,} words, {int(counts.sum()):,} tokens; {config.dim}-d "
-              f"{config.covariance} {config.energy.upper()}, window {config.window}, "
-              f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-              f"engine {config.engine} (native trainer, no TensorFlow)")
-    Phase("setting up the fused step", verbose)  # ends when training starts
-    probs, alias = alias_table(counts.astype(np.float64) ** 0.75)
-    keep = None
-    if config.sample > 0:
-        keep = keep_probabilities(counts, config.sample).astype(np.float32)
-    threads = _threads(config)
-    checkpointer = None
-    if checkpoint_every:
-        checkpointer = Checkpointer(out_dir, checkpoint_every, "corpus",
-                                    dataclasses.asdict(config),
-                                    extra={"vocabulary": corpus_id, "engine": ENGINE})
-    state = state or {}
-    first, skip = state.get("epoch", 0), state.get("step", 0)
-    progress = Progress(unit="pairs", batch_size=config.batch_size,
-                        mode={0: "off", 1: "auto"}.get(verbose, "lines"))
-    progress.set_params({"epochs": config.epochs, "steps": len(ids)})
-    progress.on_train_begin()
-    start = time.perf_counter()
+    def __init__(self, config, corpus):
+        self.config = config
+        self.corpus = corpus
 
-    def elapsed():
-        return state.get("train_seconds", 0.0) + time.perf_counter() - start
+    def read(self, job):
+        """Reads and counts the corpus (digesting its bytes on the way)."""
+        config, corpus = self.config, self.corpus
+        counting = Phase("counting the vocabulary", job.verbose)
+        digest = Digest("corpus")
+        read = read_corpus(corpus_files(corpus), digest)
+        if read is None:
+            return None
+        types, type_counts, ids, splits = read
+        if not types:
+            raise ValueError(f"corpus {os.fspath(corpus)!r} contains no tokens")
+        words, counts, remap = vocabulary(types, type_counts, config.min_count,
+                                          config.max_size)
+        if not words:
+            top = int(np.argmax(type_counts))
+            raise ValueError(
+                f"vocabulary of corpus {os.fspath(corpus)!r} is empty after min_count="
+                f"{config.min_count} (most frequent word {types[top]!r} occurs "
+                f"{int(type_counts[top])} times)")
+        self.ids, self.splits = in_vocabulary(ids, splits, remap)
+        self.words, self.counts = words, counts
+        counting.done()
+        return Data(len(words), config.dim, tables=2, digest=digest.hexdigest())
 
-    total_pairs, losses = state.get("pairs", 0), list(state.get("losses", []))
-    iterations = state.get("iterations", 0)
-    for epoch in range(first, config.epochs):
-        progress.on_epoch_begin(epoch)
-        pairs, loss, seen = 0, 0.0, 0
-        if epoch == first and skip:
-            seen, pairs, loss = state["seen"], state["epoch_pairs"], state["epoch_loss"]
-        for index, (chunk_ids, chunk_splits) in enumerate(
-                epoch_chunks(ids, splits, config.seed, epoch)):
-            if epoch == first and index < skip:
-                continue  # trained before the checkpoint
-            seed = (config.seed << 40) + (epoch << 24) + index
-            chunk_loss, chunk_pairs = tables.train(
-                chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
-                keep=keep, window=config.window, dynamic_window=config.dynamic_window,
-                negatives=config.negatives, batch_size=config.batch_size,
-                num_threads=threads, margin=config.margin, epsilon=1e-7,
-                energy=config.energy)
-            pairs += chunk_pairs
-            loss += chunk_loss
-            check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
-            seen += len(chunk_ids)
-            progress.on_train_batch_end(seen - 1, {"loss": loss / max(pairs, 1),
-                                                   "pairs": pairs})
-            if checkpointer is not None and checkpointer.due():
-                checkpointer.save(
-                    {"epoch": epoch, "step": index + 1, "seen": seen, "epoch_pairs": pairs,
-                     "epoch_loss": loss, "pairs": total_pairs, "losses": losses,
-                     "iterations": iterations, "train_seconds": elapsed(),
-                     "layout": _layout(tables)},
-                    {f"native/{t}": tables.data[t].copy() for t in range(2)})
-        iterations += -(-pairs // config.batch_size)
-        total_pairs += pairs
-        losses.append(loss / max(pairs, 1))
-        progress.on_epoch_end(epoch, {"loss": losses[-1], "pairs": pairs})
-    progress.on_train_end()
-    train_seconds = elapsed()
-    if checkpointer is not None:
-        checkpointer.wait()  # before the run replaces the directory
-    arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
-    for t, name in ((0, "words"), (1, "contexts")):
-        check_tables_finite(arrays[2 * t], arrays[2 * t + 1], f"table {name!r}")
-    if not total_pairs:
-        raise ValueError(NO_PAIRS)
-    tokens = int(counts.sum()) * config.epochs
-    metrics = jsonable(corpus_metrics(config, train_seconds, total_pairs, tokens, losses,
-                                      rows))
-    model_config = corpus_model_config(
-        rows, config.dim, config.negatives, config.energy, config.covariance,
-        config.max_norm, config.min_variance, config.max_variance, config.seed,
-        config.init_variance, config.learning_rate, config.margin)
-    accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
-    # The checkpoint goes with the directory the run replaces.
-    with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
-        write_corpus_model(tmp / "model.keras", arrays, accumulators, model_config,
-                           iterations=iterations)
-        with open(tmp / "vocab.tsv", "w", encoding="utf-8") as f:
-            f.writelines(f"{w}\t{c}\n" for w, c in zip(words, counts.tolist()))
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
-                       vocabulary="vocab.tsv", context_table="contexts")
-    return metrics
+    def build(self, job, arrays):
+        """The interleaved tables, started inside their bounds, or the checkpoint's."""
+        config, rows = self.config, len(self.words)
+        self.tables_ = NativeTables.initial(
+            rows, config.dim, seed=config.seed, init_variance=config.init_variance,
+            spherical=config.covariance == "spherical",
+            bounds=(config.max_norm, config.min_variance, config.max_variance))
+        for t in range(2):  # SparseAdagrad's initial_accumulator_value
+            means = self.tables_.means(t)
+            norms = np.linalg.norm(means, axis=1, keepdims=True)
+            if (norms > config.max_norm).any():  # as GaussianEmbedding starts: projected
+                means = means * np.minimum(1.0, config.max_norm / np.maximum(norms, 1e-30))
+            self.tables_.set(t, means=means,
+                             mean_accumulator=np.full((rows, config.dim), 1e-6),
+                             variance_accumulator=np.full((rows, self.tables_.dv), 1e-6))
+        if arrays is not None:
+            _restore(self.tables_, arrays, job.out_dir)
+        if job.verbose:
+            print(f"{rows:,} words, {int(self.counts.sum()):,} tokens; {config.dim}-d "
+                  f"{config.covariance} {config.energy.upper()}, window {config.window}, "
+                  f"{config.negatives} negative(s), {config.epochs} epoch(s), "
+                  f"engine {config.engine} (native trainer, no TensorFlow)")
+
+    def tables(self):
+        config, tables = self.config, self.tables_
+        return [Table(name, tables.means(t), tables.variances(t), config.max_norm,
+                      config.min_variance, config.max_variance)
+                for t, name in ((0, "words"), (1, "contexts"))]
+
+    def train(self, job):
+        """The epochs, chunk by chunk, a checkpoint between two chunks when due."""
+        config, tables, ids, splits = self.config, self.tables_, self.ids, self.splits
+        checkpointer = job.checkpointer
+        Phase("setting up the fused step", job.verbose)  # ends when training starts
+        probs, alias = alias_table(self.counts.astype(np.float64) ** 0.75)
+        keep = None
+        if config.sample > 0:
+            keep = keep_probabilities(self.counts, config.sample).astype(np.float32)
+        threads = _threads(config)
+        state = job.state
+        first, skip = state.get("epoch", 0), state.get("step", 0)
+        progress = Progress(unit="pairs", batch_size=config.batch_size,
+                            mode={0: "off", 1: "auto"}.get(job.verbose, "lines"))
+        progress.set_params({"epochs": config.epochs, "steps": len(ids)})
+        progress.on_train_begin()
+        total_pairs, losses = state.get("pairs", 0), list(state.get("losses", []))
+        iterations = state.get("iterations", 0)
+        for epoch in range(first, config.epochs):
+            progress.on_epoch_begin(epoch)
+            pairs, loss, seen = 0, 0.0, 0
+            if epoch == first and skip:
+                seen, pairs, loss = state["seen"], state["epoch_pairs"], state["epoch_loss"]
+            for index, (chunk_ids, chunk_splits) in enumerate(
+                    epoch_chunks(ids, splits, config.seed, epoch)):
+                if epoch == first and index < skip:
+                    continue  # trained before the checkpoint
+                seed = (config.seed << 40) + (epoch << 24) + index
+                chunk_loss, chunk_pairs = tables.train(
+                    chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
+                    keep=keep, window=config.window, dynamic_window=config.dynamic_window,
+                    negatives=config.negatives, batch_size=config.batch_size,
+                    num_threads=threads, margin=config.margin, epsilon=1e-7,
+                    energy=config.energy,
+                    variance_learning_rate=config.variance_learning_rate)
+                pairs += chunk_pairs
+                loss += chunk_loss
+                check_loss(loss, f"in epoch {epoch + 1}, chunk {index + 1}")
+                seen += len(chunk_ids)
+                progress.on_train_batch_end(seen - 1, {"loss": loss / max(pairs, 1),
+                                                       "pairs": pairs})
+                if checkpointer is not None and checkpointer.due():
+                    checkpointer.save(
+                        {"epoch": epoch, "step": index + 1, "seen": seen,
+                         "epoch_pairs": pairs, "epoch_loss": loss, "pairs": total_pairs,
+                         "losses": losses, "iterations": iterations,
+                         "train_seconds": job.elapsed(), "layout": _layout(tables)},
+                        {f"native/{t}": tables.data[t].copy() for t in range(2)})
+            iterations += -(-pairs // config.batch_size)
+            total_pairs += pairs
+            losses.append(loss / max(pairs, 1))
+            progress.on_epoch_end(epoch, {"loss": losses[-1], "pairs": pairs})
+        progress.on_train_end()
+        self.train_seconds = job.elapsed()
+        self.pairs, self.losses, self.iterations = total_pairs, losses, iterations
+
+    def metrics(self, job):
+        if not self.pairs:
+            raise ValueError(NO_PAIRS)
+        tokens = int(self.counts.sum()) * self.config.epochs
+        return corpus_metrics(self.config, self.train_seconds, self.pairs, tokens,
+                              self.losses, len(self.words))
+
+    def write(self, job, directory):
+        """`model.keras` (without Keras) and `vocab.tsv`; returns `run.json`'s entries."""
+        config, tables = self.config, self.tables_
+        model_config = corpus_model_config(
+            len(self.words), config.dim, config.negatives, config.energy, config.covariance,
+            config.max_norm, config.min_variance, config.max_variance, config.seed,
+            config.init_variance, config.learning_rate, config.margin)
+        arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
+        accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
+        write_corpus_model(directory / "model.keras", arrays, accumulators, model_config,
+                           iterations=self.iterations)
+        with open(directory / "vocab.tsv", "w", encoding="utf-8") as f:
+            f.writelines(f"{w}\t{c}\n" for w, c in zip(self.words, self.counts.tolist()))
+        return corpus_run_info(config)
 
 
 def _layout(tables):

@@ -24,7 +24,7 @@ from typing import Iterable, Union
 
 import tensorflow as tf
 
-from .text_files import _check_text_file, _expand, verify_gzip  # noqa: F401 - re-exported
+from .text_files import _expand, check_text_file, verify_gzip  # noqa: F401 - re-exported
 
 __all__ = [
     "Corpus",
@@ -66,8 +66,9 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
     skipping hidden names (starting with ``.``); with ``recursive=True``
     sub-directories are searched too. Files ending in ``.gz`` are read as gzip,
     and verified to their end first (:func:`verify_gzip`: CRC and length).
-    The first 64 KiB of every file are checked eagerly; invalid UTF-8 further on
-    is replaced by U+FFFD when tokenized.
+    Every file is checked whole first, in one streaming pass
+    (:func:`~keras_gauss.pipelines.text_files.check_text_file`): a NUL byte
+    or invalid UTF-8 anywhere is an error naming the file and the line.
 
     Args:
         paths: A file or directory, or a sequence of them (read in the given order).
@@ -78,9 +79,10 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
 
     Raises:
         FileNotFoundError: If a path does not exist.
-        ValueError: If a file is binary, not UTF-8, or a corrupt or truncated
-            gzip file (naming the byte offset), or a directory holds no files;
-            the message names the file.
+        ValueError: If a file is binary, not UTF-8 (naming the line), a
+            corrupt or truncated gzip file (naming the byte offset), a FIFO,
+            device or socket, or a directory holds no files; the message
+            names the file.
 
     Example:
         >>> os.makedirs("corpus")
@@ -94,9 +96,7 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
         paths = [paths]
     files = [f for p in paths for f in _expand(Path(p).expanduser(), recursive)]
     for f in files:
-        _check_text_file(f)
-        if f.suffix == ".gz":
-            verify_gzip(f)
+        check_text_file(f)  # whole; a .gz file is verified too (gzip_chunks)
     names = [str(f) for f in files]
     compression = ["GZIP" if f.suffix == ".gz" else "" for f in files]
     return tf.data.Dataset.from_tensor_slices((names, compression)).flat_map(

@@ -7,29 +7,91 @@ TensorFlow-free path).
 
 from __future__ import annotations
 
-import codecs
-import gzip
 import os
 import zlib
 from pathlib import Path
 
-_SNIFF_BYTES = 64 * 1024
+from keras_gauss.inputs import InputFileError
+from keras_gauss.inputs import TextCheck
+from keras_gauss.inputs import check_input_file
+from keras_gauss.inputs import open_input
+
+# The setting every corpus message names (the CLI flag).
+SETTING = "--corpus"
+_PIECE_BYTES = 1 << 20
+
+
+def raw_pieces(path: str | os.PathLike, piece_bytes: int = _PIECE_BYTES):
+    """Yield the bytes of a text file (decompressed for ``.gz``) in pieces
+    (of ``piece_bytes`` for a plain file).
+
+    The file is opened with :func:`keras_gauss.inputs.open_input` (a regular
+    file only); ``.gz`` files are checked as :func:`gzip_chunks` checks them.
+    """
+    path = Path(path)
+    if path.suffix == ".gz":
+        yield from gzip_chunks(path)
+        return
+    with open_input(path, SETTING) as f:
+        yield from iter(lambda: f.read(piece_bytes), b"")
+
+
+_CHECKED: dict = {}
+
+
+def _identity(path: Path):
+    stat = path.stat()
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def text_check(path: str | os.PathLike) -> TextCheck:
+    """The :class:`keras_gauss.inputs.TextCheck` of a corpus file (it names
+    ``--corpus``, the file and, on an error, the line)."""
+    return TextCheck(path, SETTING, lambda: raw_pieces(path))
+
+
+def mark_checked(path: str | os.PathLike) -> None:
+    """Records that ``path``, as it is now, was read whole and checked
+    (by :func:`check_text_file` or a reader that checked every piece)."""
+    path = Path(path)
+    _CHECKED[_identity(path)] = True
+
+
+def check_text_file(path: str | os.PathLike) -> None:
+    """Check a corpus file whole: UTF-8 text without NUL bytes, to its last byte.
+
+    A ``.gz`` file is decompressed to its end and its CRCs and lengths
+    checked (:func:`gzip_chunks`). Done once per process for an unchanged
+    file (path, size, modification time), in one streaming pass.
+
+    Raises:
+        keras_gauss.inputs.InputFileError: naming ``--corpus``, the file and
+            the line of the first NUL byte or invalid UTF-8 sequence, or
+            saying what the path is when it is not a regular file.
+        ValueError: a corrupt or truncated gzip file (naming the byte offset).
+
+    Example:
+
+    >>> with open("bad.txt", "wb") as f:
+    ...     _ = f.write(b"fine\\n" * 20000 + b"caf\\xe9\\n")
+    >>> check_text_file("bad.txt")
+    Traceback (most recent call last):
+    keras_gauss.inputs.InputFileError: --corpus bad.txt: line 20,001 is not UTF-8 text (byte 0xe9 at byte 100,003).
+    """
+    path = Path(path)
+    key = _identity(path)
+    if key in _CHECKED:
+        return
+    check = text_check(path)
+    for piece in raw_pieces(path):
+        check.update(piece)
+    check.finish()
+    _CHECKED[key] = True
 
 
 def _check_text_file(path: Path) -> None:
-    """Raise ``ValueError`` naming ``path`` if its first 64 KiB are binary or not UTF-8."""
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
-    except (OSError, EOFError) as e:  # includes gzip.BadGzipFile
-        raise ValueError(f"{path}: cannot read as {'gzip ' if path.suffix == '.gz' else ''}text: {e}") from e
-    if b"\0" in head:
-        raise ValueError(f"{path}: binary file (NUL bytes), expected UTF-8 text")
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (invalid byte at offset {e.start})") from e
+    """:func:`check_text_file` (the old name, kept for callers)."""
+    check_text_file(path)
 
 
 _VERIFIED: dict = {}
@@ -92,7 +154,8 @@ def gzip_chunks(path: str | os.PathLike):
     b'the cat sat\\n'
     """
     path = Path(path)
-    size, offset, members = path.stat().st_size, 0, 0
+    handle = open_input(path, SETTING)
+    size, offset, members = os.fstat(handle.fileno()).st_size, 0, 0
     decoder, pending = None, b""
 
     def fail(reason, chunk=b""):
@@ -101,7 +164,7 @@ def gzip_chunks(path: str | os.PathLike):
         raise ValueError(f"{path}: corrupt or truncated gzip file {where} of {size:,} "
                          f"(member {members + 1}): {reason}; refusing to train on part of it")
 
-    with open(path, "rb") as f:
+    with handle as f:
         while True:
             chunk = pending or f.read(1 << 20)
             pending = b""
@@ -127,14 +190,25 @@ def gzip_chunks(path: str | os.PathLike):
 
 
 def _expand(path: Path, recursive: bool) -> list[Path]:
+    """The files of a corpus path: the path itself, or the regular files of a
+    directory (sorted, hidden names skipped); a FIFO, device or socket,
+    given or inside the directory, is an error naming it (never opened)."""
     if not path.exists():
         raise FileNotFoundError(f"corpus path not found: {path}")
     if not path.is_dir():
+        check_input_file(path, SETTING)
         return [path]
     files = path.rglob("*") if recursive else path.iterdir()
-    found = sorted(
-        f for f in files if f.is_file() and not any(p.startswith(".") for p in f.relative_to(path).parts)
-    )
+    found = []
+    for f in sorted(files):
+        if any(p.startswith(".") for p in f.relative_to(path).parts) or f.is_dir():
+            continue
+        if not f.is_file():
+            try:
+                check_input_file(f)
+            except InputFileError as error:
+                raise InputFileError(f"{SETTING} {path}: {error}") from None
+        found.append(f)
     if not found:
         raise ValueError(f"corpus directory contains no files: {path}")
     return found

@@ -1,32 +1,23 @@
 """Training Gaussian word embeddings on a text corpus (the paper's Section 6 setup)."""
 
 import dataclasses
-import json
+import math
 import os
 import time
 import warnings
 
-
-NO_PAIRS = ("the corpus yields no (word, context) pairs: every line has fewer than two "
-            "in-vocabulary tokens.")
-
-
-def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):
-    """The `metrics.json` entries of a corpus run, whichever trainer ran it."""
-    return {
-        "train_seconds": train_seconds,
-        "seconds_per_epoch": train_seconds / config.epochs,
-        "pairs": pairs,
-        "pairs_per_second": pairs / train_seconds,
-        "tokens": tokens,
-        "tokens_per_second": tokens / train_seconds,
-        "final_loss": losses[-1] if losses else None,
-        "loss_per_epoch": losses,
-        "vocab_size": vocab_size,
-        "batch_size": config.batch_size,
-        "config": dataclasses.asdict(config),
-    }
-
+from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.checkpoint import restore_model
+from keras_gauss.distribution import DistributionError
+from keras_gauss.job import Data
+from keras_gauss.job import Digest
+from keras_gauss.job import Engine
+from keras_gauss.job import Job
+from keras_gauss.job import model_tables
+from keras_gauss.pipelines import native_corpus
+from keras_gauss.pipelines.corpus_run import NO_PAIRS  # noqa: F401 - re-exported
+from keras_gauss.pipelines.corpus_run import corpus_metrics
+from keras_gauss.pipelines.corpus_run import corpus_run_info
 
 ENGINES = ("keras", "fused-step", "fused")
 # The "fused" engine keeps a tokenized corpus of at most this size in memory
@@ -72,6 +63,10 @@ class CorpusConfig:
         min_variance: variance bound `m` (0.05).
         max_variance: variance bound `M` (5).
         init_variance: starting variance of every Gaussian (1).
+        variance_learning_rate: the variances' AdaGrad learning rate
+            (`None`: `learning_rate`, one rate for means and variances).
+            Only the `"fused"` engine has it (the keras and fused-step
+            engines refuse another value).
         seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same):
             - `"keras"`: the `tf.data` skip-gram stream
@@ -115,6 +110,7 @@ class CorpusConfig:
     min_variance: float = 0.05
     max_variance: float = 5.0
     init_variance: float = 1.0
+    variance_learning_rate: float | None = None
     seed: int = 0
     engine: str = "fused"
     threads: int = 0
@@ -126,6 +122,16 @@ class CorpusConfig:
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
                             "batch_size", "learning_rate", "margin", "max_norm",
                             "min_variance", "init_variance"))
+        if not self.min_variance <= self.init_variance <= self.max_variance:
+            raise ValueError(f"--init-variance {self.init_variance} must lie in [--min-variance, "
+                             f"--max-variance] = [{self.min_variance}, {self.max_variance}].")
+        if self.variance_learning_rate is not None and not (
+                math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
+            raise ValueError("--variance-learning-rate must be a finite number > 0, got "
+                             f"{self.variance_learning_rate}.")
+        if self.variance_learning_rate is not None and self.engine != "fused":
+            raise ValueError("--variance-learning-rate needs --engine fused (the keras and "
+                             f"fused-step engines have one learning rate), got {self.engine!r}.")
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -486,7 +492,7 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpoin
             max_norm=(words.max_norm or 0.0, contexts.max_norm or 0.0),
             min_variance=(words.min_variance, contexts.min_variance),
             max_variance=(words.max_variance, contexts.max_variance),
-            energy=config.energy)
+            energy=config.energy, variance_learning_rate=config.variance_learning_rate)
 
     step.get_concrete_function(tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64),
                                tf.TensorSpec([], tf.int64))  # traced while chunks are read
@@ -528,14 +534,6 @@ def _train_fused(model, config, corpus, vocab, verbose, progress=None, checkpoin
     return total_pairs, losses
 
 
-def _vocabulary_fingerprint(vocab):
-    """Size, tokens and a hash of the words and counts: a resumed run must
-    count the same vocabulary (`native_corpus.vocabulary_fingerprint`)."""
-    from keras_gauss.pipelines.native_corpus import vocabulary_fingerprint
-
-    return vocabulary_fingerprint(vocab.words, vocab.counts)
-
-
 def _available_engine(config):
     """`config`, or a copy with `engine="keras"` when the fused op cannot be
     built (one warning). `skipgram_train`'s exact pure TensorFlow
@@ -548,6 +546,9 @@ def _available_engine(config):
 
     if fused_available():
         return config
+    if config.variance_learning_rate is not None:
+        raise ValueError(f"--variance-learning-rate needs the fused op, which is unavailable "
+                         f"({build.error()}).")
     warnings.warn(f"the fused op is unavailable ({build.error()}); training with "
                   "engine='keras' instead.", RuntimeWarning, stacklevel=3)
     return dataclasses.replace(config, engine="keras")
@@ -571,7 +572,14 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     - `metrics.json`: `train_seconds`, `pairs` (trained), `pairs_per_second`,
       `tokens` (in-vocabulary corpus tokens read, all epochs, before
       subsampling), `tokens_per_second`, `final_loss`, `vocab_size`,
-      `batch_size`, the per-epoch loss and the config.
+      `batch_size`, the per-epoch loss and the config;
+    - `.keras-gauss`: the marker of a run of ours (`keras_gauss.io`), last.
+
+    It is a `keras_gauss.job.Job` with `TensorFlowEngine`, or on text files
+    `keras_gauss.pipelines.native_corpus.NativeEngine`: the settings are
+    checked before anything is read, `out_dir` is locked for the whole run
+    and replaced only when it holds a run of ours, the tables are checked
+    (finite, inside their bounds) before they are written.
 
     Progress (`keras_gauss.callbacks.ProgressLogger`) shows the loss and
     pairs/s: a bar on a terminal, one line per epoch otherwise.
@@ -579,9 +587,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     Every `checkpoint_every` minutes (between two chunks or steps) the
     tables, optimizer state and position in the data are saved to
     `out_dir/.checkpoint/` (`keras_gauss.checkpoint`); `resume=True`
-    continues a killed run from there, with the same config and corpus, to
-    the run files an uninterrupted run writes (bit for bit with one thread
-    or the `"keras"`/`"fused-step"` engines; the metrics count the whole run).
+    continues a killed run from there, with the same config and corpus (the
+    checkpoint holds a digest of the corpus read), to the run files an
+    uninterrupted run writes (bit for bit with one thread or the
+    `"keras"`/`"fused-step"` engines; the metrics count the whole run).
 
     Args:
         config: a `CorpusConfig`.
@@ -621,10 +630,15 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
             after `min_count`, unreadable (binary, non-UTF-8) files.
         FileNotFoundError: a missing corpus path or unprepared TFDS data.
         keras_gauss.io.OutputExistsError: `out_dir` holds files and
-            `overwrite` is False.
+            `overwrite` is False, holds what is not a run of ours, or is
+            being written by another process (`OutputBusyError`).
+        keras_gauss.io.OutputNotWritableError: `out_dir` cannot be written
+            (permissions, space; also while training: the previous
+            checkpoint or run is kept).
         keras_gauss.checkpoint.CheckpointError: `resume` without a
-            checkpoint to continue (or with other settings), or `out_dir`
-            holds an interrupted run and neither `resume` nor `overwrite`.
+            checkpoint to continue (or with other settings or another
+            corpus), or `out_dir` holds an interrupted run and neither
+            `resume` nor `overwrite`.
 
     Example:
 
@@ -634,238 +648,211 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     ...                        "runs/tiny", verbose=0)
     >>> metrics["vocab_size"], len(metrics["loss_per_epoch"])
     (7, 2)
-    >>> sorted(os.listdir("runs/tiny"))
-    ['metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
+    >>> sorted(os.listdir("runs/tiny"))  # and the marker of a run of ours, written last
+    ['.keras-gauss', 'metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
     """
-    from keras_gauss.checkpoint import check_minutes
-    from keras_gauss.checkpoint import load_for_resume
-    from keras_gauss.checkpoint import refuse_unfinished
-    from keras_gauss.distribution import Distribution
-    from keras_gauss.pipelines import native_corpus
-
-    job = Distribution()
-    if distribution is not None:
-        from keras_gauss.distribution import resolve
-
-        resolve(distribution)  # job flags without --distribution are an error
-    config.validate()
-    if distribution is not None and distribution.active:
-        from keras_gauss.distribution import DistributionError
-        from keras_gauss.distribution import start_distribution
-
-        if config.engine != "keras":
+    def check():  # every setting, before anything is read or imported
+        config.validate()
+        if distribution is not None and distribution.active and config.engine != "keras":
             raise DistributionError(f"--distribution {distribution.distribution} trains with "
                                     f"model.fit: it needs --engine keras, not {config.engine}.")
-        job = start_distribution(distribution)  # before anything else touches JAX
-        job.check_batch(config.batch_size)
-        if not job.is_chief:
-            checkpoint_every, verbose = 0, 0  # process 0 writes the run and checkpoints
-    check_minutes(checkpoint_every)
-    settings = dataclasses.asdict(config)  # as asked (before a fallback engine)
-    checkpoint = None
-    if resume:
-        checkpoint = load_for_resume(out_dir, "corpus", settings)
-    elif job.is_chief:
-        refuse_unfinished(out_dir, overwrite)
-    # The fused engine on text files runs without TensorFlow when it can
-    # (and continues only its own checkpoints: another engine's chunks differ).
-    native_checkpoint = checkpoint is None or \
-        checkpoint[0].get("engine") == native_corpus.ENGINE
-    if (not job.active and native_checkpoint
-            and native_corpus.available(config, corpus, vocab, callbacks)):
-        metrics = native_corpus.train_corpus(config, corpus, out_dir, overwrite, verbose,
-                                             checkpoint_every, checkpoint)
-        if metrics is not None:
-            return metrics
-    import keras
-
-    from keras_gauss.callbacks import Phase
-    from keras_gauss.checkpoint import CheckpointError
-    from keras_gauss.checkpoint import Checkpointer
-    from keras_gauss.checkpoint import epoch_seed
-    from keras_gauss.checkpoint import fit_by_epoch
-    from keras_gauss.checkpoint import fit_checkpoint
-    from keras_gauss.checkpoint import has_checkpoint
-    from keras_gauss.checkpoint import restore_model
-    from keras_gauss.checkpoint import check_minutes
-    from keras_gauss.checkpoint import has_checkpoint
-    from keras_gauss.checkpoint import load_for_resume
-    from keras_gauss.checkpoint import refuse_unfinished
-    from keras_gauss.checks import check_model_finite
-    from keras_gauss.io import atomic_directory
-    from keras_gauss.io import check_output_dir
-    from keras_gauss.runs import check_table_memory
-    from keras_gauss.runs import jsonable
-    from keras_gauss.runs import write_run_info
-    from keras_gauss.pipelines.vocabulary import build_vocabulary
-
-    state, arrays = checkpoint if checkpoint is not None else (None, None)
-    if job.is_chief:
-        check_output_dir(out_dir, overwrite or resume)
-    config = _available_engine(config)
-    keras.utils.set_random_seed(config.seed)
-    steps = shards = None
-    if job.num_processes > 1:  # each process reads its own lines: i::N
-        counting = Phase("counting the vocabulary and the epoch of this process's lines",
-                         verbose)
-        vocab, steps, shards = shard_plan(config, corpus, vocab, job)
-        counting.done()
-    elif vocab is None:
-        counting = Phase("counting the vocabulary", verbose)
-        vocab = build_vocabulary(corpus, min_count=config.min_count, max_size=config.max_size)
-        counting.done()
-    corpus_id = _vocabulary_fingerprint(vocab)
-    if state is not None and state.get("vocabulary") != corpus_id:
-        raise CheckpointError(f"--resume {out_dir}: the corpus differs from the one the run "
-                              f"started on (vocabulary {corpus_id}, checkpoint "
-                              f"{state.get('vocabulary')}).")
-    if state is not None and state.get("engine") != config.engine:
-        raise CheckpointError(f"--resume {out_dir}: the run trained with the "
-                              f"{state.get('engine')} engine, this one would use "
-                              f"{config.engine} (is the fused op or the native trainer "
-                              "unavailable now?).")
-    # Before any training: the tables fit in memory, the run on disk.
-    check_table_memory(len(vocab), config.dim, tables=2)
-    job.check_rows(len(vocab), "--max-size")
-    if job.is_chief:
-        check_output_dir(out_dir, overwrite or resume,
-                         need_bytes=(96 if checkpoint_every else 32) * len(vocab) * config.dim
-                         + (1 << 20))
-    import tensorflow as tf
-
-    # Made outside the distribution's scope: a plain variable the data
-    # pipeline adds to.
-    counter = tf.Variable((state or {}).get("epoch_pairs_start", 0), dtype=tf.int64,
-                          trainable=False)
-    with job.scope():  # build, compile and fit in the distribution's scope
-        model, pairs, losses, train_seconds = _build_and_train(
-            config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir, settings,
-            corpus_id, state, arrays, job, counter, steps)
-    check_model_finite(model)
-    tokens = vocab.total * config.epochs
-    if not pairs:
-        if job.active:
-            raise DistributionError(
-                f"--batch-size {config.batch_size}: the corpus gives no full batch of pairs "
-                "to share over the devices and processes; give a smaller --batch-size.")
-        raise ValueError(NO_PAIRS)
-    metrics = corpus_metrics(config, train_seconds, pairs, tokens, losses, len(vocab))
-    if job.active:
-        metrics["distribution"] = {"kind": job.kind, "devices": job.devices,
-                                   "processes": job.num_processes,
-                                   "model_shards": job.model_shards}
-    if shards is not None:  # what each process read, and the steps they agreed on
-        local = config.batch_size // job.num_processes
-        metrics["distribution"].update({
-            "read": "lines i::N", "steps_per_epoch": steps,
-            "pairs_dropped_per_epoch": sum(s["pairs_per_epoch"] - steps * local
-                                           for s in shards),
-            "shards": shards})
-    metrics = jsonable(metrics)
-    if not job.is_chief:
-        return metrics  # process 0 writes the run
-    # The checkpoint goes with the directory the run replaces.
-    with Phase(f"saving the run to {out_dir}", verbose), \
-            atomic_directory(out_dir, overwrite or has_checkpoint(out_dir)) as tmp:
-        model.save(tmp / "model.keras")
-        vocab.save(tmp / "vocab.tsv")
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_run_info(tmp, kind="corpus", energy=config.energy, table="words",
-                       vocabulary="vocab.tsv", context_table="contexts")
-    return metrics
-
-
-def _build_and_train(config, corpus, vocab, verbose, callbacks, checkpoint_every, out_dir,
-                     settings, corpus_id, state, arrays, job, counter, steps=None):
-    """`train_corpus`'s model, built and trained: `(model, pairs, losses, seconds)`."""
-    import keras
-
-    from keras_gauss.callbacks import FiniteLoss
-    from keras_gauss.callbacks import Phase
-    from keras_gauss.callbacks import ProgressLogger
-    from keras_gauss.checkpoint import Checkpointer
-    from keras_gauss.checkpoint import epoch_seed
-    from keras_gauss.checkpoint import fit_by_epoch
-    from keras_gauss.checkpoint import fit_checkpoint
-    from keras_gauss.checkpoint import restore_model
-
-    model = corpus_model(config, len(vocab))
-    if verbose:
-        print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
-              f"{config.covariance} {config.energy.upper()}, window {config.window}, "
-              f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-              f"engine {config.engine}"
-              + (" (TensorFlow op)" if config.engine == "fused" else ""))
-    model.optimizer.build(model.trainable_variables)
-    if arrays is not None:
-        restore_model(model, model.optimizer, arrays)
-    checkpointer = None
-    if checkpoint_every:
-        checkpointer = Checkpointer(out_dir, checkpoint_every, "corpus", settings,
-                                    extra={"vocabulary": corpus_id, "engine": config.engine})
-    state = state or {}
-    progress = ProgressLogger.from_verbose(verbose, unit="pairs", batch_size=config.batch_size)
-    start = time.perf_counter()
-
-    def elapsed():
-        return state.get("train_seconds", 0.0) + time.perf_counter() - start
-
-    if config.engine == "fused":
-        if callbacks:
+        if callbacks and config.engine == "fused":
             raise ValueError("engine='fused' does not run Keras callbacks; use "
                              "engine='keras' or 'fused-step'.")
-        Phase("setting up the fused step", verbose)  # ends when training starts
-        pairs, losses = _train_fused(model, config, corpus, vocab, verbose, progress,
-                                     checkpointer, state, elapsed)
-    else:
-        losses = list(state.get("losses", []))
-        marks = {}
 
-        def epoch_dataset(epoch):  # each epoch's stream depends on its number only
-            if steps is not None:  # several processes: each reads its own lines
-                return shard_batches(config, corpus, vocab, job, epoch, steps, counter)
-            return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
-                                corpus, vocab, counter,
-                                keep=lambda d: job.local_batches(d, config.batch_size))
+    job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
+              overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
+              verbose=verbose, distribution=distribution, batch_size=config.batch_size)
 
-        def position():
-            return {"epoch_pairs_start": marks["pairs"], "losses": list(losses),
-                    "train_seconds": elapsed()}
+    def engines(state):
+        # The fused engine on text files runs without TensorFlow when it can
+        # (and continues only its own checkpoints: another engine's chunks differ).
+        tensorflow = TensorFlowEngine(config, corpus, vocab, callbacks)
+        if (not job.distribution.active
+                and (state is None or state.get("engine") == native_corpus.ENGINE)
+                and native_corpus.available(config, corpus, vocab, callbacks)):
+            return [native_corpus.NativeEngine(config, corpus), tensorflow]
+        return [tensorflow]
 
-        def mark(epoch):
-            marks["pairs"] = int(counter.numpy())
+    return job.run(engines)
 
-        record = keras.callbacks.LambdaCallback(
-            on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
-        saving = fit_checkpoint(checkpointer, model, model, (state.get("epoch", 0),
-                                state.get("step", 0)), arrays, position)
-        throughput = _throughput_callback(counter, config.batch_size, per_batch=False)
-        with warnings.catch_warnings():
-            # Keras's notes on a dataset of unknown length (the end of the
-            # epoch is found by running out of data) and on `shuffle`.
-            warnings.filterwarnings("ignore", message="Your input ran out of data")
-            warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
-            try:
-                fit_by_epoch(model, epoch_dataset, config.epochs,
-                             [saving, throughput, FiniteLoss(), *(callbacks or []), progress,
-                              record],
-                             start=(state.get("epoch", 0), state.get("step", 0)),
-                             on_epoch_begin=mark)
-            except StopIteration:  # an epoch without one batch: nothing to build on
-                if not job.active:
-                    raise
-                from keras_gauss.distribution import DistributionError
 
+def line_digest(corpus):
+    """The content digest of a corpus that is not text files (WordNet glosses,
+    `tfds:`, a dataset of lines): its lines in order, each ended by a line end
+    (text files: `native_corpus.corpus_digest`, their bytes)."""
+    from keras_gauss.pipelines.sources import load_corpus
+
+    digest = Digest("corpus")
+    for batch in load_corpus(corpus).batch(4096).as_numpy_iterator():
+        digest.update(b"\n".join(batch) + b"\n")
+    return digest.hexdigest()
+
+
+class TensorFlowEngine(Engine):
+    """The corpus engines on TensorFlow (or JAX) for `keras_gauss.job.Job`:
+    `"keras"` and `"fused-step"` (skip-gram pairs into `fit`) and `"fused"`
+    (token ids into the fused op), as `train_corpus` runs them.
+
+    Its name (in checkpoints) is the engine that trains: `config.engine`, or
+    `"keras"` when the fused op cannot be built (`_available_engine`).
+
+    Example: see `train_corpus`.
+    """
+
+    def __init__(self, config, corpus, vocab=None, callbacks=None):
+        self.config = config
+        self.name = config.engine
+        self.corpus = corpus
+        self.vocab = vocab
+        self.callbacks = callbacks
+
+    def read(self, job):
+        """Counts the vocabulary (each process its lines `i::N` in a job of
+        several) and digests the corpus."""
+        import keras
+
+        from keras_gauss.pipelines.vocabulary import build_vocabulary
+
+        self.config = config = _available_engine(self.config)
+        self.name = config.engine
+        keras.utils.set_random_seed(config.seed)
+        self.steps = self.shards = None
+        distribution = job.distribution
+        if distribution.num_processes > 1:  # each process reads its own lines: i::N
+            counting = Phase("counting the vocabulary and the epoch of this process's lines",
+                             job.verbose)
+            self.vocab, self.steps, self.shards = shard_plan(config, self.corpus, self.vocab,
+                                                             distribution)
+            counting.done()
+        elif self.vocab is None:
+            counting = Phase("counting the vocabulary", job.verbose)
+            self.vocab = build_vocabulary(self.corpus, min_count=config.min_count,
+                                          max_size=config.max_size)
+            counting.done()
+        digest = native_corpus.corpus_digest(self.corpus) or line_digest(self.corpus)
+        return Data(len(self.vocab), config.dim, tables=2, digest=digest)
+
+    def build(self, job, arrays):
+        """The compiled model (in the distribution's scope), the checkpoint's
+        tables and optimizer state restored."""
+        import tensorflow as tf
+
+        config, vocab = self.config, self.vocab
+        # Made outside the distribution's scope: a plain variable the data
+        # pipeline adds to.
+        self.counter = tf.Variable(job.state.get("epoch_pairs_start", 0), dtype=tf.int64,
+                                   trainable=False)
+        with job.distribution.scope():  # build, compile and fit in the distribution's scope
+            self.model = model = corpus_model(config, len(vocab))
+            if job.verbose:
+                print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
+                      f"{config.covariance} {config.energy.upper()}, window {config.window}, "
+                      f"{config.negatives} negative(s), {config.epochs} epoch(s), "
+                      f"engine {config.engine}"
+                      + (" (TensorFlow op)" if config.engine == "fused" else ""))
+            model.optimizer.build(model.trainable_variables)
+            if arrays is not None:
+                restore_model(model, model.optimizer, arrays)
+
+    def tables(self):
+        return model_tables(self.model)
+
+    def train(self, job):
+        with job.distribution.scope():
+            self.pairs, self.losses = _train(self, job)
+        self.train_seconds = job.elapsed()
+
+    def metrics(self, job):
+        config, distribution = self.config, job.distribution
+        if not self.pairs:
+            if distribution.active:
                 raise DistributionError(
                     f"--batch-size {config.batch_size}: the corpus gives no full batch of "
                     "pairs to share over the devices and processes; give a smaller "
-                    "--batch-size.") from None
-        pairs = int(counter.numpy()) * job.num_processes  # each counted its own rows
-        if steps is not None:
-            # Exact by construction: every step trains one global batch (the
-            # counter counts the batches the input pipeline makes).
-            pairs = steps * config.batch_size * len(losses)
-    train_seconds = elapsed()
-    if checkpointer is not None:
-        checkpointer.wait()  # before the run replaces the directory
-    return model, pairs, losses, train_seconds
+                    "--batch-size.")
+            raise ValueError(NO_PAIRS)
+        tokens = self.vocab.total * config.epochs
+        metrics = corpus_metrics(config, self.train_seconds, self.pairs, tokens, self.losses,
+                                 len(self.vocab))
+        if distribution.active:
+            metrics["distribution"] = job.distribution_info()
+        if self.shards is not None:  # what each process read, and the steps they agreed on
+            local = config.batch_size // distribution.num_processes
+            metrics["distribution"].update({
+                "read": "lines i::N", "steps_per_epoch": self.steps,
+                "pairs_dropped_per_epoch": sum(s["pairs_per_epoch"] - self.steps * local
+                                               for s in self.shards),
+                "shards": self.shards})
+        return metrics
+
+    def write(self, job, directory):
+        """`model.keras` and `vocab.tsv`; returns `run.json`'s entries."""
+        self.model.save(directory / "model.keras")
+        self.vocab.save(directory / "vocab.tsv")
+        return corpus_run_info(self.config)
+
+
+def _train(engine, job):
+    """`TensorFlowEngine.train`: `(pairs, losses)` of the whole run."""
+    import keras
+
+    from keras_gauss.callbacks import FiniteLoss
+    from keras_gauss.callbacks import ProgressLogger
+    from keras_gauss.checkpoint import epoch_seed
+    from keras_gauss.checkpoint import fit_by_epoch
+    from keras_gauss.checkpoint import fit_checkpoint
+
+    config, corpus, vocab, model = engine.config, engine.corpus, engine.vocab, engine.model
+    state, verbose, counter = job.state, job.verbose, engine.counter
+    distribution, steps = job.distribution, engine.steps
+    progress = ProgressLogger.from_verbose(verbose, unit="pairs", batch_size=config.batch_size)
+    if config.engine == "fused":
+        Phase("setting up the fused step", verbose)  # ends when training starts
+        return _train_fused(model, config, corpus, vocab, verbose, progress, job.checkpointer,
+                            state, job.elapsed)
+    losses = list(state.get("losses", []))
+    marks = {}
+
+    def epoch_dataset(epoch):  # each epoch's stream depends on its number only
+        if steps is not None:  # several processes: each reads its own lines
+            return shard_batches(config, corpus, vocab, distribution, epoch, steps, counter)
+        return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
+                            corpus, vocab, counter,
+                            keep=lambda d: distribution.local_batches(d, config.batch_size))
+
+    def position():
+        return {"epoch_pairs_start": marks["pairs"], "losses": list(losses),
+                "train_seconds": job.elapsed()}
+
+    def mark(epoch):
+        marks["pairs"] = int(counter.numpy())
+
+    record = keras.callbacks.LambdaCallback(  # (an epoch without a batch has no loss)
+        on_epoch_end=lambda epoch, logs: losses.append(float(logs.get("loss", "nan"))))
+    start = (state.get("epoch", 0), state.get("step", 0))
+    saving = fit_checkpoint(job.checkpointer, model, model, start, job.arrays, position)
+    throughput = _throughput_callback(counter, config.batch_size, per_batch=False)
+    with warnings.catch_warnings():
+        # Keras's notes on a dataset of unknown length (the end of the
+        # epoch is found by running out of data) and on `shuffle`.
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
+        warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
+        try:
+            fit_by_epoch(model, epoch_dataset, config.epochs,
+                         [saving, throughput, FiniteLoss(), *(engine.callbacks or []),
+                          progress, record],
+                         start=start, on_epoch_begin=mark)
+        except StopIteration:  # an epoch without one batch: nothing to build on
+            if not distribution.active:
+                raise
+            raise DistributionError(
+                f"--batch-size {config.batch_size}: the corpus gives no full batch of "
+                "pairs to share over the devices and processes; give a smaller "
+                "--batch-size.") from None
+    pairs = int(counter.numpy()) * distribution.num_processes  # each counted its own rows
+    if steps is not None:
+        # Exact by construction: every step trains one global batch (the
+        # counter counts the batches the input pipeline makes).
+        pairs = steps * config.batch_size * len(losses)
+    return pairs, losses

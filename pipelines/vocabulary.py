@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import io
 import os
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+from keras_gauss.inputs import read_text
 
 from .sources import Corpus, describe_corpus, load_corpus
 from .tokens import tokenize
@@ -79,16 +82,17 @@ class Vocabulary:
         """Read a vocabulary written by :meth:`save` (ids follow the line order).
 
         Raises:
-            ValueError: Naming the file and line if a line is not ``word<TAB>count``.
+            ValueError: Naming the file and line if a line is not ``word<TAB>count``;
+                :class:`keras_gauss.inputs.InputFileError` (a ``ValueError``) if it is
+                not a regular file (a FIFO is never opened) or not UTF-8 text.
         """
         words, counts = [], []
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                word, tab, count = line.rstrip("\n").rpartition("\t")
-                if not tab or not word or not count.isdigit():
-                    raise ValueError(f"{path}:{n}: expected 'word<TAB>count', got {line!r}")
-                words.append(word)
-                counts.append(int(count))
+        for n, line in enumerate(io.StringIO(read_text(path), newline=None), 1):
+            word, tab, count = line.rstrip("\n").rpartition("\t")
+            if not tab or not word or not count.isdigit():
+                raise ValueError(f"{path}:{n}: expected 'word<TAB>count', got {line!r}")
+            words.append(word)
+            counts.append(int(count))
         return cls(words, counts)
 
 

@@ -69,3 +69,43 @@ def killed(argv, out, variable, count, env=None, prelude=""):
     assert result.returncode == -9, result.stderr[-2000:]
     assert not (out / "run.json").exists()
     return read_checkpoint(out)[0], modules
+
+
+def disk_full(pattern, after=0):
+    """Prelude (for `run_cli`) of a child whose disk fills up: every write to a
+    file whose path matches `pattern` (`fnmatch`, absolute path) raises
+    `OSError(ENOSPC)`, from the `after + 1`-th such file opened on (the
+    first `after` are written whole). The files of every writer in Python
+    (`open`, `os.fdopen`, `pathlib`, `zipfile`, h5py through them) go
+    through `io.open`; the patch wraps what it returns.
+
+    Example:
+
+    >>> result, _ = run_cli(argv, prelude=disk_full("*/.checkpoint/.state.npz.tmp-*", 2))  # doctest: +SKIP
+    """
+    return f"""
+import builtins as _builtins, errno as _errno, fnmatch as _fnmatch, io as _io
+_real_open, _opened = _io.open, [0]
+class _Full:
+    def __init__(self, f):
+        self._f = f
+    def write(self, data):
+        raise OSError(_errno.ENOSPC, os.strerror(_errno.ENOSPC))
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self._f.close()
+    def __iter__(self):
+        return iter(self._f)
+def _open(file, mode="r", *args, **kwargs):
+    f = _real_open(file, mode, *args, **kwargs)
+    name = os.readlink(f"/proc/self/fd/{{file}}") if isinstance(file, int) else os.fspath(file)
+    if any(c in mode for c in "wax+") and _fnmatch.fnmatch(os.path.abspath(name), {pattern!r}):
+        _opened[0] += 1
+        if _opened[0] > {after}:
+            return _Full(f)
+    return f
+_io.open = _builtins.open = _open
+"""

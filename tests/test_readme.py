@@ -17,6 +17,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -123,6 +124,26 @@ def test_every_block_is_checked():
     # and no check is left without its block
     assert set(TEST_CHECKS) == set(check_readme.blocks_by_id("test"))
     assert set(check_readme.CHECKS) == set(check_readme.blocks_by_id("script"))
+
+
+def reliability_tests(readme):
+    """`(file, test)` of every `tests/...py::test_name` the "Reliability" section names,
+    and the section's guarantees (lines starting with `- `) that name none."""
+    section = readme.split("\n## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    items = ["- " + item for item in ("\n" + section).split("\n- ")[1:]]
+    named = [re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", item) for item in items]
+    return [pair for pairs in named for pair in pairs], \
+        [item.splitlines()[0] for item, pairs in zip(items, named)
+         if not pairs and "README" not in item]
+
+
+def test_every_reliability_guarantee_names_tests_that_exist():
+    named, without = reliability_tests((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(named) >= 20 and without == []
+    missing = [f"{file}::{test}" for file, test in named
+               if not re.search(rf"^def {test}\(", (ROOT / file).read_text(encoding="utf-8"),
+                                re.MULTILINE)]
+    assert missing == []
 
 
 def test_every_figure_caption_is_checked():

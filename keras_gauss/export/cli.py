@@ -30,7 +30,10 @@ formats (--format):
                    projector_config.pbtxt; view it with
                    `tensorboard --logdir OUT` (extra: keras-gauss[viz])
 
-Every output is written to a temporary sibling and renamed when complete.
+Every output is written to a temporary sibling and renamed when complete,
+with a marker of ours (.keras-gauss inside a directory, .NAME.keras-gauss
+beside a file); --overwrite replaces only an export of ours of the same
+format, and nothing is written into a run or over a run.
 """
 
 
@@ -58,7 +61,8 @@ def add_parser(subparsers):
                              "(e.g. contexts, for the trained word-context energy); "
                              "default: the run's table on both sides")
     export.add_argument("--overwrite", action="store_true",
-                        help="replace an existing version, file or directory")
+                        help="replace an export of ours of the same format (never a run or "
+                             "anything else)")
     export.set_defaults(handler=run_export)
 
 

@@ -41,7 +41,7 @@ def write_projector(directory, words, means, variances, counts=None,
         means: `(n, d)` means.
         variances: `(n, d)` or `(n, 1)` variances.
         counts: `n` counts, or `None` (blank column).
-        overwrite: replace an existing non-empty directory.
+        overwrite: replace a projector export of ours (never anything else).
 
     Returns:
         The directory as a `Path`.
@@ -58,7 +58,7 @@ def write_projector(directory, words, means, variances, counts=None,
     PosixPath('.../projector')
     """
     from keras_gauss.checks import check_tables_finite
-    from keras_gauss.io import atomic_directory, check_output_dir
+    from keras_gauss.io import PROJECTOR, atomic_directory, check_output_dir
 
     means = np.asarray(means, dtype=np.float32)
     variances = np.asarray(variances, dtype=np.float32)
@@ -74,8 +74,8 @@ def write_projector(directory, words, means, variances, counts=None,
     check_tables_finite(means, variances, "projector export")
     variances = np.broadcast_to(variances, means.shape)
     log_det = np.sum(np.log(variances.astype(np.float64)), axis=-1)
-    path = check_output_dir(directory, overwrite)
-    with atomic_directory(path, overwrite) as tmp:
+    path = check_output_dir(directory, overwrite, content=PROJECTOR)
+    with atomic_directory(path, overwrite, content=PROJECTOR) as tmp:
         with open(tmp / "vectors.tsv", "w", encoding="utf-8", newline="\n") as out:
             for row in means.tolist():
                 out.write("\t".join(format(x, ".9g") for x in row) + "\n")
@@ -94,7 +94,7 @@ def export_run_projector(run_dir, directory, overwrite=False):
     Args:
         run_dir: a run directory (see `keras_gauss.runs`).
         directory: the output directory.
-        overwrite: replace an existing non-empty directory.
+        overwrite: replace a projector export of ours (never anything else).
 
     Returns:
         The directory as a `Path`.
@@ -114,10 +114,10 @@ def export_run_projector(run_dir, directory, overwrite=False):
     >>> export_run_projector("runs/tiny", "tiny_projector")
     PosixPath('.../tiny_projector')
     """
-    from keras_gauss.io import check_output_dir
+    from keras_gauss.io import PROJECTOR, check_output_dir
     from keras_gauss.runs import load_run
 
-    check_output_dir(directory, overwrite)
+    check_output_dir(directory, overwrite, content=PROJECTOR)
     run = load_run(run_dir)
     means, variances = run.tables()
     return write_projector(directory, run.words, means, variances,

@@ -315,7 +315,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             corpus model's context table), or `None` for the same table.
         candidate_variances: variances of the candidate table.
         include_constant: keep EL's `-d/2 log 2 pi` term.
-        overwrite: replace an existing non-empty `path`.
+        overwrite: replace a serving export of ours in `path` (never anything else).
         info: extra entries for `assets.extra/keras_gauss_export.json`.
         generality: with `"kl"`, the weight `beta >= 0` of the generality
             term added to the energy (`beta * (log det Sigma_candidate -
@@ -343,7 +343,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     import tensorflow as tf
 
     from keras_gauss.checks import check_tables_finite
-    from keras_gauss.io import atomic_directory, check_output_dir
+    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     means = np.asarray(means, np.float32)
     variances = np.asarray(variances, np.float32)
@@ -368,7 +368,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     size, dim = means.shape
     words = check_vocabulary(words, size)
     k = _check_options(energy, k, size, generality)
-    check_output_dir(path, overwrite)
+    check_output_dir(path, overwrite, content=SERVING)
 
     with tempfile.TemporaryDirectory() as scratch:
         asset = _write_vocabulary_asset(words, scratch)
@@ -421,7 +421,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             "embed": module.embed.get_concrete_function(),
             "neighbors": module.neighbors.get_concrete_function(),
         }
-        with atomic_directory(path, overwrite) as tmp:
+        with atomic_directory(path, overwrite, content=SERVING) as tmp:
             tf.saved_model.save(module, str(tmp), signatures=signatures)
             _write_info(tmp, _export_info(energy, k, size, dim, float(generality),
                                           separate_candidate_table=separate,
@@ -464,7 +464,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
         serve_dir: TF Serving's model base path.
         version: the model version, a positive integer.
         k: neighbours returned by the `neighbors` signature.
-        overwrite: replace an existing version.
+        overwrite: replace a serving export of ours in the version directory.
         candidate_table: the name of another `GaussianEmbedding` layer of
             the model to embed candidates with (e.g. `"contexts"` of a
             corpus run, to serve the trained word-context energy); default:
@@ -489,13 +489,13 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """
-    from keras_gauss.io import check_output_dir
+    from keras_gauss.io import SERVING, check_output_dir
     from keras_gauss.runs import load_run
 
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
     target = Path(serve_dir) / str(int(version))
-    check_output_dir(target, overwrite)  # fail before loading the model
+    check_output_dir(target, overwrite, content=SERVING)  # fail before loading the model
     run = load_run(run_dir)
     means, variances = run.tables()
     cand_means = cand_vars = None
@@ -567,7 +567,7 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
         k: neighbours returned by `neighbors` (capped at the vocabulary size
             minus one).
         include_constant: keep EL's `-d/2 log 2 pi` term.
-        overwrite: replace an existing non-empty `path`.
+        overwrite: replace a serving export of ours in `path` (never anything else).
         generality: with `"kl"`, the weight `beta >= 0` of the generality
             term (`beta * (log det Sigma_candidate - log det Sigma_query)`);
             default 0.
@@ -602,7 +602,7 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
     import keras
     import tensorflow as tf
 
-    from keras_gauss.io import atomic_directory, check_output_dir
+    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     if keras.backend.backend() != "tensorflow":
         raise ValueError("export_energy_model needs the TensorFlow backend.")
@@ -617,7 +617,7 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
         raise ValueError("the query and candidate tables differ in shape.")
     words = check_vocabulary(vocabulary, size)
     k = _check_options(energy, k, size, generality)
-    check_output_dir(path, overwrite)
+    check_output_dir(path, overwrite, content=SERVING)
 
     def gather(layer):
         def fn(ids):
@@ -642,7 +642,7 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
                                      float(generality))
         for name, spec in _input_signatures().items():
             archive.add_endpoint(name, bodies[name], input_signature=spec)
-        with atomic_directory(path, overwrite) as tmp:
+        with atomic_directory(path, overwrite, content=SERVING) as tmp:
             archive.write_out(str(tmp), verbose=False)
             _write_info(tmp, _export_info(
                 energy, k, size, query_layer.output_dim, float(generality),

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.io import WORD2VEC
 from keras_gauss.io import atomic_file
 from keras_gauss.io import check_output_file
 
@@ -56,7 +57,8 @@ def save_word2vec(words, vectors, path, binary=False, overwrite=False):
         vectors: `(n, d)` array.
         path: the output file.
         binary: write the binary format instead of text.
-        overwrite: replace an existing file.
+        overwrite: replace a word2vec export of ours (its marker
+            `.NAME.keras-gauss` records its contents; never another file).
 
     Returns:
         `path` as a `Path`.
@@ -79,16 +81,16 @@ def save_word2vec(words, vectors, path, binary=False, overwrite=False):
     if not np.isfinite(vectors).all():
         raise ValueError(f"vectors: {int((~np.isfinite(vectors).all(axis=1)).sum())} rows "
                          "are not finite.")
-    check_output_file(path, overwrite)
+    check_output_file(path, overwrite, content=WORD2VEC)
     header = f"{vectors.shape[0]} {vectors.shape[1]}\n"
     rows = vectors.astype("<f4")
     if binary:
-        with atomic_file(path, overwrite, mode="wb") as out:
+        with atomic_file(path, overwrite, mode="wb", content=WORD2VEC) as out:
             out.write(header.encode("utf-8"))
             for word, row in zip(words, rows):
                 out.write(word.encode("utf-8") + b" " + row.tobytes() + b"\n")
     else:
-        with atomic_file(path, overwrite) as out:
+        with atomic_file(path, overwrite, content=WORD2VEC) as out:
             out.write(header)
             for word, row in zip(words, rows):
                 out.write(word + " " + " ".join(format(x, ".9g") for x in row.tolist()) + "\n")
@@ -102,7 +104,8 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
         run_dir: a run directory (see `keras_gauss.runs`).
         path: the output file.
         binary: binary format instead of text.
-        overwrite: replace an existing file.
+        overwrite: replace a word2vec export of ours (its marker
+            `.NAME.keras-gauss` records its contents; never another file).
 
     Returns:
         `path` as a `Path`.
@@ -127,7 +130,7 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
     """
     from keras_gauss.runs import load_run
 
-    check_output_file(path, overwrite)
+    check_output_file(path, overwrite, content=WORD2VEC)
     run = load_run(run_dir)
     means, _ = run.tables()
     return save_word2vec(run.words, means, path, binary=binary, overwrite=overwrite)

@@ -12,6 +12,26 @@ record (truncated, overwritten) is rebuilt instead of loaded. Builds into one
 directory take turns (a lock file), so concurrent processes never load a
 half-written library.
 
+Trust. Loading a library runs its code as this user, so whoever can change
+what is loaded must be no one but this user. A record beside the library
+cannot prove who wrote it (whoever can write the library can write its
+record), so trust comes from the file system: the cache is used only when
+every directory from its root (`$KERAS_GAUSS_CACHE` or
+`~/.cache/keras_gauss`) down to the library, the library and its record
+belong to this user (owner == euid; files regular, not links) and no one
+else can write them (no group or other write bit; a group write bit only
+for the user's own private group), and every directory above the root
+belongs to this user or root and is not writable by others unless sticky
+(`/tmp`). Directories it creates are 0700, libraries 0700, records 0600.
+The record (size and SHA-256 of the content, checked before every load) then
+guards against accidents only: truncation, an overwritten or half-written
+file. A cache that fails the check is never loaded, not even in a child
+process: the library is built into a private temporary directory for this
+process instead (one line on stderr says why); where no private directory
+can be had, the op is unavailable (one warning; the pure TensorFlow path
+runs). Out of scope: root and this user, who can change the package
+itself.
+
 Set `KERAS_GAUSS_FUSED_NATIVE=0` to compile without `-march=native` (for
 example when the cache directory is shared by machines with different CPUs;
 the CPU is part of the cache key anyway). Set `KERAS_GAUSS_DISABLE_FUSED=1`
@@ -21,6 +41,13 @@ If anything fails (no compiler, compile error, ABI mismatch at load), one
 warning is logged and `load()` returns None: callers fall back to the pure
 TensorFlow implementation.
 
+`build_jax()` / `load_jax()` do the same for the JAX backend's kernels
+(`jax_ops.cc`: XLA FFI handlers behind `keras_gauss.kernels`), compiled with
+the C++ compiler and jaxlib's FFI headers (no TensorFlow) into
+`keras_gauss_jax.so`; its key hashes the source, jaxlib's version, the
+compiler and its flags, and the CPU. The TensorFlow library holds the
+layers' kernels too (`layer_ops.cc`), so it is still one compile.
+
 `build_native()` / `load_native()` do the same for the native skip-gram
 trainer (`native.cc`: the op's kernel behind a plain C ABI, loaded with
 `ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
@@ -29,14 +56,18 @@ same records, checks and lock; its key hashes the source, the compiler and
 its flags, and the CPU.
 """
 
+import atexit
 import contextlib
 import fcntl
+import grp
 import hashlib
 import json
 import logging
 import os
 import platform
+import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,23 +77,132 @@ import time
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = tuple(os.path.join(_HERE, name) for name in ("kernels.cc", "skipgram.cc"))
-HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "skipgram_core.h"))
+SOURCES = tuple(os.path.join(_HERE, name)
+                for name in ("kernels.cc", "skipgram.cc", "layer_ops.cc"))
+HEADERS = tuple(os.path.join(_HERE, name)
+                for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
 NATIVE_SOURCES = (os.path.join(_HERE, "native.cc"),)
-NATIVE_HEADERS = HEADERS
+NATIVE_HEADERS = HEADERS[:2]
+JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
+JAX_HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
 
 _lock = threading.Lock()
 _state = {"tried": False, "module": None, "error": None}
 _native_state = {"tried": False, "module": None, "error": None}
+_jax_state = {"tried": False, "module": None, "error": None}
+
+
+def cache_root():
+    """The cache's root: `$KERAS_GAUSS_CACHE` or `~/.cache/keras_gauss`."""
+    return os.environ.get("KERAS_GAUSS_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "keras_gauss"
+    )
 
 
 def cache_dir():
     """The directory holding compiled ops (`$KERAS_GAUSS_CACHE/ops` or
     `~/.cache/keras_gauss/ops`)."""
-    root = os.environ.get("KERAS_GAUSS_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "keras_gauss"
-    )
-    return os.path.join(root, "ops")
+    return os.path.join(cache_root(), "ops")
+
+
+def _unsafe(st, kind, what, ours_only):
+    """Why a file or directory with stat `st` cannot be trusted, or None."""
+    owner_ok = st.st_uid == os.geteuid() or (not ours_only and st.st_uid == 0)
+    if not owner_ok:
+        return f"{what} belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()})"
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
+        return f"{what} is not a directory"
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        return f"{what} is not a regular file"
+    sticky = kind == "dir" and not ours_only and st.st_mode & stat.S_ISVTX
+    if st.st_mode & stat.S_IWOTH and not sticky:
+        return f"{what} is writable by others"
+    if st.st_mode & stat.S_IWGRP and not sticky and not _private_group(st.st_gid):
+        return f"{what} is writable by its group (gid {st.st_gid})"
+    return None
+
+
+def _private_group(gid):
+    """True for this user's own primary group with no other member (a
+    "user private group", as OpenSSH's permission checks allow)."""
+    if gid != os.getegid():
+        return False
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        return set(grp.getgrgid(gid).gr_mem) <= {user}
+    except KeyError:
+        return False
+
+
+def untrusted(directory, root=None, files=()):
+    """Why the library directory `directory` (and `files` in it) cannot be
+    trusted, or None (see the module docstring: owner, write bits, links).
+
+    Args:
+        directory: the directory holding the library.
+        root: the cache's root (default `cache_root()`); from it down,
+            everything must be this user's.
+        files: names of files in `directory` to check too (those present).
+
+    Example:
+
+    >>> os.makedirs("cache/ops/key", mode=0o700)
+    >>> untrusted("cache/ops/key", root="cache") is None
+    True
+    >>> os.chmod("cache/ops", 0o777)  # anyone may now replace what is in it
+    >>> untrusted("cache/ops/key", root="cache")
+    '/.../cache/ops is writable by others'
+    """
+    root = os.path.realpath(root or cache_root())
+    real = os.path.realpath(directory)
+    inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+    parts = real.split(os.sep)
+    for i in range(1, len(parts) + 1):
+        current = os.sep.join(parts[:i]) or os.sep
+        ours_only = inside and (current == root or current.startswith(root.rstrip(os.sep) + os.sep))
+        if not inside and i == len(parts):
+            ours_only = True  # a directory outside the cache (a private temporary one)
+        try:
+            st = os.stat(current)
+        except OSError as error:
+            return f"{current} cannot be read ({error.strerror or error})"
+        problem = _unsafe(st, "dir", current, ours_only)
+        if problem:
+            return problem
+    for name in files:
+        path = os.path.join(real, name)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        problem = _unsafe(st, "file", path, True)
+        if problem:
+            return problem
+    return None
+
+
+def _make_private(directory):
+    """Creates `directory` and its missing parents, each 0700."""
+    missing = []
+    current = os.path.abspath(directory)
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+
+
+_private = {}
+
+
+def _private_dir():
+    """A temporary directory of this process's own (0700), removed at exit."""
+    if "dir" not in _private:
+        directory = tempfile.mkdtemp(prefix="keras-gauss-ops-")
+        atexit.register(shutil.rmtree, directory, True)
+        _private["dir"] = directory
+    return _private["dir"]
 
 
 def _cpu_fingerprint():
@@ -104,6 +244,23 @@ def native_compile_command(sources, output):
         A list of arguments for `subprocess.run`.
     """
     return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread"]
+
+
+def jax_compile_command(sources, output):
+    """The compiler command line building the JAX kernels (XLA FFI handlers,
+    against jaxlib's headers; no TensorFlow).
+
+    Args:
+        sources: paths of the C++ sources.
+        output: path of the shared library to write.
+
+    Returns:
+        A list of arguments for `subprocess.run`.
+    """
+    from jax import ffi
+
+    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread", "-isystem",
+                                             ffi.include_dir()]
 
 
 def _base_command(sources, output):
@@ -156,6 +313,14 @@ def native_library_path():
                      "keras_gauss_native.so")
 
 
+def jax_library_path():
+    """Where the JAX kernels for this source, jaxlib, compiler and CPU live."""
+    import jaxlib
+
+    return _key_path(JAX_SOURCES + JAX_HEADERS, jax_compile_command(JAX_SOURCES, "OUT"),
+                     f"jaxlib {jaxlib.__version__}", "keras_gauss_jax.so")
+
+
 def _record_path(path):
     return path + ".json"
 
@@ -176,6 +341,10 @@ def _damage(path):
     matches: a truncated library would kill the process with SIGBUS on
     load, a garbage one would fail every time.
     """
+    problem = untrusted(os.path.dirname(path),
+                        files=(os.path.basename(path), os.path.basename(_record_path(path))))
+    if problem:
+        return f"it is not private: {problem}"
     try:
         with open(_record_path(path)) as f:
             record = json.load(f)
@@ -221,7 +390,7 @@ def _write_record(path):
 def _directory_lock(directory, block=True):
     """Serialises builds into `directory` across processes (flock); yields
     whether the lock is held (always, when `block`)."""
-    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
@@ -288,9 +457,47 @@ def build_native(path=None):
                   "the native skip-gram trainer", NATIVE_SOURCES)
 
 
-def _build(path, command_for, check, what, sources=None):
+def build_jax(path=None):
+    """`build` for the JAX backend's kernels (`jax_ops.cc`: XLA FFI handlers,
+    compiled against `jax.ffi.include_dir()`, no TensorFlow headers).
+
+    Args:
+        path: target path (default `jax_library_path()`).
+
+    Returns:
+        The path of the library.
+
+    Raises:
+        RuntimeError: when the compiler is missing or fails, or the new
+            library does not load.
+    """
+    return _build(path or jax_library_path(), jax_compile_command, _NATIVE_CHECK,
+                  "the JAX kernels", JAX_SOURCES)
+
+
+def _trusted_place(path, what):
+    """`path`, or the same name in a private temporary directory (one line
+    says why) when the cache directory is not private; `RuntimeError` when
+    no private directory can be had."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
+    _make_private(directory)
+    problem = untrusted(directory)
+    if problem is None:
+        return path
+    private = _private_dir()
+    refused = untrusted(private, root=private)
+    if refused:
+        raise RuntimeError(f"the op cache {directory} is not private ({problem}), and "
+                           f"neither is a temporary directory ({refused})")
+    _say(f"keras-gauss: the op cache {directory} is not private ({problem}); building "
+         f"{what} in {private} for this process instead (set KERAS_GAUSS_CACHE to a "
+         "directory only you can write).")
+    return os.path.join(private, os.path.basename(path))
+
+
+def _build(path, command_for, check, what, sources=None):
+    path = _trusted_place(path, what)
+    directory = os.path.dirname(path)
     if os.path.exists(path) and _damage(path) is None:
         if _leftovers(directory):
             with _directory_lock(directory, block=False) as locked:
@@ -304,7 +511,7 @@ def _build(path, command_for, check, what, sources=None):
             if damage is None:
                 return path  # another process built it meanwhile
             if damage == "no record of a verified build":
-                try:  # a library from before records: keep it if it loads
+                try:  # a library from before records (in a private cache): keep it if it loads
                     _load_in_child(path, check)
                     _write_record(path)
                     return path
@@ -333,6 +540,7 @@ def _build(path, command_for, check, what, sources=None):
                 raise RuntimeError(
                     "compiling the fused op failed:\n" + result.stderr[-4000:]
                 )
+            os.chmod(tmp, 0o700)  # the linker wrote it with the umask's mode
             _load_in_child(tmp, check)
             _say(f" done in {seconds:.1f} s")
             os.replace(tmp, path)
@@ -357,8 +565,8 @@ def load():
 
     def warn(reason):
         logger.warning(
-            "keras_gauss: the fused training op is unavailable (%s); "
-            "using the pure TensorFlow step instead.",
+            "keras_gauss: the compiled C++ ops are unavailable (%s); the fused "
+            "step and the layers' kernels use their pure TensorFlow code instead.",
             reason,
         )
 
@@ -376,6 +584,18 @@ def load_native():
     import ctypes
 
     return _load_once(_native_state, build_native, ctypes.CDLL)
+
+
+def load_jax():
+    """Builds (once per process, cached on disk) and loads the JAX kernels.
+
+    Returns:
+        The `ctypes.CDLL`, or None if it cannot be built or loaded (the
+        reason is in `jax_error()`; `keras_gauss.kernels` says it once).
+    """
+    import ctypes
+
+    return _load_once(_jax_state, build_jax, ctypes.CDLL)
 
 
 def _load_once(state, build_library, open_library, on_failure=None):
@@ -408,8 +628,13 @@ def native_error():
     return _native_state["error"]
 
 
+def jax_error():
+    """Why the JAX kernels are unavailable (a string), or None."""
+    return _jax_state["error"]
+
+
 def _reset():
     """Forgets the load attempts (for tests)."""
     with _lock:
-        _state.update(tried=False, module=None, error=None)
-        _native_state.update(tried=False, module=None, error=None)
+        for state in (_state, _native_state, _jax_state):
+            state.update(tried=False, module=None, error=None)

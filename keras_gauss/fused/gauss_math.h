@@ -270,9 +270,10 @@ inline void AddPairGradients(Energy energy, bool sph, int64_t d, float s,
 
 // AdaGrad on one row with gradient (scale * gm, scale * gv), then the row
 // constraints: ||mu|| <= max_norm (scale the row) and min <= var <= max.
+// `var_lr`: the variances' learning rate (< 0: `lr`, the means').
 inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
                       const float* gm, const float* gv, float scale, float lr,
-                      float eps) {
+                      float eps, float var_lr = -1.f) {
   float* w = tb.Mean(row);
   float* a = tb.MeanAcc(row);
 #pragma omp simd
@@ -294,12 +295,13 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
   float* v = tb.Var(row);
   float* va = tb.VarAcc(row);
   const float lo = tb.min_variance, hi = tb.max_variance;
+  const float vlr = var_lr < 0.f ? lr : var_lr;
 #pragma omp simd
   for (int64_t i = 0; i < dv; ++i) {
     const float g = scale * gv[i];
     const float acc = va[i] + g * g;
     va[i] = acc;
-    float nv = v[i] - lr * g / std::sqrt(acc + eps);
+    float nv = v[i] - vlr * g / std::sqrt(acc + eps);
     nv = nv < lo ? lo : nv;
     v[i] = nv > hi ? hi : nv;
   }

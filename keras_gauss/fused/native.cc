@@ -286,7 +286,7 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
                       int64_t threads, int energy, float learning_rate, float margin,
                       float epsilon, const float* max_norm, const float* min_variance,
                       const float* max_variance, double* loss, int64_t* pairs, char* error,
-                      int64_t error_size) {
+                      int64_t error_size, float variance_learning_rate) {
   *loss = 0.0;
   *pairs = 0;
   const int64_t dv = spherical ? 1 : d;
@@ -341,7 +341,7 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
   tensorflow::keras_gauss::TrainChunk(
       tables, shared, d, dv, energy == 1 ? Energy::kKL : Energy::kEL, spherical != 0,
       batch_size, learning_rate, margin, epsilon, sg, sentences, threads, parallel, loss,
-      pairs);
+      pairs, variance_learning_rate);
   return 0;
 }
 

@@ -40,6 +40,7 @@ _SIGNATURE = [
     ctypes.c_float, ctypes.c_float, ctypes.c_float,  # learning_rate, margin, epsilon
     _P, _P, _P,  # max_norm, min_variance, max_variance
     ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_I64), ctypes.c_char_p, _I64,
+    ctypes.c_float,  # variance_learning_rate (< 0: learning_rate)
 ]
 
 
@@ -206,9 +207,11 @@ class NativeTables:
 
     def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
-              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el"):
+              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el",
+              variance_learning_rate=None):
         """`keras_gauss.fused.skipgram_train` on these tables (same arguments;
-        `num_threads=0`: the machine's cores).
+        `num_threads=0`: the machine's cores; `variance_learning_rate`: the
+        variances' AdaGrad learning rate, `None`: `learning_rate`).
 
         Returns:
             `(loss, pairs)`: the summed hinge loss and the pairs trained.
@@ -248,7 +251,7 @@ class NativeTables:
             int(num_threads), int(energy == "kl"), float(learning_rate), float(margin),
             float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
-            len(error))
+            len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))
         if status:
             raise ValueError(f"native skipgram_train: {error.value.decode()}")
         return loss.value, pairs.value

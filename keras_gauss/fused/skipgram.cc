@@ -243,6 +243,7 @@ REGISTER_OP("KerasGaussSkipgramTrain")
     .Attr("num_threads: int >= 0 = 0")
     .Attr("energy: {'el', 'kl'} = 'el'")
     .Attr("spherical: bool = false")
+    .Attr("variance_learning_rate: float = -1.0")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       c->set_output(0, c->Scalar());
@@ -254,7 +255,7 @@ Skip-gram training of Gaussian embeddings on a chunk of sentences:
 subsampling, (reduced) windows, negatives and minibatch ranking steps with
 AdaGrad and the row constraints, in place. Returns the summed hinge loss and
 the number of (word, context) pairs trained. num_threads = 0 uses the
-intra-op thread pool's size.
+intra-op thread pool's size. variance_learning_rate < 0: learning_rate.
 )doc");
 
 class SkipgramTrainOp : public OpKernel {
@@ -267,6 +268,7 @@ class SkipgramTrainOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("spherical", &spherical_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("batch_size", &batch_size_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("num_threads", &num_threads_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("variance_learning_rate", &var_lr_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -303,7 +305,7 @@ class SkipgramTrainOp : public OpKernel {
     int64_t count = 0;
     TrainChunk(tables, variables.shared(), variables.d(), variables.dv(), energy_,
                spherical_, batch_size_, lr, margin, eps, sg, sentences, n_threads,
-               parallel, &loss, &count);
+               parallel, &loss, &count, var_lr_);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
     out->scalar<float>()() = static_cast<float>(loss);
@@ -317,6 +319,7 @@ class SkipgramTrainOp : public OpKernel {
   bool spherical_;
   int batch_size_;
   int num_threads_;
+  float var_lr_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("KerasGaussSkipgramTrain").Device(DEVICE_CPU),

@@ -146,6 +146,7 @@ def skipgram_train(
     max_variance=None,
     energy="el",
     use_fused=None,
+    variance_learning_rate=None,
 ):
     """Trains on every skip-gram pair of a chunk of sentences, in place.
 
@@ -185,6 +186,8 @@ def skipgram_train(
         energy: `"el"` or `"kl"` (`E = -KL(N_context || N_word)`).
         use_fused: True (the C++ op), False (TensorFlow), None (the C++ op
             when available).
+        variance_learning_rate: the variances' learning rate (None:
+            `learning_rate`); the C++ op only.
 
     Returns:
         `(loss, pairs)`: the summed hinge loss (float32) and the number of
@@ -220,7 +223,13 @@ def skipgram_train(
         max_variance=_pair(max_variance, "max_variance"),
     )
     _check_settings(learning_rate, margin, epsilon, bounds)
-    if _resolve_use_fused(use_fused):
+    fused = _resolve_use_fused(use_fused)
+    if variance_learning_rate is not None:
+        _check_settings(variance_learning_rate, margin, epsilon, bounds)
+        if not fused:
+            raise ValueError("`variance_learning_rate` needs the C++ op (the TensorFlow "
+                             "implementation has one learning rate).")
+    if fused:
         inf = float("inf")
         return _build.load().keras_gauss_skipgram_train(
             *[v.handle for v in tables],
@@ -240,6 +249,8 @@ def skipgram_train(
             num_threads=num_threads,
             energy=energy,
             spherical=_spherical(tables),
+            variance_learning_rate=-1.0 if variance_learning_rate is None
+            else float(variance_learning_rate),
         )
     _spherical(tables)  # validates the shapes
     return _tf_skipgram_train(

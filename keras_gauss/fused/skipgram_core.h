@@ -184,9 +184,9 @@ class Worker {
  public:
   Worker(const Table* tables, bool shared, int64_t d, int64_t dv, Energy energy,
          bool sph, int64_t batch, int64_t negatives, float lr, float margin,
-         float eps)
+         float eps, float var_lr = -1.f)
       : shared_(shared), d_(d), dv_(dv), energy_(energy), sph_(sph), batch_(batch),
-        k_(negatives), lr_(lr), margin_(margin), eps_(eps) {
+        k_(negatives), lr_(lr), margin_(margin), eps_(eps), var_lr_(var_lr) {
     tables_[0] = tables[0];
     tables_[1] = tables[shared ? 0 : 1];
     for (int t = 0; t < (shared ? 1 : 2); ++t) slot_[t].assign(tables_[t].rows, -1);
@@ -284,7 +284,7 @@ class Worker {
                        word_grad + d, g, g + d);
     }
     auto update = [&](const Table& tb, int64_t row, const float* g) {
-      if (keras_gauss::AnyNonzero(g, stride)) UpdateRow(tb, row, d, dv, g, g + d, 1.0f, lr_, eps_);
+      if (keras_gauss::AnyNonzero(g, stride)) UpdateRow(tb, row, d, dv, g, g + d, 1.0f, lr_, eps_, var_lr_);
     };
     update(tables_[0], w, word_grad);
     for (int64_t j = 0; j <= k_; ++j) {
@@ -321,7 +321,7 @@ class Worker {
       // as its own negative): such a row is left alone, as in the
       // TensorFlow implementation.
       if (keras_gauss::AnyNonzero(gm, d_) || keras_gauss::AnyNonzero(gv, dv_))
-        UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_);
+        UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_, var_lr_);
       slot_[shared_ ? 0 : t][rows_[s]] = -1;
     }
     rows_.clear();
@@ -352,7 +352,7 @@ class Worker {
   Energy energy_;
   bool sph_;
   int64_t batch_, k_;
-  float lr_, margin_, eps_;
+  float lr_, margin_, eps_, var_lr_;
   std::vector<int32_t> slot_[2];
   std::vector<int32_t> rows_;
   std::vector<int8_t> row_table_;
@@ -372,12 +372,14 @@ class Worker {
 // finish the previous one, so a thread that drew slower blocks does not keep
 // the others waiting at the end). `parallel(n, fn)` must call fn(0) ..
 // fn(n - 1), concurrently, and return when all have returned. Adds the
-// summed hinge loss and the pairs trained to `*loss` and `*pairs`.
+// summed hinge loss and the pairs trained to `*loss` and `*pairs`. `var_lr`:
+// the variances' learning rate (< 0: `lr`).
 template <typename Parallel>
 void TrainChunk(const Table* tables, bool shared, int64_t d, int64_t dv, Energy energy,
                 bool spherical, int64_t batch_size, float lr, float margin, float eps,
                 const Skipgram& sg, int64_t sentences, int64_t n_threads,
-                const Parallel& parallel, double* loss, int64_t* pairs) {
+                const Parallel& parallel, double* loss, int64_t* pairs,
+                float var_lr = -1.f) {
   n_threads = std::max<int64_t>(1, std::min<int64_t>(n_threads, sentences));
   const int64_t n_blocks = n_threads == 1 ? 1 : n_threads * kBlocksPerThread;
   std::vector<int64_t> bounds(n_blocks + 1, sentences);
@@ -394,7 +396,7 @@ void TrainChunk(const Table* tables, bool shared, int64_t d, int64_t dv, Energy 
   std::atomic<int64_t> next_block{0};
   auto run = [&](int64_t t) {
     Worker worker(tables, shared, d, dv, energy, spherical, batch_size, sg.negatives, lr,
-                  margin, eps);
+                  margin, eps, var_lr);
     Triples triples;
     std::vector<int64_t> order;
     for (int64_t b = next_block++; b < n_blocks; b = next_block++) {

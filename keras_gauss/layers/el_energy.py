@@ -1,5 +1,6 @@
 import keras
 
+from keras_gauss import kernels
 from keras_gauss import ops as gauss_ops
 
 
@@ -12,7 +13,9 @@ class ELEnergy(keras.layers.Layer):
     `keras_gauss.ops.el_energy`.
 
     The layer computes in float32 by default (`dtype="float32"`), also when
-    the global policy is `mixed_float16`, so that energies stay finite.
+    the global policy is `mixed_float16`, so that energies stay finite. In a
+    training step it runs a compiled kernel where one is available (see
+    `keras_gauss.kernels`); the values are those of `keras_gauss.ops`.
 
     Args:
         include_constant: keep the `-d/2 log(2 pi)` term (default True: the
@@ -47,7 +50,13 @@ class ELEnergy(keras.layers.Layer):
         super().__init__(**kwargs)
         self.include_constant = bool(include_constant)
 
-    def call(self, mean_i, var_i, mean_j, var_j):
+    def call(self, mean_i, var_i, mean_j, var_j, training=None):
+        kernel = kernels.get(training)
+        if kernel is not None:
+            energy = kernel.energy("el", mean_i, var_i, mean_j, var_j,
+                                   include_constant=self.include_constant)
+            if energy is not None:
+                return energy
         return gauss_ops.el_energy(
             mean_i, var_i, mean_j, var_j, include_constant=self.include_constant
         )

@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_gauss import kernels
 from keras_gauss.constraints.norm_clip import NormClip
 from keras_gauss.constraints.variance_clip import VarianceClip
 
@@ -25,6 +26,12 @@ class GaussianEmbedding(keras.layers.Layer):
     each step. `keras_gauss.optimizers.SparseAdagrad` enforces them on the
     touched rows only, which keeps a step's cost independent of the
     vocabulary size.
+
+    In a training step (`model.fit`) the lookups run a compiled gather where
+    there is one (`keras_gauss.kernels`): on TensorFlow its gradient is a
+    `tf.IndexedSlices` as `tf.gather`'s; on JAX's CPU a scatter-add kernel
+    writes the table-shaped gradient (`keras_gauss.models.GaussianModel`
+    hands `SparseAdagrad` the rows instead).
 
     Use two layers for separate word and context tables (the paper's corpus
     model) or call one layer on both sides for a shared table (required for
@@ -126,37 +133,47 @@ class GaussianEmbedding(keras.layers.Layer):
             self.means.assign(self.mean_constraint(self.means))
         self.built = True
 
-    def call(self, ids):
+    def call(self, ids, training=None):
         ids = self._check_ids(ids)
-        mean = self._lookup(self.means, ids)
-        var = self._lookup(self.variances, ids)
+        kernel = kernels.get(training)
+        mean = self._lookup(self.means, ids, kernel)
+        var = self._lookup(self.variances, ids, kernel)
         if self.covariance == "spherical":
             var = ops.broadcast_to(var, ops.shape(mean))
         return mean, var
 
-    def _lookup(self, table, ids):
+    def _lookup(self, table, ids, kernel=None):
         if keras.backend.backend() == "jax":
-            return self._lookup_jax(table, ids)
+            return self._lookup_jax(table, ids, kernel)
         if keras.backend.backend() != "tensorflow":
             return ops.take(table, ids, axis=0)
         import tensorflow as tf
 
         # Gather straight from the resource variable: reading the whole
         # table into a tensor (what `ops.take` does) keeps a reference alive
-        # that makes the optimizer's row scatter copy the entire table.
-        rows = tf.gather(table.value, ids)
+        # that makes the optimizer's row scatter copy the entire table. In a
+        # training step the kernel's gather, where there is one.
+        rows = None if kernel is None else kernel.lookup(table.value, ids)
+        if rows is None:
+            rows = tf.gather(table.value, ids)
         return ops.cast(rows, self.compute_dtype)
 
-    def _lookup_jax(self, table, ids):
+    def _lookup_jax(self, table, ids, kernel):
         from keras_gauss.models.row_lookups import active_row_lookups
 
         # Inside `GaussianModel`'s train step the lookup is differentiated
-        # row by row (see `keras_gauss.models.row_lookups`).
+        # row by row (see `keras_gauss.models.row_lookups`). In a training
+        # step the gather (and its gradient, a scatter-add into the table's
+        # shape) runs the compiled kernel where there is one: XLA's own
+        # gathers and scatters on CPU cost more than the rest of the step.
+        take = None if kernel is None else kernel.lookup
         lookups = active_row_lookups()
-        if lookups is None:
-            rows = ops.take(table, ids, axis=0)
+        if lookups is not None:
+            rows = lookups.lookup(table, ids, take)
         else:
-            rows = lookups.lookup(table, ids)
+            rows = None if take is None else take(table.value, ids)
+            if rows is None:
+                rows = ops.take(table, ids, axis=0)
         return ops.cast(rows, self.compute_dtype)
 
     def _require_int_dtype(self, ids):

@@ -1,5 +1,6 @@
 import keras
 
+from keras_gauss import kernels
 from keras_gauss import ops as gauss_ops
 
 
@@ -16,7 +17,9 @@ class KLEnergy(keras.layers.Layer):
     "specific is-a general" as inclusion of ellipsoids.
 
     The layer computes in float32 by default (`dtype="float32"`), also when
-    the global policy is `mixed_float16`. See `keras_gauss.ops.kl_energy`.
+    the global policy is `mixed_float16`. See `keras_gauss.ops.kl_energy`. In
+    a training step it runs a compiled kernel where one is available (see
+    `keras_gauss.kernels`).
 
     Args:
         **kwargs: `keras.layers.Layer` arguments.
@@ -44,7 +47,13 @@ class KLEnergy(keras.layers.Layer):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
 
-    def call(self, general_mean, general_var, specific_mean, specific_var):
+    def call(self, general_mean, general_var, specific_mean, specific_var, training=None):
+        kernel = kernels.get(training)
+        if kernel is not None:
+            energy = kernel.energy("kl", general_mean, general_var, specific_mean,
+                                   specific_var)
+            if energy is not None:
+                return energy
         return gauss_ops.kl_energy(
             general_mean, general_var, specific_mean, specific_var
         )

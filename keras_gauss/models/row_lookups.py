@@ -39,12 +39,16 @@ class RowLookups:
         self.offsets = offsets
         self.records = []
 
-    def lookup(self, variable, ids):
+    def lookup(self, variable, ids, take=None):
+        """The rows `ids` of `variable` (`take(table, ids)`, when given and
+        not None, else `jnp.take`), plus this lookup's offset."""
         import jax
         from jax import numpy as jnp
 
         table = jax.lax.stop_gradient(variable.value)
-        rows = jnp.take(table, ids, axis=0)
+        rows = None if take is None else take(table, ids)
+        if rows is None:
+            rows = jnp.take(table, ids, axis=0)
         if self.offsets is not None:
             rows = rows + self.offsets[len(self.records)]
         self.records.append((variable, ids))

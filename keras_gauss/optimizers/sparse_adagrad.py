@@ -1,10 +1,14 @@
+import math
 import threading
 
 import keras
 from keras import ops
 
+from keras_gauss import kernels
 from keras_gauss.checks import check_number
 from keras_gauss.checks import is_number
+from keras_gauss.constraints.norm_clip import NormClip
+from keras_gauss.constraints.variance_clip import VarianceClip
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
@@ -28,7 +32,10 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     constraints that are not row-wise take Keras's ordinary dense path.
     Sparse gradients come from the TensorFlow backend (`tf.IndexedSlices`)
     and, on JAX, from the train step of `keras_gauss.models.GaussianModel`
-    (row gradients); otherwise the optimizer runs the dense path.
+    (row gradients); otherwise the optimizer runs the dense path. With the
+    `GaussianEmbedding` constraints (or none) the update is one compiled
+    kernel per table where there is one (`keras_gauss.kernels`): on JAX's
+    dense path it updates the rows whose gradient is not zero.
 
     Defaults differ from Keras's `Adagrad` (0.001 and 0.1) on purpose: with
     a loss averaged over the batch, an embedding row receives a gradient of
@@ -119,6 +126,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         accumulator = self._accumulators[index]
         constraint = self._row_constraints.get(self._var_key(variable))
         lr = ops.cast(learning_rate, variable.dtype)
+        if self._kernel_update(gradient, variable, accumulator, constraint, lr):
+            return
         if _is_indexed_slices(gradient):
             self._sparse_update(gradient, variable, accumulator, constraint, lr)
             return
@@ -132,6 +141,30 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         )
         if constraint is not None:
             self.assign(variable, constraint(variable))
+
+    def _kernel_update(self, gradient, variable, accumulator, constraint, lr):
+        """The update as one compiled kernel; False when there is none for it."""
+        kernel = kernels.get()
+        bounds = _row_bounds(constraint)
+        if kernel is None or bounds is None:
+            return False
+        if _is_indexed_slices(gradient):
+            return kernel.sparse_adagrad(
+                _tf_variable(variable), _tf_variable(accumulator), gradient.indices,
+                gradient.values, lr, self.epsilon, bounds)
+        if keras.backend.backend() != "jax":
+            return False
+        if _is_row_gradient(gradient):
+            new = kernel.adagrad_rows(variable.value, accumulator.value, gradient.indices,
+                                      gradient.values, lr, self.epsilon, bounds)
+        else:
+            new = kernel.adagrad_dense(variable.value, accumulator.value, gradient, lr,
+                                       self.epsilon, bounds)
+        if new is None:
+            return False
+        variable.assign(new[0])
+        accumulator.assign(new[1])
+        return True
 
     def _sparse_update(self, gradient, variable, accumulator, constraint, lr):
         import tensorflow as tf
@@ -174,6 +207,24 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         accumulator.assign(acc.at[rows].set(acc_rows, mode="drop"))
         variable.assign(table.at[rows].set(new_rows, mode="drop"))
 
+    @property
+    def learning_rate(self):
+        return self._get_current_learning_rate()
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        if is_number(value):  # a schedule's values are checked as it gives them
+            check_number(value, "`learning_rate`", at_least=0)
+        keras.optimizers.Optimizer.learning_rate.fset(self, value)
+
+    def _get_current_learning_rate(self):
+        rate = super()._get_current_learning_rate()
+        if callable(self._learning_rate) and not isinstance(self._learning_rate,
+                                                            keras.Variable):
+            # A schedule: its value is checked at every step it is used.
+            rate = checked_learning_rate(rate, self.iterations)
+        return rate
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -186,6 +237,85 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
 
 _HIDING = threading.Lock()  # see `SparseAdagrad.apply`
+
+
+class LearningRateError(ValueError):
+    """A learning-rate schedule gave a value that is not finite and >= 0."""
+
+
+def _bad_rate_message(rate, step):
+    return (f"SparseAdagrad: the learning-rate schedule gave {rate} at step {step}; "
+            "a learning rate must be finite and >= 0 (else every trained row turns NaN).")
+
+
+def _raise_bad_rate(rate, step):
+    raise LearningRateError(_bad_rate_message(float(rate), int(step)))
+
+
+def checked_learning_rate(rate, step):
+    """`rate`, a learning-rate schedule's value at `step`, checked: a NaN, an
+    infinity or a negative rate raises `LearningRateError` (naming both)
+    instead of turning the tables NaN.
+
+    A plain number is checked at once; a tensor inside a compiled step is
+    checked when the step runs, by an assertion (TensorFlow) or a host
+    callback taken only on a bad value (JAX): one scalar comparison a step.
+
+    Example:
+
+    >>> checked_learning_rate(0.1, 0)
+    0.1
+    >>> checked_learning_rate(float("nan"), 3)
+    Traceback (most recent call last):
+    keras_gauss.optimizers.sparse_adagrad.LearningRateError: SparseAdagrad: the learning-rate schedule gave nan at step 3; ...
+    """
+    if is_number(rate):
+        if not (math.isfinite(rate) and rate >= 0):
+            _raise_bad_rate(rate, step)
+        return rate
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if tf.executing_eagerly():
+            value = float(rate)
+            if not (math.isfinite(value) and value >= 0):
+                _raise_bad_rate(value, step)
+            return rate
+        def bad():  # the message is formatted only on a bad value
+            message = tf.strings.format(_bad_rate_message("{}", "{}"), [rate, step])
+            with tf.control_dependencies([tf.debugging.Assert(False, [message])]):
+                return tf.identity(rate)
+
+        ok = tf.logical_and(tf.math.is_finite(rate), rate >= 0)
+        return tf.cond(ok, lambda: tf.identity(rate), bad)
+    if backend == "jax":
+        import jax
+        from jax import numpy as jnp
+
+        if not isinstance(rate, jax.core.Tracer):
+            value = float(rate)
+            if not (math.isfinite(value) and value >= 0):
+                _raise_bad_rate(value, step)
+            return rate
+        rate, step = jnp.asarray(rate), jnp.asarray(keras.ops.convert_to_tensor(step))
+        ok = jnp.isfinite(rate) & (rate >= 0)
+        jax.lax.cond(ok, lambda: None,
+                     lambda: jax.debug.callback(_raise_bad_rate, rate, step))
+        return rate
+    return rate
+
+
+def _row_bounds(constraint):
+    """`(max_norm, min, max)` of the kernels for the `GaussianEmbedding`
+    constraints (or none), else None (other constraints: the reference)."""
+    if constraint is None:
+        return (0.0, -math.inf, math.inf)
+    if type(constraint) is NormClip:
+        return (constraint.max_norm, -math.inf, math.inf)
+    if type(constraint) is VarianceClip:
+        return (0.0, constraint.min_value, constraint.max_value)
+    return None
 
 
 def _row_constraint(variable):

@@ -518,3 +518,25 @@ def test_baselines_and_split_classification():
     # The lookup knows no reduction edge it was not given: chance on every kind.
     lookup = evaluate.split_classification(parts, evaluate.lookup_scorer(split.train_index))
     assert {r["test_accuracy"] for r in lookup.values()} == {0.5}
+
+
+def test_hyperlex_with_equal_human_scores_is_undefined_and_says_why(tmp_path):
+    import warnings
+
+    import numpy as np
+
+    from keras_gauss.hierarchy.evaluate import hyperlex_spearman
+    from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
+
+    h = synthetic_hierarchy()
+    means = np.random.default_rng(0).normal(size=(h.num_nodes, 2))
+    lemmas = {"dog": ["dog"], "animal": ["animal"], "cat": ["cat"]}
+    (tmp_path / "hl.txt").write_text("dog animal N hyp-1 3.0 5 0.4\ncat animal N hyp-1 3.0 5 0.3\n"
+                                     "cat dog N cohyp 3.0 5 0.5\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ConstantInputWarning line
+        result = hyperlex_spearman(tmp_path / "hl.txt", h, means, np.ones_like(means),
+                                   lemmas=lemmas)
+    assert result["spearman"] != result["spearman"]  # nan
+    assert result["undefined"] == ("the human scores of the 3 covered pairs are all equal (3): "
+                                   "nothing to rank")

@@ -47,6 +47,16 @@ def test_keras_step_reads_and_writes_only_batch_rows():
     graph = _traced_step(model)
     assert _table_sized(graph) == []
     kinds = {op.type for op in graph.get_operations()}
+    # the rows are read and written by the layers' kernels (keras_gauss.kernels)
+    assert {"KerasGaussGather", "KerasGaussSparseAdagrad"} <= kinds
+
+
+def test_keras_step_with_the_reference_ops_reads_and_writes_only_batch_rows(monkeypatch):
+    monkeypatch.setenv("KERAS_GAUSS_KERNELS", "reference")
+    model, _ = _compiled_model()
+    graph = _traced_step(model)
+    assert _table_sized(graph) == []
+    kinds = {op.type for op in graph.get_operations()}
     assert {"ResourceGather", "ResourceScatterUpdate"} <= kinds
 
 

@@ -4,6 +4,7 @@ metrics of an uninterrupted run, bit for bit, with the fused KL trainer
 (`--loss ranking`) and with `model.fit` (`--loss threshold`)."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -55,14 +56,56 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
         assert a[key] == b[key], key
 
 
-def test_resume_with_another_loss_is_refused(edges, tmp_path, capsys):
-    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
-    out = tmp_path / "run"
-    killed(argv, out, KILL_AFTER, 3)
+@pytest.fixture(scope="module")
+def killed_tree(edges, tmp_path_factory):
+    """A run of `ARGV` killed at its third checkpoint (epoch 0)."""
+    out = tmp_path_factory.mktemp("killed") / "run"
+    killed(["train-hierarchy", "--edges", str(edges), *TRAIN], out, KILL_AFTER, 3)
+    return out
+
+
+@pytest.fixture
+def interrupted(killed_tree, tmp_path):
+    """A copy of `killed_tree`."""
+    return shutil.copytree(killed_tree, tmp_path / "run")
+
+
+def _error(argv, capsys):
     with pytest.raises(SystemExit) as info:
-        main([*argv, "--loss", "threshold", "--resume", str(out)])
+        main([str(a) for a in argv])
     err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1 and "--loss ranking" in err, err
+    assert info.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_resume_with_another_loss_is_refused(edges, interrupted, capsys):
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
+    err = _error([*argv, "--loss", "threshold", "--resume", str(interrupted)], capsys)
+    assert "--loss ranking" in err, err
+
+
+def test_resume_with_two_node_names_swapped_is_refused(edges, interrupted, capsys):
+    # The same file, nodes and edges counts: only the digest of the hierarchy tells.
+    original = edges.read_text()
+    names = {"n1": "n2", "n2": "n1"}
+    try:
+        edges.write_text("".join("\t".join(names.get(name, name) for name in line.split("\t"))
+                                 + "\n" for line in original.splitlines()))
+        err = _error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted],
+                     capsys)
+    finally:
+        edges.write_text(original)
+    assert "differs from the one the run started on" in err, err
+
+
+def test_a_checkpoint_outside_its_bounds_is_refused(edges, interrupted, capsys):
+    from keras_gauss.checkpoint import read_checkpoint, write_checkpoint
+
+    state, arrays = read_checkpoint(interrupted)
+    arrays["table/0"][5] = 1e30  # a node's mean, far above --max-norm
+    write_checkpoint(interrupted, state, arrays)
+    err = _error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted], capsys)
+    assert "table 'nodes'" in err and "norm above max_norm 4 (first: row 5" in err, err
 
 
 def test_resume_with_another_schedule_is_refused(edges, tmp_path, capsys):
@@ -76,25 +119,21 @@ def test_resume_with_another_schedule_is_refused(edges, tmp_path, capsys):
     assert "--learning-rate-schedule linear, this command has constant" in err, err
 
 
-def test_checkpoint_from_before_schedules_resumes_as_constant(edges, tmp_path):
+def test_checkpoint_from_before_schedules_resumes_as_constant(edges, interrupted):
     from keras_gauss.checkpoint import read_checkpoint, write_checkpoint
 
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
-    out = tmp_path / "run"
-    killed(argv, out, KILL_AFTER, 3)
-    state, arrays = read_checkpoint(out)
+    state, arrays = read_checkpoint(interrupted)
     del state["settings"]["learning_rate_schedule"]  # as written before the option
-    write_checkpoint(out, state, arrays)
-    assert main([*argv, "--resume", str(out)]) == 0
+    write_checkpoint(interrupted, state, arrays)
+    assert main([*argv, "--resume", str(interrupted)]) == 0
 
 
-def test_resume_takes_another_generality_term(edges, tmp_path):
+def test_resume_takes_another_generality_term(edges, interrupted):
     # --generality only scores the tables: a checkpoint written without it
     # (or with another value, e.g. before the option existed) resumes.
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
-    out = tmp_path / "run"
-    killed(argv, out, KILL_AFTER, 3)
-    assert main([*argv, "--generality", "0.1", "--resume", str(out)]) == 0
-    metrics = json.loads((out / "metrics.json").read_text())
+    assert main([*argv, "--generality", "0.1", "--resume", str(interrupted)]) == 0
+    metrics = json.loads((interrupted / "metrics.json").read_text())
     assert metrics["config"]["generality"] == 0.1
-    assert load_run(out).generality == 0.1
+    assert load_run(interrupted).generality == 0.1

@@ -11,7 +11,7 @@ from cli_process import killed
 from keras_gauss.checkpoint import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.hierarchy import hierarchy_from_parents
-from keras_gauss.hierarchy import selection as selection_module
+from keras_gauss.hierarchy import train as train_module
 from keras_gauss.hierarchy.split import drop_root, ganea_split
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.runs import load_run
@@ -82,15 +82,15 @@ def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
     return score
 """
 PRELUDE = SCORER + """
-import keras_gauss.hierarchy.selection
-keras_gauss.hierarchy.selection.validation_scorer = scripted_scorer
+import keras_gauss.hierarchy.train
+keras_gauss.hierarchy.train.validation_scorer = scripted_scorer
 """
 exec(SCORER)
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    monkeypatch.setattr(selection_module, "validation_scorer", scripted_scorer)  # noqa: F821
+    monkeypatch.setattr(train_module, "validation_scorer", scripted_scorer)  # noqa: F821
 
 
 def _tables(run):

@@ -9,6 +9,7 @@ import pytest
 
 from keras_gauss import checkpoint
 from keras_gauss.checkpoint import CheckpointError, Checkpointer
+from keras_gauss.io import RUN, write_marker
 
 
 def test_write_and_read_round_trip(tmp_path):
@@ -32,6 +33,8 @@ def test_a_new_checkpoint_replaces_the_old_one_whole(tmp_path):
     state, arrays = checkpoint.read_checkpoint(tmp_path)
     assert state["step"] == 2 and arrays["table/0"].tolist() == [2, 2, 2]
     assert [p.name for p in (tmp_path / ".checkpoint").iterdir()] == ["state.npz"]
+    # The directory it made is an interrupted run of ours (its marker came first).
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".checkpoint", ".keras-gauss"]
 
 
 def test_write_errors_surface_in_wait(tmp_path):
@@ -61,7 +64,7 @@ def test_load_for_resume_checks(tmp_path):
         checkpoint.load_for_resume(tmp_path / "missing", "corpus", settings)
     with pytest.raises(CheckpointError, match="no checkpoint"):
         checkpoint.load_for_resume(tmp_path, "corpus", settings)
-    (tmp_path / "run.json").write_text("{}")
+    write_marker(tmp_path, RUN)  # a finished run of ours
     with pytest.raises(CheckpointError, match="finished"):
         checkpoint.load_for_resume(tmp_path, "corpus", settings)
     saver = Checkpointer(tmp_path, 1, "corpus", settings)

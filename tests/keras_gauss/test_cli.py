@@ -78,7 +78,7 @@ def demo_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")
     log = root / "demo.log"
     with open(log, "w") as out:
-        subprocess.run([sys.executable, "-m", "keras_gauss.cli", "demo", "--epochs", "3",
+        subprocess.run([sys.executable, "-m", "keras_gauss", "demo", "--epochs", "3",
                         "--out", str(root / "run")], stdout=out, stderr=subprocess.STDOUT,
                        check=True, timeout=300)
     return root / "run", log.read_text()

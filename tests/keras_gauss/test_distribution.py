@@ -37,8 +37,12 @@ def free_port():
 
 
 def jax_env(devices=1):
+    # Under keras.distribution the layers run their keras.ops code (the
+    # compiled kernels are not partitioned); the one-device references run it
+    # too, so that the tables compare to float rounding.
     return dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
-                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+                KERAS_GAUSS_KERNELS="reference")
 
 
 CLI = [sys.executable, "-c", "import sys; from keras_gauss.cli import main; sys.exit(main())"]
@@ -170,24 +174,31 @@ def test_hierarchy_shards_agree_without_a_message():
 def test_rendezvous_meets_and_times_out():
     port = free_port()
     address = f"127.0.0.1:{port}"
-    errors = []
+    errors, links = [], []
 
     def worker(pid):
         try:
-            rendezvous(address, 3, pid, 20)
+            links.append(rendezvous(address, 3, pid, 20))
         except DistributionError as error:  # pragma: no cover - a failure
             errors.append(error)
 
     threads = [threading.Thread(target=worker, args=(pid,)) for pid in (1, 2)]
     for thread in threads:  # the workers come first and wait for process 0
         thread.start()
-    rendezvous(address, 3, 0, 20)
+    chief = rendezvous(address, 3, 0, 20)
     for thread in threads:
         thread.join(20)
     assert not errors
-    # The port is free again (for the JAX coordination service).
+    # The connections stay open (the job's link); the port takes a new
+    # listener (the JAX coordination service) beside them.
+    assert sorted(chief.sockets) == [1, 2] and [sorted(w.sockets) for w in links] == [[0], [0]]
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
+        s.listen()
+    for link in [chief, *links]:
+        for connection in link.sockets.values():
+            connection.close()
 
     start = time.monotonic()
     with pytest.raises(DistributionError, match="--coordinator .* within 0.5 s"):
@@ -202,9 +213,83 @@ def test_rendezvous_refuses_a_process_of_another_job():
     chief = threading.Thread(target=lambda: pytest.raises(DistributionError, rendezvous,
                                                           address, 2, 0, 1.5))
     chief.start()
-    with pytest.raises(DistributionError, match="--num-processes 3 there, 2 on process 0"):
+    with pytest.raises(DistributionError, match="the processes' settings differ: "
+                                                "--num-processes 3 on process 1, 2 on "
+                                                "process 0"):
         rendezvous(address, 3, 1, 5)
     chief.join(5)
+
+
+def _connect(address, send=None):
+    host, port = address.rsplit(":", 1)
+    while True:
+        try:
+            connection = socket.create_connection((host, int(port)), timeout=5)
+            break
+        except OSError:
+            time.sleep(0.05)
+    if send is not None:
+        connection.recv(256)  # the challenge
+        connection.sendall(send)
+    return connection
+
+
+def test_stray_and_foreign_connections_never_break_the_rendezvous():
+    """Process 0 serves every connection at once and counts only those that
+    prove the job token: an idle connection (opened first and kept), an HTTP
+    request, a forged token and an endless line are ignored, and the job
+    meets at once, not after the idle connection's handshake window."""
+    address = f"127.0.0.1:{free_port()}"
+    result = {}
+    chief = threading.Thread(target=lambda: result.update(
+        link=rendezvous(address, 3, 0, 60)))
+    chief.start()
+    strays = [_connect(address), _connect(address, b"GET / HTTP/1.0\r\n\r\n"),
+              _connect(address, b"0" * 64 + b' {"process_id": 1, "nonce": "00", '
+                                          b'"settings": {"num_processes": 3}}\n'),
+              _connect(address, b"x" * 70_000)]
+    start = time.monotonic()
+    links = []
+    workers = [threading.Thread(target=lambda pid=pid: links.append(
+        rendezvous(address, 3, pid, 60))) for pid in (1, 2)]
+    for thread in workers:
+        thread.start()
+    for thread in [*workers, chief]:
+        thread.join(60)
+    assert time.monotonic() - start < 8  # < the 10 s an idle connection may take
+    assert sorted(result["link"].sockets) == [1, 2] and len(links) == 2
+    for connection in strays + [c for link in [result["link"], *links]
+                                for c in link.sockets.values()]:
+        connection.close()
+
+
+def test_a_process_without_the_job_secret_is_refused_and_ignored():
+    address = f"127.0.0.1:{free_port()}"
+    errors = []
+    chief = threading.Thread(target=lambda: errors.append(pytest.raises(
+        DistributionError, rendezvous, address, 2, 0, 3,
+        environ={"KERAS_GAUSS_JOB_SECRET": "ours"})))
+    chief.start()
+    with pytest.raises(DistributionError, match="refused this process's job token; give "
+                                                "every process the same "
+                                                "KERAS_GAUSS_JOB_SECRET"):
+        rendezvous(address, 2, 1, 10, environ={"KERAS_GAUSS_JOB_SECRET": "theirs"})
+    chief.join(10)
+    assert "(1 other connection(s) to the port were ignored" in str(errors[0].value)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e300"])
+def test_distribution_timeout_must_be_a_sane_number_of_seconds(corpus, tmp_path, capsys,
+                                                                value):
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+                       *TRAIN, "--distribution", "data", "--num-processes", "2",
+                       "--coordinator", "127.0.0.1:1", "--distribution-timeout", value],
+                      capsys)
+    assert code == 2 and "--distribution-timeout must be a number of seconds > 0 and at " \
+                         f"most 86400 (a day), got {float(value)}" in err
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+                       *TRAIN, "--distribution-timeout", value], capsys)
+    assert code == 2 and "--distribution-timeout" in err
 
 
 # --- the command line: one line, exit 2 -----------------------------------------
@@ -537,3 +622,150 @@ print("MAXDIFF", max(float(np.abs(x - y).max()) for x, y in zip(a, b)))
     assert done.returncode == 0, done.stderr[-3000:]
     diff = float(done.stdout.split("MAXDIFF")[1])
     assert diff < 1e-5
+
+
+# --- a job's processes stop together: one line on every process --------------------
+
+def _job(tmp_path, corpus, extra=(), env=None, args=None, quiet=True):
+    """The two processes of a `train-corpus` job on `corpus` (started)."""
+    port = free_port()
+    procs = []
+    for pid in (0, 1):
+        argv = [*CLI, "train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+                *[a for a in TRAIN if quiet or a != "--quiet"], "--distribution", "data", "--num-processes", "2", "--coordinator",
+                f"127.0.0.1:{port}", "--process-id", str(pid), *extra,
+                *((args or {}).get(pid, ()))]
+        procs.append(subprocess.Popen(argv, env=env or jax_env(1), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def test_differing_settings_are_one_line_on_every_process(corpus, tmp_path):
+    """Mismatched --dim used to abort both processes in gloo (SIGABRT, a C++ stack)."""
+    pytest.importorskip("jax")
+    procs = _job(tmp_path, corpus, ["--distribution-timeout", "120"],
+                 args={1: ["--dim", "8"]})
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 2, err[-3000:]
+        assert err.count("\n") == 1, err
+        assert "the processes' settings differ: --dim 8 on process 1, 4 on process 0" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_error_on_one_process_is_one_line_on_every_process(corpus, tmp_path):
+    """Process 0 refuses --out (a file is there) while process 1 already waits in
+    the job's first collective: process 1 stops at once with process 0's reason."""
+    pytest.importorskip("jax")
+    (tmp_path / "r").write_text("not a run")
+    start = time.monotonic()
+    procs = _job(tmp_path, corpus, ["--distribution-timeout", "120"])
+    errs = [proc.communicate(timeout=300)[1] for proc in procs]
+    assert time.monotonic() - start < 110  # not the JAX runtime's own minutes-long wait
+    for proc, err in zip(procs, errs):
+        assert proc.returncode == 2, err[-3000:]
+        assert err.count("\n") == 1, err
+        assert f"{tmp_path / 'r'} exists and is not a directory" in err
+    assert errs[1].startswith("keras-gauss train-corpus: error: process 0 of 2 stopped: ")
+    assert (tmp_path / "r").read_text() == "not a run"
+
+
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(100)]
+    path = tmp_path_factory.mktemp("long") / "corpus.txt"
+    path.write_text("\n".join(" ".join(rng.choice(words, 10)) for _ in range(1000)) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_a_killed_process_is_one_line_on_the_other_within_the_timeout(long_corpus, tmp_path,
+                                                                      victim):
+    """A process SIGKILLed mid-training (after its first epoch): the other used
+    to wait in a gloo collective until JAX aborted it (SIGABRT, ~70 s past
+    --distribution-timeout 20); now it ends with one line (exit 2) well
+    within the timeout."""
+    pytest.importorskip("jax")
+    procs = _job(tmp_path, long_corpus, ["--epochs", "200", "--distribution-timeout", "20"],
+                 quiet=False)
+    line = ""
+    while "Epoch 1/" not in line:  # process 0's first epoch line: training is under way
+        line = procs[0].stdout.readline()
+        assert line, procs[0].communicate(timeout=60)[1][-3000:]
+    procs[victim].kill()
+    killed = time.monotonic()
+    survivor = procs[1 - victim]
+    _, err = survivor.communicate(timeout=300)
+    seconds = time.monotonic() - killed
+    procs[victim].communicate(timeout=60)
+    assert seconds < 20, seconds
+    assert survivor.returncode == 2, err[-3000:]
+    assert (f"error: process {victim} of 2 ended before the job finished (killed or "
+            "crashed: its own output says why); this process stops too.") in err
+    if victim == 1:  # process 0 holds JAX's coordination service: nothing else speaks
+        assert err.count("\n") == 1, err
+    assert not (tmp_path / "r" / "run.json").exists()
+
+
+# --- the link alone (no JAX): a process's end or silence, in processes of their own -------
+
+_MEMBER = """
+import sys, time
+from keras_gauss import distribution
+address, n, pid, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+link = distribution.rendezvous(address, n, pid, timeout)
+if sys.argv[5:] == ["mute"]:  # joined, alive, but never a heartbeat (hung)
+    time.sleep(600)
+link.start()
+print("joined", flush=True)
+time.sleep(600)  # as if waiting in a collective
+"""
+
+
+def _members(n, timeout, extra=None):
+    address = f"127.0.0.1:{free_port()}"
+    return [subprocess.Popen([sys.executable, "-c", _MEMBER, address, str(n), str(pid),
+                              str(timeout), *((extra or {}).get(pid, ()))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for pid in range(n)]
+
+
+def test_a_process_ending_is_one_line_on_every_other_process_of_three():
+    """Process 1 of 3 is killed: process 0 sees its connection close and tells
+    process 2; both stop with one line naming process 1, within seconds."""
+    procs = _members(3, 60)
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "joined", proc.communicate(timeout=60)
+    procs[1].kill()
+    killed = time.monotonic()
+    for proc in (procs[0], procs[2]):
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        assert err == ("keras-gauss: error: process 1 of 3 ended before the job finished "
+                       "(killed or crashed: its own output says why); this process stops "
+                       "too.\n"), err
+    assert time.monotonic() - killed < 30  # seconds in fact; generous for a loaded machine
+    procs[1].communicate(timeout=60)
+
+
+def test_a_process_that_goes_silent_is_one_line_after_the_timeout():
+    """Process 1 stays alive but sends nothing (hung, or cut off): process 0
+    stops after --distribution-timeout (3 s here), naming it."""
+    procs = _members(2, 3, {1: ["mute"]})
+    _, err = procs[0].communicate(timeout=120)
+    assert procs[0].returncode == 2, err
+    assert "error: process 1 of 2 sent nothing for 3 s (--distribution-timeout): it hangs or " \
+           "is cut off; this process stops too." in err and err.count("\n") == 1
+    procs[1].kill()
+    procs[1].communicate(timeout=60)
+
+
+def test_a_coordinator_address_held_by_something_else_says_so():
+    """Something listens at the address but is not process 0 (it accepts and
+    says nothing, like an HTTP server): the worker's timeout line says so."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(DistributionError, match="something else answers at that address, "
+                                                    "not process 0 of a keras-gauss job"):
+            rendezvous(address, 2, 1, 2)

@@ -18,17 +18,15 @@ def test_directory_appears_only_on_success(tmp_path):
 
 def test_existing_directory_needs_overwrite(tmp_path):
     target = tmp_path / "run"
-    target.mkdir()
-    (target / "run.json").write_text("{}")
+    with atomic_directory(target) as tmp:
+        (tmp / "old.txt").write_text("old")
     with pytest.raises(OutputExistsError, match="--overwrite"):
         with atomic_directory(target):
             pass
     with atomic_directory(target, overwrite=True) as tmp:
         (tmp / "new.txt").write_text("new")
-    assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in target.iterdir()) == [".keras-gauss", "new.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
-
-
 def test_a_file_is_not_an_output_directory(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
@@ -51,7 +49,10 @@ import sys
 import textwrap
 import time
 
-from keras_gauss.io import OutputNotWritableError, atomic_file
+from keras_gauss.io import PROJECTOR, RUN, SERVING, WORD2VEC
+from keras_gauss.io import OutputBusyError, OutputClaim, OutputNotWritableError
+from keras_gauss.io import _parent_lock, atomic_file, check_output_file, output_content
+from keras_gauss.io import recover
 
 
 def _run(tmp_path, value, overwrite=True):
@@ -75,11 +76,11 @@ def test_overwrite_replaces_a_run_of_ours_or_an_export(tmp_path):
     _run(tmp_path, 2)
     assert json.loads((tmp_path / "run" / "run.json").read_text()) == {"value": 2}
     export = tmp_path / "serve" / "1"
-    (export / "assets.extra").mkdir(parents=True)
-    (export / "assets.extra" / "keras_gauss_export.json").write_text("{}")
-    with atomic_directory(export, overwrite=True) as tmp:
-        (tmp / "saved_model.pb").write_text("x")
-    assert [p.name for p in export.iterdir()] == ["saved_model.pb"]
+    for value in ("old", "new"):
+        with atomic_directory(export, overwrite=True, content=SERVING) as tmp:
+            (tmp / "saved_model.pb").write_text(value)
+    assert sorted(p.name for p in export.iterdir()) == [".keras-gauss", "saved_model.pb"]
+    assert (export / "saved_model.pb").read_text() == "new"
 
 
 def test_working_directory_is_never_an_output(tmp_path, monkeypatch):
@@ -109,11 +110,10 @@ WRITER = textwrap.dedent("""
     from keras_gauss import io
     target, mode = Path(sys.argv[1]), sys.argv[2]
     if mode == "between-renames":
-        real, calls = os.replace, []
+        real = os.replace
         def replace(src, dst):
-            calls.append(src)
             real(src, dst)
-            if len(calls) == 1:  # the old run is aside, the new one not yet in place
+            if Path(src) == target:  # the old run is aside, the new one not yet in place
                 os.kill(os.getpid(), signal.SIGKILL)
         io.os.replace = replace
     if mode == "file":
@@ -160,7 +160,11 @@ def test_a_live_writers_temporary_directory_is_left_alone(tmp_path):
     process = _writer(tmp_path, target, "saving")
     try:
         assert process.stdout.readline() == "writing\n"
-        _run(tmp_path / "out", "other")  # recovers, must not touch the live one
+        with pytest.raises(OutputBusyError, match=f"another keras-gauss process \\(process "
+                                                  f"{process.pid}\\)"):
+            check_output_dir(target, overwrite=True)  # a second writer waits for none
+        with _parent_lock(target.parent):
+            recover(target)  # must not touch the live writer's directory
         assert any(".tmp-" in p.name for p in target.parent.iterdir())
     finally:
         os.kill(process.pid, signal.SIGKILL)
@@ -202,3 +206,223 @@ def test_concurrent_overwrites_neither_fail_nor_leave_strays(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["run"]
     contents = {(target / name).read_text() for name in ("a", "b", "run.json")}
     assert len(contents) == 1  # one writer's whole run, never a mix
+
+
+# --- ownership, locks, write errors (issue 23) --------------------------------
+
+import errno
+from pathlib import Path
+
+
+def _files(directory, files):
+    for name, text in files.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+
+
+LEGACY_RUN = {"model.keras": "zip", "vocab.tsv": "cat\t3\n", "metrics.json": "{}",
+              "run.json": json.dumps({"kind": "corpus", "energy": "el", "table": "words",
+                                      "vocabulary": "vocab.tsv", "format": 1})}
+
+
+@pytest.mark.parametrize("files,content", [
+    ({"run.json": "{}", "config.json": "{}", "results.csv": "a,b\n"}, RUN),  # Sacred's
+    ({"run.json": LEGACY_RUN["run.json"], "config.json": "{}"}, RUN),
+    ({**LEGACY_RUN, "thesis.tex": "mine"}, RUN),
+    ({"projector_config.pbtxt": "embeddings {}", "thesis.pdf": "mine"}, PROJECTOR),
+    ({"assets.extra/keras_gauss_export.json": "{}", "notes.txt": "mine"}, SERVING),
+    ({".keras-gauss": '{"format": "other", "version": 1, "content": "run"}'}, RUN),
+    ({".keras-gauss": '{"format": "keras-gauss", "version": 99, "content": "run"}'}, RUN),
+    ({".checkpoint/state.npz": "not ours", "notes.txt": "mine"}, RUN),
+])
+def test_ownership_is_a_marker_of_ours_never_a_file_name(tmp_path, files, content):
+    out = tmp_path / "out"
+    _files(out, files)
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(OutputExistsError, match=f"not a keras-gauss {content}.*never replaced"):
+        with atomic_directory(out, overwrite=True, content=content):
+            pass
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_marker_that_is_no_file_is_not_ours_and_never_read(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / ".keras-gauss")  # opening it would hang
+    (out / "notes.txt").write_text("mine")
+    assert output_content(out) is None
+    with pytest.raises(OutputExistsError, match="not a keras-gauss run"):
+        check_output_dir(out, overwrite=True)
+
+
+def test_outputs_written_before_the_marker_are_recognised_by_their_whole_file_set(tmp_path):
+    run = tmp_path / "run"
+    _files(run, {**LEGACY_RUN, "eval.json": "{}", "split/train.tsv": "a\tb\n"})
+    assert output_content(run) == RUN
+    with atomic_directory(run, overwrite=True) as tmp:
+        (tmp / "new").write_text("")
+    projector = tmp_path / "projector"
+    _files(projector, {"vectors.tsv": "1\n", "metadata.tsv": "word\tcount\tlog_det_variance\n",
+                       "projector_config.pbtxt": 'embeddings {\n  tensor_name: "means"\n  '
+                       'tensor_path: "vectors.tsv"\n  metadata_path: "metadata.tsv"\n}\n'})
+    assert output_content(projector) == PROJECTOR
+    serving = tmp_path / "serve" / "1"
+    _files(serving, {"saved_model.pb": "pb", "variables/variables.index": "",
+                     "assets.extra/keras_gauss_export.json": json.dumps(
+                         {"format": 1, "signatures": ["energy"]})})
+    assert output_content(serving) == SERVING
+
+
+def test_an_output_of_one_kind_never_replaces_another(tmp_path):
+    _run(tmp_path, "mine")
+    with pytest.raises(OutputExistsError, match="holds a keras-gauss run, which a projector "
+                                                "export never replaces"):
+        check_output_dir(tmp_path / "run", overwrite=True, content=PROJECTOR)
+    with atomic_directory(tmp_path / "p", content=PROJECTOR):
+        pass
+    with pytest.raises(OutputExistsError, match="holds a keras-gauss projector export, which "
+                                                "a run never replaces"):
+        check_output_dir(tmp_path / "p", overwrite=True)
+
+
+def test_nothing_is_written_inside_a_run_or_an_export(tmp_path):
+    _run(tmp_path, "mine")
+    for check in (lambda: check_output_dir(tmp_path / "run" / "sub", content=PROJECTOR),
+                  lambda: check_output_dir(tmp_path / "run" / "a" / "b"),
+                  lambda: check_output_file(tmp_path / "run" / "model.keras", overwrite=True,
+                                            content=WORD2VEC)):
+        with pytest.raises(OutputExistsError, match="inside the keras-gauss run"):
+            check()
+    assert json.loads((tmp_path / "run" / "run.json").read_text()) == {"value": "mine"}
+
+
+def test_a_file_export_is_ours_only_with_its_marker_and_contents(tmp_path):
+    path = tmp_path / "means.txt"
+    path.write_text("1 1\ncat 0.5\n")  # a word2vec file, not written by us
+    with pytest.raises(OutputExistsError, match="not a keras-gauss word2vec export"):
+        check_output_file(path, overwrite=True, content=WORD2VEC)
+    path.unlink()
+    for text in ("1 1\ncat 0.5\n", "1 1\ndog 0.5\n"):
+        with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
+            f.write(text)
+    assert path.read_text() == "1 1\ndog 0.5\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".means.txt.keras-gauss",
+                                                          "means.txt"]
+    with pytest.raises(OutputExistsError, match="pass --overwrite"):
+        check_output_file(path, content=WORD2VEC)
+    path.write_text("my own notes\n")  # the user's file now, under the same name
+    with pytest.raises(OutputExistsError, match="not a keras-gauss word2vec export"):
+        check_output_file(path, overwrite=True, content=WORD2VEC)
+    assert path.read_text() == "my own notes\n"
+
+
+CLAIM = textwrap.dedent("""
+    import sys, time
+    from keras_gauss.io import OutputClaim
+    with OutputClaim(sys.argv[1]) as claim:
+        print("claimed", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_an_output_being_written_refuses_a_second_writer(tmp_path):
+    script = tmp_path / "claim.py"
+    script.write_text(CLAIM)
+    target = tmp_path / "out" / "run"
+    process = subprocess.Popen([sys.executable, str(script), str(target)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "claimed\n"
+        busy = f"being written by another keras-gauss process \\(process {process.pid}\\)"
+        with pytest.raises(OutputBusyError, match=busy):
+            OutputClaim(target).__enter__()
+        with pytest.raises(OutputBusyError, match=busy):
+            check_output_dir(target, overwrite=True)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    with OutputClaim(target) as claim:  # the dead writer's lock is taken over
+        claim.check()
+        with atomic_directory(target) as tmp:
+            (tmp / "run.json").write_text("{}")
+    assert [p.name for p in target.parent.iterdir()] == ["run"]  # the lock file went too
+
+
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kind):
+    target = tmp_path / ("run" if kind == "directory" else "means.txt")
+
+    def write(value, fail=False):
+        opened = (atomic_directory(target, overwrite=True) if kind == "directory"
+                  else atomic_file(target, overwrite=True, content=WORD2VEC))
+        with opened as out:
+            if kind == "directory":
+                (out / "value").write_text(value)
+            else:
+                out.write(value)
+            if fail:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    write("old")
+    with pytest.raises(OutputNotWritableError,
+                       match=r"cannot write .*\(no space left on device\); .* left as it was"):
+        write("new", fail=True)
+    written = target / "value" if kind == "directory" else target
+    assert written.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["run"] if kind == "directory" else [".means.txt.keras-gauss", "means.txt"])
+    write("newer")
+    assert written.read_text() == "newer"
+
+
+def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_path):
+    run = tmp_path / "run"
+    with atomic_directory(run) as tmp:
+        (tmp / "split").mkdir()
+        (tmp / "split" / "train.tsv").write_text("a\tb\n")
+    (run / "eval.json").write_text("{}")  # written later by `keras-gauss evaluate`: ours
+    with atomic_directory(run, overwrite=True) as tmp:
+        (tmp / "split").mkdir()
+        (tmp / "split" / "train.tsv").write_text("c\td\n")
+    for mine in ("thesis.pdf", "split/notes.txt"):
+        (run / mine).write_text("mine")
+        with pytest.raises(OutputExistsError, match=f"files keras-gauss did not write "
+                                                    f"\\({mine}\\).*never replaced"):
+            with atomic_directory(run, overwrite=True):
+                pass
+        assert (run / mine).read_text() == "mine"
+        (run / mine).unlink()
+
+
+@pytest.mark.parametrize("stop", ["marker", "rename"])
+def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, monkeypatch,
+                                                                     stop):
+    import keras_gauss.io as io_module
+    import keras_gauss.ownership as ownership
+
+    path = tmp_path / "means.txt"
+    with atomic_file(path, content=WORD2VEC) as f:
+        f.write("1 1\ncat 0.5\n")
+    real_replace, real_text = os.replace, ownership._marker_text
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    if stop == "marker":  # no space for the new file's marker
+        monkeypatch.setattr(ownership, "_marker_text", full)
+    else:  # its marker is in place, the file is not yet
+        monkeypatch.setattr(io_module.os, "replace",
+                            lambda src, dst: full() if Path(dst) == path else real_replace(src, dst))
+    with pytest.raises(OutputNotWritableError, match="no space left.*left as it was"):
+        with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
+            f.write("1 1\ndog 0.5\n")
+    monkeypatch.setattr(io_module.os, "replace", real_replace)
+    monkeypatch.setattr(ownership, "_marker_text", real_text)
+    assert path.read_text() == "1 1\ncat 0.5\n"
+    assert io_module.file_content(path) == WORD2VEC  # still ours: replaced next time
+    with atomic_file(path, overwrite=True, content=WORD2VEC) as f:
+        f.write("1 1\ndog 0.5\n")
+    assert io_module.file_content(path) == WORD2VEC
+    assert json.loads((tmp_path / ".means.txt.keras-gauss").read_text()).get("previous") is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".means.txt.keras-gauss", "means.txt"]

@@ -33,7 +33,7 @@ def _exit(argv, capsys):
 
 def test_train_writes_run(run_dir, capsys):
     assert {p.name for p in run_dir.iterdir()} == {
-        "model.keras", "vocab.tsv", "run.json", "metrics.json"}
+        "model.keras", "vocab.tsv", "run.json", "metrics.json", ".keras-gauss"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["config"]["dim"] == 6 and metrics["config"]["window"] == 2
 
@@ -50,7 +50,7 @@ def test_evaluate_prints_table_and_writes_json(run_dir, tmp_path, capsys):
     saved = json.loads((run_dir / "eval.json").read_text())
     assert saved["similarity"]["animals"]["n_covered"] == 3
     assert set(saved["entailment"]["ent"]) >= {"kl_ap", "kl_f1", "cos_ap", "cos_f1"}
-    assert not [p for p in run_dir.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in run_dir.iterdir() if p.name.startswith(".")] == [".keras-gauss"]
 
 
 def test_evaluate_bad_inputs(run_dir, tmp_path, capsys):

@@ -5,6 +5,7 @@ damaged run file gives one line naming it."""
 import gzip
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -155,8 +156,6 @@ def test_runs_of_every_engine_load_everywhere(runs, tmp_path, capsys, engine):
 
 
 def _copy(run, tmp_path):
-    import shutil
-
     target = tmp_path / "copy"
     shutil.copytree(run, target)
     return target
@@ -172,6 +171,7 @@ def _copy(run, tmp_path):
     ("model", "model.keras", "cannot load the model"),
     ("nan", "model.keras", "non-finite means"),
     ("variance", "model.keras", "non-positive variances"),
+    ("bounds", "model.keras", "norm above max_norm 4"),
 ])
 def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damage, file,
                                                    message):
@@ -198,9 +198,9 @@ def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damag
     else:
         model = load_run(run).model
         layer = model.get_layer("words")
-        table = layer.means if damage == "nan" else layer.variances
+        table = layer.variances if damage == "variance" else layer.means
         values = table.numpy()
-        values[1] = np.nan if damage == "nan" else 0.0
+        values[1] = {"nan": np.nan, "variance": 0.0, "bounds": 100.0}[damage]
         table.assign(values)
         model.save(path)
     with pytest.raises(DamagedRunError, match=message):
@@ -210,3 +210,53 @@ def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damag
         code, err = _exit(argv, capsys)
         assert code == 2 and file in err and message.split()[0] in err, err
     assert not (tmp_path / "serve").exists()
+
+
+def _snapshot(*roots):
+    return {str(p): p.read_bytes() for root in roots for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_overwrite_and_export_replace_only_their_own_kind_of_output(corpus, runs, tmp_path,
+                                                                    capsys):
+    sacred = tmp_path / "sacred"  # a Sacred experiment: run.json is not ours
+    sacred.mkdir()
+    for name in ("run.json", "config.json", "results.csv"):
+        (sacred / name).write_text("{}")
+    thesis = tmp_path / "thesis"  # a projector file beside the user's work
+    thesis.mkdir()
+    (thesis / "projector_config.pbtxt").write_text("embeddings {}")
+    (thesis / "thesis.pdf").write_text("three years")
+    run = _copy(runs["fused"], tmp_path)
+    before = _snapshot(sacred, thesis, run)
+    for argv, message in [
+            (["train-corpus", "--corpus", str(corpus), "--out", str(sacred), "--overwrite",
+              *TRAIN], "is not a keras-gauss run"),
+            (["export", str(run), "--format", "projector", "--out", str(thesis),
+              "--overwrite"], "is not a keras-gauss projector export"),
+            (["export", str(run), "--format", "projector", "--out", str(run), "--overwrite"],
+             "holds a keras-gauss run, which a projector export never replaces"),
+            (["export", str(run), "--format", "word2vec", "--out", str(run / "vocab.tsv"),
+              "--overwrite"], "is inside the keras-gauss run"),
+            (["export", str(run), "--out", str(run), "--overwrite"],
+             "is inside the keras-gauss run")]:
+        code, err = _exit(argv, capsys)
+        assert code == 2 and message in err, err
+    assert _snapshot(sacred, thesis, run) == before
+    assert load_run(run).words  # the source is whole
+
+
+def test_runs_written_before_the_marker_load_and_are_replaced_only_whole(corpus, runs,
+                                                                         tmp_path, capsys):
+    run = _copy(runs["fused"], tmp_path)
+    (run / ".keras-gauss").unlink()  # as written by an earlier keras-gauss
+    assert load_run(run).words
+    notes = tmp_path / "notes"
+    shutil.copytree(run, notes)
+    (notes / "notes.txt").write_text("mine")  # no longer a run's files alone
+    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(notes),
+                       "--overwrite", *TRAIN], capsys)
+    assert code == 2 and "not a keras-gauss run" in err and "notes.txt" in err
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(run), "--overwrite",
+                 *TRAIN, "--seed", "1"]) == 0
+    assert json.loads((run / "metrics.json").read_text())["config"]["seed"] == 1

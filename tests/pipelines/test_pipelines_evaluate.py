@@ -175,3 +175,76 @@ def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path):
     assert ours["n_covered"] == reference["n_covered"] == 6
     assert ours["kl_ap"] == pytest.approx(reference["ap"])
     assert ours["kl_f1"] == pytest.approx(reference["best_f1"])
+
+
+def test_a_rank_correlation_that_is_undefined_says_why(tmp_path, emb):
+    """Equal human scores, equal model scores or one covered pair: rho is
+    undefined (scipy gives NaN and a warning); the result says so and why."""
+    import warnings
+
+    path = tmp_path / "flat.tsv"
+    path.write_text("a\tb\t5\na\tc\t5\na\td\t5\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ConstantInputWarning
+        result = similarity(emb, path)
+    assert math.isnan(result["spearman_m"]) and math.isnan(result["spearman_d"])
+    assert result["undefined"]["spearman_m"] == (
+        "the human scores of the 3 covered pairs are all equal (5): nothing to rank")
+    flat = Embeddings(["a", "b", "c", "d"], np.ones((4, 2)), np.ones((4, 2)))
+    path.write_text("a\tb\t1\na\tc\t2\na\td\t3\n")
+    result = similarity(flat, path)
+    assert "the model gives all 3 covered pairs the same cosine between means" in \
+        result["undefined"]["spearman_m"]
+    path.write_text("a\tb\t1\n")
+    assert "only 1 covered pair(s)" in similarity(emb, path)["undefined"]["spearman_m"]
+    path.write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    assert similarity(emb, path)["undefined"] == {}
+    path.write_text("a\tb\t1e308\na\tc\t-1e308\na\td\t1e308\n")  # no overflow warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert similarity(emb, path)["undefined"] == {}
+
+
+def test_entailment_with_one_kind_of_label_is_undefined(tmp_path, emb):
+    path = tmp_path / "ent.tsv"
+    path.write_text("b\ta\tTrue\nc\ta\tTrue\n")
+    result = entailment(emb, path)
+    assert math.isnan(result["kl_ap"]) and math.isnan(result["cos_f1"])
+    assert result["undefined"]["kl_ap"].startswith("all 2 covered pairs are labelled True")
+
+
+def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_path,
+                                                                           two_topic_corpus,
+                                                                           capsys):
+    """`keras-gauss evaluate` used to print `nan` and exit 0 on constant gold
+    scores. Now: n/a in the table with a line saying why (exit 0) when
+    something else was scored; one error line (exit 2, no eval.json) when
+    nothing could be."""
+    import json
+
+    from keras_gauss.cli import main
+
+    corpus = two_topic_corpus(120, 6)
+    run = tmp_path / "run"
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(run), "--dim", "4",
+                 "--epochs", "1", "--min-count", "1", "--checkpoint-every", "0"]) == 0
+    flat = tmp_path / "flat.tsv"
+    flat.write_text("cat\tdog\t5\ncat\thammer\t5\nsaw\tdrill\t5\n")
+    good = tmp_path / "good.tsv"
+    good.write_text("cat\tdog\t9\ncat\thammer\t1\nsaw\tdrill\t8\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["evaluate", str(run), "--similarity", str(flat)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "nan" not in err
+    assert ("nothing could be scored: flat: rho(m), rho(d) undefined: the human scores of "
+            "the 3 covered pairs are all equal (5): nothing to rank.") in err
+    assert not (run / "eval.json").exists()
+    assert main(["evaluate", str(run), "--similarity", str(flat), str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "n/a" in out
+    assert "flat: rho(m), rho(d) undefined: the human scores" in out
+    saved = json.loads((run / "eval.json").read_text())
+    assert saved["similarity"]["flat"]["spearman_m"] is None
+    assert "all equal" in saved["similarity"]["flat"]["undefined"]["spearman_d"]
+    assert saved["similarity"]["good"]["spearman_m"] is not None

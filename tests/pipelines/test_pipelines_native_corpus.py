@@ -197,7 +197,7 @@ def test_bad_corpora_name_the_problem(tmp_path):
         train_corpus(CorpusConfig(), rare, tmp_path / "b", verbose=0, checkpoint_every=0)
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"ab\0cd\n")
-    with pytest.raises(ValueError, match="binary file"):
+    with pytest.raises(ValueError, match="binary.txt: line 1 is binary"):
         train_corpus(CorpusConfig(), binary, tmp_path / "c", verbose=0, checkpoint_every=0)
     truncated = tmp_path / "truncated.txt.gz"
     truncated.write_bytes(gzip.compress(b"the cat\n" * 5000)[:-40])
@@ -205,3 +205,22 @@ def test_bad_corpora_name_the_problem(tmp_path):
         train_corpus(CorpusConfig(min_count=1), truncated, tmp_path / "d", verbose=0,
                      checkpoint_every=0)
     assert not any((tmp_path / name).exists() for name in "abcd")
+
+
+@needs_native
+def test_variance_learning_rate_reaches_the_trainer(tmp_path):
+    from keras_gauss.pipelines.train import train_corpus
+    from keras_gauss.runs import load_run
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
+    base = dict(dim=8, epochs=3, window=3, min_count=1, sample=0.0, batch_size=64,
+                learning_rate=0.2, threads=1, max_variance=50.0)
+    moved = {}
+    for name, var_lr in (("default", None), ("slow", 1e-4)):
+        config = CorpusConfig(**base, variance_learning_rate=var_lr)
+        metrics = train_corpus(config, corpus, tmp_path / name, verbose=0, checkpoint_every=0)
+        assert metrics["config"]["variance_learning_rate"] == var_lr
+        means, variances = load_run(tmp_path / name).tables()
+        moved[name] = (np.abs(variances - 1.0).max(), np.abs(means).max())
+    assert moved["default"][0] > 0.1 and moved["slow"][0] < 0.01, moved
+    assert moved["slow"][1] > 0.1  # the means still learn

@@ -15,7 +15,7 @@ from keras_gauss.checkpoint import KILL_AFTER, KILL_DURING, checkpoint_file, rea
 from keras_gauss.checkpoint import write_checkpoint
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
-from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
+from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE, corpus_digest
 from keras_gauss.runs import load_run
 
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
@@ -114,6 +114,7 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(corpus, referen
     state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine], engine)
     assert state["epoch"] == 1 and state["step"] > 0  # in the middle of the second epoch
     assert state["engine"] == SAVED_ENGINE[engine]
+    assert state["data"] == corpus_digest(corpus)  # the same digest for every engine
     if engine == "fused":  # the default path: both processes without TensorFlow or Keras
         assert sorted(read_checkpoint(out)[1]) == ["native/0", "native/1"]
         result, modules = run_cli([*_argv(corpus, engine), "--resume", out], env=CHUNKS)
@@ -226,3 +227,44 @@ def test_checkpoint_of_the_tensorflow_op_is_not_resumed_by_the_native_trainer(
     write_checkpoint(interrupted, {**state, "engine": "fused"}, arrays)
     err = _error([*_argv(corpus, "fused"), "--resume", str(interrupted)], capsys)
     assert "checkpoint holds 0 table variables" in err
+
+
+@needs_native
+def test_a_kill_during_the_first_checkpoint_leaves_no_dead_end(corpus, reference, tmp_path):
+    """Killed while its first checkpoint was half-written, a run can be resumed
+    (from the start: nothing was saved), or replaced with --out and --overwrite."""
+    out, argv = tmp_path / "run", _argv(corpus, "fused")
+    result, _ = run_cli([*argv, "--out", out, "--checkpoint-every", "1e-9"],
+                        env={**CHUNKS, KILL_DURING: "1"})
+    assert result.returncode == -9, result.stderr[-2000:]
+    assert list((out / ".checkpoint").glob(".state.npz.tmp-*"))  # the half-written one
+    again, over = (shutil.copytree(out, tmp_path / name) for name in ("again", "over"))
+    assert main([*argv, "--resume", str(out)]) == 0
+    _same_run(reference("fused"), out)
+    assert main([*argv, "--out", str(again)]) == 0
+    assert main([*argv, "--out", str(over), "--overwrite"]) == 0
+    for run in (out, again, over):  # whole runs, no leftovers
+        assert sorted(p.name for p in run.iterdir()) == [
+            ".keras-gauss", "metrics.json", "model.keras", "run.json", "vocab.tsv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "over", "run"]
+
+
+def test_resume_on_the_same_lines_in_another_order_is_refused(corpus, interrupted, tmp_path,
+                                                             capsys):
+    # The same vocabulary and counts: only the digest of the content tells.
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    reversed_ = tmp_path / "reversed.txt"
+    reversed_.write_text("\n".join(lines[::-1]) + "\n", encoding="utf-8")
+    err = _error([*_argv(reversed_, "fused"), "--resume", str(interrupted)], capsys)
+    assert "the corpus differs from the one the run started on" in err, err
+    assert checkpoint_file(interrupted).is_file()
+
+
+@needs_native
+def test_a_checkpoint_outside_its_bounds_is_refused(corpus, interrupted, capsys):
+    state, arrays = read_checkpoint(interrupted)
+    arrays["native/0"][3, :4] = 1e30  # a word's mean, far above --max-norm
+    write_checkpoint(interrupted, state, arrays)
+    err = _error([*_argv(corpus, "fused"), "--resume", str(interrupted)], capsys)
+    assert "table 'words'" in err and "norm above max_norm 4 (first: row 3" in err, err
+    assert "checkpoint is damaged" in err

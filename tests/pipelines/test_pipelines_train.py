@@ -49,7 +49,7 @@ def _cosine(a, b):
 def test_run_directory_contents(tiny_run):
     out, metrics = tiny_run
     assert sorted(p.name for p in out.iterdir()) == [
-        "metrics.json", "model.keras", "run.json", "vocab.tsv"]
+        ".keras-gauss", "metrics.json", "model.keras", "run.json", "vocab.tsv"]
     info = json.loads((out / "run.json").read_text())
     assert (info["kind"], info["energy"], info["table"], info["vocabulary"]) == (
         "corpus", "el", "words", "vocab.tsv")
@@ -79,14 +79,14 @@ def test_loss_decreases(tiny_run):
 
 
 def test_failed_save_leaves_no_directory(tmp_path, monkeypatch):
-    import keras_gauss.runs
+    import keras_gauss.job
 
     corpus = topic_corpus(tmp_path / "corpus.txt", n=40)
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(keras_gauss.runs, "write_run_info", broken)
+    monkeypatch.setattr(keras_gauss.job, "write_run_info", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         train_corpus(tiny_config(epochs=1), corpus, tmp_path / "out", verbose=0)
     assert not (tmp_path / "out").exists()
@@ -216,3 +216,12 @@ def test_line_chunks_drop_unknown_words_anywhere(tmp_path):
         expected = tf.ragged.boolean_mask(looked_up, looked_up >= 0)
         assert ids.numpy().tolist() == expected.flat_values.numpy().tolist()
         assert splits.numpy().tolist() == expected.row_splits.numpy().tolist()
+
+
+def test_variance_learning_rate_is_checked_and_refused_where_unsupported():
+    CorpusConfig(variance_learning_rate=0.01).validate()
+    for bad in (dict(variance_learning_rate=0.0), dict(variance_learning_rate=float("nan")),
+                dict(variance_learning_rate=0.01, engine="keras"),
+                dict(variance_learning_rate=0.01, engine="fused-step")):
+        with pytest.raises(ValueError, match="--variance-learning-rate"):
+            CorpusConfig(**bad).validate()

@@ -69,8 +69,9 @@ def test_word2vec_text_and_binary_load_in_gensim(run_name, request, tmp_path):
             main(["export", str(run_dir), "--format", fmt, "--out", str(out)])
         assert main(["export", str(run_dir), "--format", fmt, "--out", str(out),
                      "--overwrite"]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "means.word2vec", "means.word2vec-binary"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # each with its marker
+        ".means.word2vec-binary.keras-gauss", ".means.word2vec.keras-gauss", "means.word2vec",
+        "means.word2vec-binary"]
 
 
 def test_word2vec_refuses_words_it_cannot_hold(tmp_path):
@@ -93,7 +94,7 @@ def test_projector_files(run_name, request, tmp_path):
     out = tmp_path / "projector"
     assert main(["export", str(run_dir), "--format", "projector", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "metadata.tsv", "projector_config.pbtxt", "vectors.tsv"]
+        ".keras-gauss", "metadata.tsv", "projector_config.pbtxt", "vectors.tsv"]
     vectors = np.loadtxt(out / "vectors.tsv", delimiter="\t", ndmin=2)
     np.testing.assert_allclose(vectors, means, rtol=1e-7, atol=1e-9)
     lines = (out / "metadata.tsv").read_text(encoding="utf-8").splitlines()

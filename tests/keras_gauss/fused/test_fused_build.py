@@ -123,3 +123,106 @@ def test_native_library_is_cached_verified_and_rebuilt(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert "is damaged" in err and "rebuilding" in err and "done in" in err
     assert os.path.getsize(path) == _record(path)["size"]
+
+
+# --- trust: a cache others can write is never loaded (issue 23, item 3) ----------------
+
+PLANTED = TINY + textwrap.dedent("""
+    #include <cstdio>
+    #include <cstdlib>
+    __attribute__((constructor)) static void planted() {
+      const char* mark = std::getenv("KERAS_GAUSS_PLANTED_MARK");
+      if (mark) { std::FILE* f = std::fopen(mark, "w"); if (f) std::fclose(f); }
+    }
+""")
+
+
+@pytest.fixture
+def native(tmp_path, monkeypatch):
+    """The native build of a tiny library into a fresh cache; a planted
+    library writes `tmp_path / "mark"` when anything loads it."""
+    source = tmp_path / "native.cc"
+    source.write_text(TINY)
+    monkeypatch.setenv("KERAS_GAUSS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERAS_GAUSS_PLANTED_MARK", str(tmp_path / "mark"))
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    monkeypatch.setattr(fused_build, "NATIVE_HEADERS", ())
+    monkeypatch.setattr(fused_build, "_private", {}, raising=False)
+    return tmp_path
+
+
+def _plant(path, tmp_path):
+    """Replaces the library at `path` by one with a constructor, and its record
+    by a matching one (size and SHA-256): what anyone who can write there can do."""
+    source = tmp_path / "planted.cc"
+    source.write_text(PLANTED)
+    subprocess.run(["g++", "-shared", "-fPIC", str(source), "-o", str(tmp_path / "p.so")],
+                   check=True)
+    data = (tmp_path / "p.so").read_bytes()
+    with open(path, "wb") as f:
+        f.write(data)
+    with open(path + ".json", "w") as f:
+        json.dump({"size": len(data), "sha256": fused_build.hashlib.sha256(data).hexdigest()}, f)
+
+
+def _load(path):
+    import ctypes
+
+    assert ctypes.CDLL(path).keras_gauss_build_test() == 7
+
+
+@pytest.mark.parametrize("opened", ["key directory", "cache root"])
+def test_a_library_planted_in_a_cache_others_can_write_is_never_loaded(native, capsys,
+                                                                       opened):
+    path = fused_build.build_native()
+    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700  # made private
+    assert os.stat(path).st_mode & 0o077 == 0
+    os.chmod(os.path.dirname(path) if opened == "key directory" else native / "cache", 0o777)
+    _plant(path, native)
+    capsys.readouterr()
+    built = fused_build.build_native()
+    err = capsys.readouterr().err
+    assert built != path and not built.startswith(str(native / "cache"))
+    assert "is not private" in err and "is writable by others" in err
+    assert "set KERAS_GAUSS_CACHE to a directory only you can write" in err
+    _load(built)
+    assert not (native / "mark").exists()  # the planted constructor never ran
+    assert fused_build.load_native is not None
+
+
+def test_a_library_file_others_can_write_is_rebuilt_not_loaded(native, capsys):
+    path = fused_build.build_native()
+    _plant(path, native)
+    os.chmod(path, 0o666)  # anyone could have written it (the record says nothing)
+    capsys.readouterr()
+    assert fused_build.build_native() == path
+    err = capsys.readouterr().err
+    assert "is damaged (it is not private: " in err and "writable by others" in err
+    assert os.stat(path).st_mode & 0o077 == 0
+    _load(path)
+    assert not (native / "mark").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory away")
+def test_a_cache_of_another_user_is_never_loaded(native, capsys):
+    path = fused_build.build_native()
+    _plant(path, native)
+    os.chown(os.path.dirname(path), 65534, 65534)
+    capsys.readouterr()
+    built = fused_build.build_native()
+    assert built != path and "belongs to uid 65534, not to this user" in capsys.readouterr().err
+    _load(built)
+    assert not (native / "mark").exists()
+
+
+def test_without_a_private_place_the_op_is_refused_in_one_line(native, monkeypatch):
+    path = fused_build.native_library_path()
+    os.makedirs(os.path.dirname(path))
+    os.chmod(native / "cache", 0o777)
+    shared = native / "shared_tmp"
+    shared.mkdir()
+    shared.chmod(0o777)  # writable by all, not sticky: no private place under it
+    monkeypatch.setattr(fused_build.tempfile, "tempdir", str(shared))
+    with pytest.raises(RuntimeError, match=r"the op cache .* is not private \(.*writable by "
+                                           r"others\), and neither is a temporary directory"):
+        fused_build.build_native()

@@ -73,3 +73,46 @@ def test_native_trainer_does_not_import_tensorflow():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300)
     assert result.stdout.strip() == "False False", result.stderr[-2000:]
+
+
+@needs_both
+@pytest.mark.parametrize("spherical", [False, True])
+def test_variance_learning_rate_moves_only_the_variances_and_both_engines_agree(spherical):
+    tokens, splits, probs, alias, keep = _chunk()
+    settings = dict(keep=keep, negatives=2, batch_size=7, num_threads=1, margin=1.0)
+    runs = {}
+    for name, var_lr in (("same", None), ("explicit", 0.2), ("slow", 1e-3)):
+        tables, accumulators = _variables(spherical=spherical, inside=True)
+        start = [tables[1].numpy(), tables[3].numpy()]
+        native = _native_from(tables, accumulators, spherical)
+        skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs, alias,
+                       use_fused=True, variance_learning_rate=var_lr, **settings, **BOUNDS)
+        native.train(tokens, splits, 3, 0.2, probs, alias, variance_learning_rate=var_lr,
+                     **settings)
+        for t in range(2):  # the op and the native trainer give the same tables
+            np.testing.assert_allclose(native.variances(t), tables[2 * t + 1].numpy(),
+                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(native.means(t), tables[2 * t].numpy(),
+                                       rtol=1e-5, atol=1e-6)
+        runs[name] = (native, start)
+    same, explicit, slow = runs["same"][0], runs["explicit"][0], runs["slow"][0]
+    for t in range(2):
+        # the variances' rate equal to the means' is the default, bit for bit
+        np.testing.assert_array_equal(same.variances(t), explicit.variances(t))
+        np.testing.assert_array_equal(same.means(t), explicit.means(t))
+        # a 200x smaller rate moves the variances far less (the bounds cap the default)
+        moved = np.abs(same.variances(t) - runs["same"][1][t]).max()
+        moved_slow = np.abs(slow.variances(t) - runs["slow"][1][t]).max()
+        assert moved > 0.3 and moved_slow < moved / 20, (moved, moved_slow)
+
+
+@pytest.mark.skipif(not fused_available(), reason="the fused op did not build")
+def test_variance_learning_rate_is_refused_by_the_tensorflow_implementation():
+    tokens, splits, probs, alias, _ = _chunk()
+    tables, accumulators = _variables(spherical=False)
+    with pytest.raises(ValueError, match="variance_learning_rate` needs the C\\+\\+ op"):
+        skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs, alias,
+                       use_fused=False, variance_learning_rate=0.01, **BOUNDS)
+    with pytest.raises(ValueError, match="learning_rate"):
+        skipgram_train(tables, accumulators, tokens, splits, 3, 0.2, probs, alias,
+                       use_fused=True, variance_learning_rate=float("nan"), **BOUNDS)

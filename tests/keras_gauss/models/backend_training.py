@@ -7,8 +7,9 @@ random initializers draw different numbers on each backend), sees the same
 examples in the same order, and its tables and per-epoch losses are saved
 under `<case>/<variable path>` and `<case>/loss`. On JAX the script also
 records how many variables took `SparseAdagrad`'s row update, and checks on
-the traced train step that no operation but a row scatter makes an array of
-a table's shape (a dense gradient or a dense update would).
+the traced train step that no operation but a row scatter (or the row update
+kernel, `keras_gauss.kernels`) makes an array of a table's shape (a dense
+gradient or a dense update would).
 """
 
 import os
@@ -106,7 +107,10 @@ def only_row_scatters_make_tables(model, x, y):
                 walk(sub)
             for out in eqn.outvars:
                 if tuple(getattr(out.aval, "shape", ())) in shapes:
-                    makers.add(eqn.primitive.name)
+                    name = eqn.primitive.name
+                    if "target_name" in eqn.params:  # an FFI call: which one
+                        name += ":" + str(eqn.params["target_name"])
+                    makers.add(name)
 
     walk(jaxpr.jaxpr)
     return sorted(makers)
@@ -129,15 +133,17 @@ def main(out):
     results = {}
     row_updates = []
     if keras.backend.backend() == "jax":
+        from keras_gauss.models import RowGradient
         from keras_gauss.optimizers import sparse_adagrad
 
-        original = sparse_adagrad.SparseAdagrad._row_update_jax
+        original = sparse_adagrad.SparseAdagrad.update_step
 
-        def counting(self, *args):
-            row_updates.append(1)
-            return original(self, *args)
+        def counting(self, gradient, *args):
+            if isinstance(gradient, RowGradient):
+                row_updates.append(1)
+            return original(self, gradient, *args)
 
-        sparse_adagrad.SparseAdagrad._row_update_jax = counting
+        sparse_adagrad.SparseAdagrad.update_step = counting
     for name, make in cases().items():
         keras.utils.set_random_seed(0)
         model, (x, y), kwargs = make()

@@ -181,3 +181,78 @@ def test_config_round_trip():
 def test_negative_initial_accumulator_is_an_error():
     with pytest.raises(ValueError, match="initial_accumulator_value"):
         SparseAdagrad(initial_accumulator_value=-0.1)
+
+
+class _FromStep(keras.optimizers.schedules.LearningRateSchedule):
+    """0.1, then `value` from step `at` on."""
+
+    def __init__(self, value, at=2):
+        self.value, self.at = value, at
+
+    def __call__(self, step):
+        return keras.ops.where(step >= self.at, self.value, 0.1)
+
+
+_SCHEDULE_FIT = """
+import sys
+import numpy as np, keras
+sys.path.insert(0, {here!r})
+from test_sparse_adagrad import _FromStep, _corpus_model
+from keras_gauss import SparseAdagrad
+model, _ = _corpus_model(lambda w, c: SparseAdagrad(_FromStep(float(sys.argv[1]))))
+rng = np.random.default_rng(0)
+x = [rng.integers(0, 30, (64, 1)), rng.integers(0, 30, (64, 4))]
+y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (64, 1))
+try:
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    print("FIT OK")
+except Exception as error:
+    print("ERROR", [line for line in str(error).splitlines() if "SparseAdagrad:" in line][-1])
+if keras.backend.backend() == "tensorflow":  # (Keras on JAX drops the values of a failed fit)
+    print("FINITE", all(np.isfinite(w.numpy()).all() for w in model.trainable_weights))
+"""
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend):
+    """A schedule that turns NaN (or inf, or negative) at step 2 stops `fit`
+    there with an error naming the value and the step; no table turns NaN.
+    A rate of 0 (a decay's end) is fine."""
+    import os
+    import subprocess
+    import sys
+
+    if backend == "jax":
+        pytest.importorskip("jax")
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = _SCHEDULE_FIT.format(here=here)
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    for value, words in (("nan", "gave nan at step 2"), ("inf", "gave inf at step 2"),
+                         ("-1", "gave -1"), ("0", None)):
+        done = subprocess.run([sys.executable, "-c", code, value], env=env,
+                              capture_output=True, text=True, timeout=300,
+                              cwd=os.path.dirname(here))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert backend == "jax" or "FINITE True" in done.stdout, done.stdout
+        if words is None:
+            assert "FIT OK" in done.stdout, done.stdout
+        else:
+            assert "ERROR" in done.stdout and words in done.stdout, done.stdout
+            assert "must be finite and >= 0" in done.stdout
+
+
+def test_a_plain_callable_rate_is_checked_at_once():
+    from keras_gauss.optimizers.sparse_adagrad import LearningRateError
+
+    optimizer = SparseAdagrad(lambda: float("nan"))
+    with pytest.raises(LearningRateError, match="gave nan at step 0"):
+        _train_embedding(optimizer, [1, 2], steps=1)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -0.1])
+def test_setting_a_bad_learning_rate_later_is_an_error(value):
+    optimizer = SparseAdagrad(0.1)
+    with pytest.raises(ValueError, match="`learning_rate` must be"):
+        optimizer.learning_rate = value
+    optimizer.learning_rate = 0.05  # a number in range, or a schedule, is taken
+    assert float(optimizer.learning_rate) == pytest.approx(0.05)

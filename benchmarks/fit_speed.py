@@ -1,0 +1,341 @@
+"""Pairs/s of `model.fit` with the layers, against the native trainer, one run.
+
+Models, all composed from the layers and trained by `model.fit` with
+`MaxMarginRanking` and `SparseAdagrad`, each three ways: `kernels` (the
+compiled kernels of `keras_gauss.kernels`, the default), `reference` (the
+reference `keras.ops` code, `KERAS_GAUSS_KERNELS=reference`, in the same
+process) and `before` (the reference code with malloc left alone,
+`KERAS_GAUSS_MALLOC=0`, in its own process: what main did before the kernels):
+
+- `quick-start`: the README quick start, two 19,000 x 50 tables, EL, one
+  negative, at each batch size;
+- `kl-5neg-temp`: a model keras-gauss does not ship: KL energy, five
+  negatives and a trainable temperature (`energies / exp(t)`) on the energies;
+- `hierarchy`: `keras_gauss.hierarchy.model.build_kl_model` (82,115 nodes,
+  shared table, 5 corrupted + 1 reversed edge per positive, batch 1,024),
+  beside today's fused step (`FusedKLTrainer`, TensorFlow, as
+  `benchmarks/step_scaling.py` times it).
+
+The ids are drawn once with NumPy: a Zipf token stream over 19,000 words; its
+(word, context) pairs are the neighbours at distance 1 (window 1), the
+negatives unigram^0.75 draws. The native trainer (`NativeTables.train`, what
+`train-corpus` runs: no TensorFlow, 2 threads, batch 2,048 per thread) trains
+on the same token stream with the same window right before every timed fit,
+so every figure is a ratio to it at the same load. Each backend runs in its
+own subprocesses; each timed fit follows a warm-up fit of the same shapes
+(tracing, compiling, building the kernels). Prints a table (best of the
+repeats, the spread, wall and CPU milliseconds a step, ratios to the native
+trainer and to the fused step) and the load average.
+
+    python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
+        [--batches 2048 16384 65536] [--backends tensorflow jax]
+        [--no-reference]  # kernels only
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+VOCAB, DIM = 19_000, 50
+HIERARCHY_NODES, HIERARCHY_NEGATIVES, HIERARCHY_BATCH = 82_115, 6, 1024
+
+
+def _load():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# ---------------------------------------------------------------------------
+# Data (parent process, NumPy only)
+
+
+def make_data(path, pairs, seed=0):
+    """Writes the token stream, its window-1 pairs, negatives and hierarchy edges."""
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, VOCAB + 1)
+    zipf /= zipf.sum()
+    tokens = rng.choice(VOCAB, pairs // 2 + 1, p=zipf).astype("int32")
+    word = np.concatenate([tokens[:-1], tokens[1:]])
+    context = np.concatenate([tokens[1:], tokens[:-1]])
+    order = rng.permutation(len(word))
+    counts = np.bincount(tokens, minlength=VOCAB).astype("float64") + 1.0
+    negative_p = counts ** 0.75 / (counts ** 0.75).sum()
+    negatives = rng.choice(VOCAB, (len(word), 5), p=negative_p).astype("int32")
+    edges = HIERARCHY_BATCH * 300
+    nodes = 1.0 / np.arange(1, HIERARCHY_NODES + 1) ** 0.7
+    nodes /= nodes.sum()
+    np.savez(path, tokens=tokens, word=word[order], context=context[order],
+             negatives=negatives, negative_weights=negative_p,
+             general=rng.choice(HIERARCHY_NODES, edges, p=nodes).astype("int32"),
+             specific=rng.integers(0, HIERARCHY_NODES, edges).astype("int32"),
+             neg_general=rng.integers(0, HIERARCHY_NODES, (edges, HIERARCHY_NEGATIVES),
+                                      dtype="int32"),
+             neg_specific=rng.integers(0, HIERARCHY_NODES, (edges, HIERARCHY_NEGATIVES),
+                                       dtype="int32"))
+
+
+def native_pairs_per_second(data, warm=True):
+    """The native trainer on the token stream: (pairs/s, pairs)."""
+    from keras_gauss.fused.native import NativeTables
+    from keras_gauss.fused.sampling import alias_table
+
+    probs, alias = alias_table(data["negative_weights"])
+    tokens = data["tokens"]
+
+    def train(ids):
+        tables = NativeTables.initial(VOCAB, DIM, seed=0, bounds=(2.0, 0.05, 5.0))
+        start = time.perf_counter()
+        _, pairs = tables.train(ids, np.array([0, len(ids)]), seed=0, learning_rate=0.1,
+                                negative_probs=probs, negative_alias=alias, window=1,
+                                dynamic_window=False, negatives=1, batch_size=2048)
+        return pairs / (time.perf_counter() - start), pairs
+
+    if warm:
+        train(tokens[:100_000])  # warm-up (and the first build of the library)
+    return train(tokens)
+
+
+# ---------------------------------------------------------------------------
+# Workers (one subprocess per backend)
+
+
+def quick_start_model(negatives=1, energy="el", temperature=False):
+    import keras
+    from keras import ops
+
+    import keras_gauss as kg
+
+    words = kg.GaussianEmbedding(VOCAB, DIM, name="words")
+    contexts = kg.GaussianEmbedding(VOCAB, DIM, name="contexts")
+    word = keras.Input((), dtype="int32", name="word")
+    context = keras.Input((), dtype="int32", name="context")
+    negative = keras.Input((negatives,), dtype="int32", name="negatives")
+    mean_w, var_w = words(word)
+    candidates = ops.concatenate([ops.expand_dims(context, -1), negative], -1)
+    mean_c, var_c = contexts(candidates)
+    layer = kg.ELEnergy() if energy == "el" else kg.KLEnergy()
+    out = layer(ops.expand_dims(mean_w, 1), ops.expand_dims(var_w, 1), mean_c, var_c)
+    if temperature:
+        out = Temperature()(out)
+    model = keras.Model({"word": word, "context": context, "negatives": negative}, out)
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking(margin=1.0))
+    return model
+
+
+def _temperature_class():
+    import keras
+    from keras import ops
+
+    class Temperature(keras.layers.Layer):
+        """energies / exp(t), t trainable (not part of keras-gauss)."""
+
+        def build(self, input_shape):
+            self.t = self.add_weight(shape=(), initializer="zeros", name="t")
+
+        def call(self, energies):
+            return energies / ops.exp(self.t)
+
+    return Temperature
+
+
+def Temperature():  # noqa: N802 - a layer, made on first use (Keras imported late)
+    return _temperature_class()()
+
+
+def _fit_rate(model, x, y, batch, steps, warmup_steps):
+    """(pairs/s, ms/step, CPU ms/step) of a timed fit of `steps` batches after
+    a warm-up fit."""
+    n = steps * batch
+    warm = warmup_steps * batch
+    model.fit({k: v[:warm] for k, v in x.items()}, y[:warm], batch_size=batch, epochs=1,
+              shuffle=False, verbose=0)
+    start, cpu = time.perf_counter(), time.process_time()
+    history = model.fit({k: v[:n] for k, v in x.items()}, y[:n], batch_size=batch,
+                        epochs=1, shuffle=False, verbose=0)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    loss = float(history.history["loss"][-1])
+    if not np.isfinite(loss):
+        raise RuntimeError(f"the loss is {loss}")
+    return n / seconds, seconds / steps * 1e3, cpu / steps * 1e3
+
+
+def worker(data_path, pairs, batches, paths, label, out):
+    import keras
+
+    from keras_gauss import kernels
+    from keras_gauss.hierarchy.model import build_kl_model
+
+    backend = keras.backend.backend()
+    data = dict(np.load(data_path))
+    results = []
+
+    native_warm = []
+
+    def record(model_name, path, batch, measured):
+        # The native trainer right before: the ratio holds at any load.
+        native, _ = native_pairs_per_second(data, warm=not native_warm)
+        native_warm.append(True)
+        rate, ms, cpu = measured()
+        results.append({"backend": backend, "model": model_name, "path": label or path,
+                        "batch": batch, "pairs_per_s": rate, "ms_per_step": ms,
+                        "cpu_ms_per_step": cpu, "native": native, "load": _load()})
+
+    def run(path, make, model_name, batch, x, y, steps, warmup):
+        if path == "reference":
+            os.environ["KERAS_GAUSS_KERNELS"] = "reference"
+        else:
+            os.environ.pop("KERAS_GAUSS_KERNELS", None)
+            if kernels.get() is None:
+                raise RuntimeError("the kernels are unavailable")
+        keras.utils.set_random_seed(0)
+        record(model_name, path, batch, lambda: _fit_rate(make(), x, y, batch, steps, warmup))
+
+    for negatives, energy, temperature, model_name, model_batches in (
+            (1, "el", False, "quick-start", batches),
+            (5, "kl", True, "kl-5neg-temp", [b for b in batches if b == 16384] or batches[:1])):
+        x = {"word": data["word"], "context": data["context"],
+             "negatives": data["negatives"][:, :negatives]}
+        y = np.zeros((len(data["word"]), 1 + negatives), "float32")
+        y[:, 0] = 1
+        for batch in model_batches:
+            steps = max(pairs // batch, 2)
+            for path in paths:
+                run(path, lambda: quick_start_model(negatives, energy, temperature),
+                    model_name, batch, x, y, steps, min(4, steps))
+
+    x = {k: data[k] for k in ("general", "specific", "neg_general", "neg_specific")}
+    y = np.zeros((len(x["general"]), 1 + HIERARCHY_NEGATIVES), "float32")
+    y[:, 0] = 1
+
+    def hierarchy():
+        import keras_gauss as kg
+
+        model = build_kl_model(HIERARCHY_NODES, DIM, negatives=HIERARCHY_NEGATIVES,
+                               max_norm=4.0)
+        model.compile(optimizer=kg.SparseAdagrad(0.05), loss=kg.MaxMarginRanking())
+        return model
+
+    if backend == "tensorflow" and "kernels" in paths:  # today's fused step first
+        import keras_gauss as kg
+        from keras_gauss.hierarchy.model import FusedKLTrainer
+
+        def fused():
+            model = hierarchy()
+            optimizer = kg.SparseAdagrad(0.05)
+            model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
+            trainer = FusedKLTrainer(model, use_fused=True)
+            trainer.compile(optimizer=optimizer)
+            return trainer
+
+        keras.utils.set_random_seed(0)
+        record("hierarchy", "fused step", HIERARCHY_BATCH,
+               lambda: _fit_rate(fused(), x, y, HIERARCHY_BATCH, 200, 20))
+    for path in paths:
+        run(path, hierarchy, "hierarchy", HIERARCHY_BATCH, x, y, 200, 20)
+    with open(out, "w") as f:
+        json.dump(results, f)
+
+
+def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=None):
+    out = os.path.join(scratch, f"{backend}.json")
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+               **(env_extra or {}))
+    env.pop("KERAS_GAUSS_KERNELS", None)
+    command = [sys.executable, os.path.abspath(__file__), "--worker", data_path, out,
+               "--pairs", str(args.pairs), "--batches", *map(str, args.batches),
+               "--paths", *paths, "--label", label]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"fit_speed: the {backend} worker failed:\n{done.stderr[-3000:]}")
+    with open(out) as f:
+        return json.load(f)
+
+
+# ---------------------------------------------------------------------------
+# The table
+
+
+def summarise(rows, repeats):
+    """The table: per row the best of the repeats and their spread; `/ native`
+    is the row's pairs/s over the native trainer's measured right before it,
+    `/ fused` its step time over the fused step's of the same repeat (CPU time
+    in brackets)."""
+    natives = [r["native"] for r in rows]
+    print(f"native trainer (NativeTables.train, window 1, 1 negative, 2 threads, batch 2,048), "
+          f"measured before every row: {min(natives) / 1e6:.2f}-{max(natives) / 1e6:.2f} M "
+          f"pairs/s over {repeats} repeat(s)")
+    groups = {}
+    for row in rows:
+        key = (row["backend"], row["model"], row["path"], row["batch"])
+        groups.setdefault(key, []).append(row)
+    fused = {r["repeat"]: r for r in rows if r["path"] == "fused step"}
+    header = (f"{'backend':<11}{'model':<13}{'path':<11}{'batch':>6}{'M pairs/s':>10}"
+              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}"
+              f"{'/ fused':>8}{'range':>11}{'cpu':>6}")
+    print(header)
+    print("-" * len(header))
+    order = {"kernels": 0, "reference": 1, "before": 2, "fused step": 3}
+    for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3],
+                                             order.get(k[2], 9))):
+        group = groups[key]
+        rates = [r["pairs_per_s"] for r in group]
+        to_native = [r["pairs_per_s"] / r["native"] for r in group]
+        line = (f"{key[0]:<11}{key[1]:<13}{key[2]:<11}{key[3]:>6}{max(rates) / 1e6:>10.3f}"
+                f"{min(rates) / 1e6:>6.2f}-{max(rates) / 1e6:<5.2f}"
+                f"{min(r['ms_per_step'] for r in group):>8.2f}"
+                f"{min(r['cpu_ms_per_step'] for r in group):>8.2f}"
+                f"{max(to_native):>9.3f}{min(to_native):>6.3f}-{max(to_native):<5.3f}")
+        pairs = [(r, fused[r["repeat"]]) for r in group if r["repeat"] in fused]
+        if key[1] == "hierarchy" and pairs:
+            wall = [r["ms_per_step"] / f["ms_per_step"] for r, f in pairs]
+            cpu = [r["cpu_ms_per_step"] / f["cpu_ms_per_step"] for r, f in pairs]
+            line += f"{min(wall):>7.2f}x{min(wall):>5.2f}-{max(wall):<5.2f}{min(cpu):>5.2f}x"
+        print(line)
+    print("(/ native: pairs/s over the native trainer's measured right before; / fused: step "
+          "time over the fused step's of the same repeat, lower is better, cpu: the same "
+          "with CPU seconds; the hierarchy's pairs are edges, 7 candidate pairs each)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=1_000_000,
+                        help="(word, context) pairs of each timed fit")
+    parser.add_argument("--batches", type=int, nargs="+", default=[2048, 16384, 65536])
+    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"],
+                        choices=("tensorflow", "jax"))
+    parser.add_argument("--no-reference", action="store_true",
+                        help="only the kernels (no reference or before runs)")
+    parser.add_argument("--worker", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--paths", nargs="+", default=["kernels"], help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker[0], args.pairs, args.batches, args.paths, args.label,
+               args.worker[1])
+        return
+    print(f"load average at start {_load()}; {os.cpu_count()} CPUs")
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        data_path = os.path.join(scratch, "data.npz")
+        make_data(data_path, args.pairs)
+        for repeat in range(args.repeats):
+            for backend in args.backends:
+                got = run_worker(backend, data_path, args, scratch,
+                                 ["kernels"] + ([] if args.no_reference else ["reference"]))
+                if not args.no_reference:
+                    got += run_worker(backend, data_path, args, scratch, ["reference"],
+                                      "before", {"KERAS_GAUSS_MALLOC": "0"})
+                rows.extend(dict(row, repeat=repeat) for row in got)
+                print(f"repeat {repeat + 1}: {backend} done, load {_load()}", flush=True)
+    summarise(rows, args.repeats)
+    print(f"load average at end {_load()}")
+
+
+if __name__ == "__main__":
+    main()

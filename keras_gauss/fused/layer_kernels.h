@@ -1,0 +1,430 @@
+// Kernels behind the layers' own ops: the EL and KL energies of ELEnergy /
+// KLEnergy and their gradients, SparseAdagrad's row update (sum of repeated
+// ids, AdaGrad, row constraints, in one pass), and on JAX the row gather and
+// scatter-add of GaussianEmbedding. Plain C++ on raw float32 buffers, shared
+// by the TensorFlow ops (layer_ops.cc) and the XLA FFI handlers of the JAX
+// backend (jax_ops.cc). Each batch-level kernel takes a
+// `parallel_for(total, cost_per_unit, fn(begin, end))` from its binding.
+//
+// The formulas are those of keras_gauss/ops.py, term by term (the reference
+// the tests hold these kernels to):
+//   el: E = -1/2 sum_i [log(v_a + v_b) + (mu_a - mu_b)^2 / (v_a + v_b)]
+//           (- d/2 log 2 pi with include_constant)
+//   kl: E = -KL(N_b || N_a)   (a = general, b = specific)
+//         = -1/2 sum_i [v_b / v_a + (mu_a - mu_b)^2 / v_a - 1 - log(v_b / v_a)]
+// Gradients (t = v_a + v_b, diff = mu_a - mu_b):
+//   el: dE/dmu_a = -diff / t = -dE/dmu_b, dE/dv_a = dE/dv_b = (diff^2 / t^2 - 1 / t) / 2
+//   kl: dE/dmu_a = -diff / v_a = -dE/dmu_b,
+//       dE/dv_a = ((v_b + diff^2) / v_a^2 - 1 / v_a) / 2, dE/dv_b = (1 / v_b - 1 / v_a) / 2
+
+#ifndef KERAS_GAUSS_FUSED_LAYER_KERNELS_H_
+#define KERAS_GAUSS_FUSED_LAYER_KERNELS_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gauss_math.h"
+
+namespace tensorflow {
+namespace keras_gauss {
+namespace layers {
+
+constexpr double kLog2Pi = 1.8378770664093453;
+
+// One side of an (n, k) grid of pairs: n * k_side Gaussians, k_side 1 (one
+// Gaussian for all k candidates of a row: broadcast) or k; variances with dv
+// columns, 1 (spherical) or d.
+struct Side {
+  const float* mean;
+  const float* var;
+  int64_t k;
+  int64_t dv;
+  int64_t Row(int64_t n, int64_t j) const { return n * k + (k == 1 ? 0 : j); }
+};
+
+template <bool SA, bool SB>
+inline float ElPair(int64_t d, const float* ma, const float* va, const float* mb,
+                    const float* vb) {
+  alignas(64) float acc[kLanes] = {};
+  ForLanes(d, [&](int64_t i, int64_t j) {
+    const float t = va[SA ? 0 : i] + vb[SB ? 0 : i];
+    const float diff = ma[i] - mb[i];
+    acc[j] += VecLog(t) + diff * diff / t;
+  });
+  return -0.5f * LaneSum(acc);
+}
+
+template <bool SA, bool SB>
+inline float KlPair(int64_t d, const float* ma, const float* va, const float* mb,
+                    const float* vb) {
+  alignas(64) float acc[kLanes] = {};
+  ForLanes(d, [&](int64_t i, int64_t j) {
+    const float vg = va[SA ? 0 : i];
+    const float ratio = vb[SB ? 0 : i] / vg;
+    const float diff = ma[i] - mb[i];
+    acc[j] += ratio + diff * diff / vg - 1.0f - VecLog(ratio);
+  });
+  return -0.5f * LaneSum(acc);
+}
+
+// Adds g * dE/d(inputs) of one pair to the four gradient rows.
+template <bool SA, bool SB>
+inline void ElPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
+                       const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
+  alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
+  ForLanes(d, [&](int64_t i, int64_t j) {
+    const float inv = 1.0f / (va[SA ? 0 : i] + vb[SB ? 0 : i]);
+    const float delta = (ma[i] - mb[i]) * inv;
+    gma[i] -= g * delta;
+    gmb[i] += g * delta;
+    const float gv = 0.5f * g * (delta * delta - inv);
+    if (SA) sa[j] += gv; else gva[i] += gv;
+    if (SB) sb[j] += gv; else gvb[i] += gv;
+  });
+  if (SA) gva[0] += LaneSum(sa);
+  if (SB) gvb[0] += LaneSum(sb);
+}
+
+template <bool SA, bool SB>
+inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
+                       const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
+  alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
+  ForLanes(d, [&](int64_t i, int64_t j) {
+    const float vg = va[SA ? 0 : i];
+    const float vs = vb[SB ? 0 : i];
+    const float inv = 1.0f / vg;
+    const float diff = ma[i] - mb[i];
+    const float gm = g * diff * inv;
+    gma[i] -= gm;
+    gmb[i] += gm;
+    const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
+    const float gb = 0.5f * g * (1.0f / vs - inv);
+    if (SA) sa[j] += ga; else gva[i] += ga;
+    if (SB) sb[j] += gb; else gvb[i] += gb;
+  });
+  if (SA) gva[0] += LaneSum(sa);
+  if (SB) gvb[0] += LaneSum(sb);
+}
+
+template <bool SA, bool SB, typename ParallelFor>
+void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
+                    const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
+  parallel_for(n * k, 12 * d + 20, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t row = p / k, j = p - row * k;
+      const int64_t ra = a.Row(row, j), rb = b.Row(row, j);
+      const float* ma = a.mean + ra * d;
+      const float* va = a.var + ra * a.dv;
+      const float* mb = b.mean + rb * d;
+      const float* vb = b.var + rb * b.dv;
+      const float e = energy == Energy::kEL ? ElPair<SA, SB>(d, ma, va, mb, vb)
+                                            : KlPair<SA, SB>(d, ma, va, mb, vb);
+      out[p] = e - constant;
+    }
+  });
+}
+
+// out[n * k + j] = E(a[n, j], b[n, j]) (- the EL constant).
+template <typename ParallelFor>
+void EnergyForward(Energy energy, bool include_constant, int64_t n, int64_t k, int64_t d,
+                   const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
+  const float constant = energy == Energy::kEL && include_constant
+                             ? 0.5f * static_cast<float>(d) * static_cast<float>(kLog2Pi)
+                             : 0.0f;
+  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
+  if (sa && sb) {
+    EnergyForwardT<true, true>(energy, constant, n, k, d, a, b, out, parallel_for);
+  } else if (sa) {
+    EnergyForwardT<true, false>(energy, constant, n, k, d, a, b, out, parallel_for);
+  } else if (sb) {
+    EnergyForwardT<false, true>(energy, constant, n, k, d, a, b, out, parallel_for);
+  } else {
+    EnergyForwardT<false, false>(energy, constant, n, k, d, a, b, out, parallel_for);
+  }
+}
+
+template <bool SA, bool SB, typename ParallelFor>
+void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side& a,
+                     const Side& b, const float* grad, float* gma, float* gva, float* gmb,
+                     float* gvb, const ParallelFor& parallel_for) {
+  auto pair = [&](int64_t row, int64_t j) {
+    const int64_t ra = a.Row(row, j), rb = b.Row(row, j);
+    const float g = grad[row * k + j];
+    const float* ma = a.mean + ra * d;
+    const float* va = a.var + ra * a.dv;
+    const float* mb = b.mean + rb * d;
+    const float* vb = b.var + rb * b.dv;
+    if (energy == Energy::kEL) {
+      ElPairGrad<SA, SB>(d, g, ma, va, mb, vb, gma + ra * d, gva + ra * a.dv, gmb + rb * d,
+                         gvb + rb * b.dv);
+    } else {
+      KlPairGrad<SA, SB>(d, g, ma, va, mb, vb, gma + ra * d, gva + ra * a.dv, gmb + rb * d,
+                         gvb + rb * b.dv);
+    }
+  };
+  auto clear = [&](const Side& s, float* gm, float* gv, int64_t first, int64_t count) {
+    std::memset(gm + first * d, 0, sizeof(float) * count * d);
+    std::memset(gv + first * s.dv, 0, sizeof(float) * count * s.dv);
+  };
+  if (a.k == k && b.k == k) {  // every pair has its own rows
+    parallel_for(n * k, 16 * d + 20, [&](int64_t begin, int64_t end) {
+      clear(a, gma, gva, begin, end - begin);
+      clear(b, gmb, gvb, begin, end - begin);
+      for (int64_t p = begin; p < end; ++p) pair(p / k, p % k);
+    });
+  } else {  // a broadcast side sums over the k candidates of its row
+    parallel_for(n, (16 * d + 20) * k, [&](int64_t begin, int64_t end) {
+      clear(a, gma, gva, begin * a.k, (end - begin) * a.k);
+      clear(b, gmb, gvb, begin * b.k, (end - begin) * b.k);
+      for (int64_t row = begin; row < end; ++row) {
+        for (int64_t j = 0; j < k; ++j) pair(row, j);
+      }
+    });
+  }
+}
+
+// The gradients of sum(grad * E) with respect to the four inputs (shaped like
+// them: a broadcast side and a spherical variance get the sums).
+template <typename ParallelFor>
+void EnergyBackward(Energy energy, int64_t n, int64_t k, int64_t d, const Side& a,
+                    const Side& b, const float* grad, float* gma, float* gva, float* gmb,
+                    float* gvb, const ParallelFor& parallel_for) {
+  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
+  if (sa && sb) {
+    EnergyBackwardT<true, true>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
+  } else if (sa) {
+    EnergyBackwardT<true, false>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
+  } else if (sb) {
+    EnergyBackwardT<false, true>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
+  } else {
+    EnergyBackwardT<false, false>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb,
+                                  parallel_for);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SparseAdagrad: acc += g^2; w -= lr g / sqrt(acc + eps); then the row
+// constraints: ||w|| <= max_norm (NormClip: scale the row; max_norm <= 0 for
+// none) and lo <= w <= hi (VarianceClip; -inf / inf for none).
+
+struct RowBounds {
+  float max_norm = 0.f;
+  float lo = -INFINITY;
+  float hi = INFINITY;
+};
+
+inline void AdagradRow(float* w, float* a, const float* g, int64_t c, float lr, float eps,
+                       const RowBounds& bounds) {
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i) {
+    const float acc = a[i] + g[i] * g[i];
+    a[i] = acc;
+    w[i] -= lr * g[i] / std::sqrt(acc + eps);
+  }
+  if (bounds.max_norm > 0.f) {
+    alignas(64) float sq[kLanes] = {};
+    ForLanes(c, [&](int64_t i, int64_t j) { sq[j] += w[i] * w[i]; });
+    const float norm = std::sqrt(LaneSum(sq));
+    const float f = std::min(1.0f, bounds.max_norm / std::max(norm, 1e-30f));
+    if (f < 1.0f) {
+      for (int64_t i = 0; i < c; ++i) w[i] *= f;
+    }
+  }
+  const float lo = bounds.lo, hi = bounds.hi;
+  if (lo > -INFINITY || hi < INFINITY) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) {
+      const float v = w[i] < lo ? lo : w[i];
+      w[i] = v > hi ? hi : v;
+    }
+  }
+}
+
+// The index of the first id outside [0, rows), or -1.
+template <typename Index>
+int64_t FirstBadId(const Index* ids, int64_t n, int64_t rows) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || static_cast<int64_t>(ids[i]) >= rows) return i;
+  }
+  return -1;
+}
+
+// The unique rows of a batch of occurrences, in order of first appearance,
+// and the slot (unique row) of every occurrence: one pass with a slot array
+// of one int per table row (O(occurrences), no sorting). Keep one per table
+// between calls: the slot array and the buffers are allocated once.
+class RowSlots {
+ public:
+  template <typename Index>
+  void Assign(const Index* ids, int64_t n, int64_t rows) {
+    if (static_cast<int64_t>(slot_.size()) != rows) slot_.assign(rows, -1);
+    unique_.resize(n);
+    slot_of_.resize(n);
+    first_.resize(n);
+    count_.resize(n);
+    size_ = 0;
+    for (int64_t o = 0; o < n; ++o) {
+      const int64_t row = static_cast<int64_t>(ids[o]);
+      int32_t s = slot_[row];
+      if (s < 0) {
+        s = static_cast<int32_t>(size_++);
+        slot_[row] = s;
+        unique_[s] = row;
+        first_[s] = o;
+        count_[s] = 0;
+      }
+      count_[s]++;
+      slot_of_[o] = s;
+    }
+    for (int64_t s = 0; s < size_; ++s) slot_[unique_[s]] = -1;
+  }
+
+  int64_t size() const { return size_; }
+  int64_t row(int64_t s) const { return unique_[s]; }
+  // The first occurrence of slot s and how many it has.
+  int64_t first(int64_t s) const { return first_[s]; }
+  int64_t count(int64_t s) const { return count_[s]; }
+  const int32_t* slots() const { return slot_of_.data(); }
+  int64_t occurrences() const { return static_cast<int64_t>(slot_of_.size()); }
+  // Scratch for the summed gradients, (size, c).
+  float* Sums(int64_t c) {
+    sums_.resize(size_ * c);
+    return sums_.data();
+  }
+
+ private:
+  int64_t size_ = 0;
+  std::vector<int32_t> slot_, slot_of_, count_;
+  std::vector<int64_t> unique_, first_;
+  std::vector<float> sums_;
+};
+
+// Splits `size` items into one part per thread (`threads()` of the
+// parallel_for), or one part for small work; part p is [first(p), first(p+1)).
+struct Parts {
+  int64_t count, size;
+  Parts(int64_t size, int64_t threads, int64_t work)
+      : count(work < (1 << 16) ? 1 : std::max<int64_t>(1, std::min(size, threads))),
+        size(size) {}
+  int64_t first(int64_t p) const { return p * size / count; }
+};
+
+// AdaGrad on the unique rows of `slots` with the summed rows of `values`
+// (n, c): each part owns a range of unique rows and streams through the
+// occurrences; a row that occurs once is updated at its occurrence, the
+// others' gradients are summed in order (as unsorted_segment_sum does) and
+// their rows updated after the pass. One part per thread (every part reads
+// all slots: few parts keep that cheap, and `values` is read front to back).
+// No atomics; the same sums whatever the number of threads.
+template <typename ParallelFor>
+void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const float* values,
+                  float lr, float eps, const RowBounds& bounds,
+                  const ParallelFor& parallel_for) {
+  const int64_t n = slots.occurrences();
+  const Parts parts(slots.size(), parallel_for.threads(), n * c);
+  float* sums = slots.Sums(c);
+  const int32_t* slot_of = slots.slots();
+  parallel_for(parts.count, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
+    const int64_t begin = parts.first(begin_part), end = parts.first(end_part);
+    constexpr int64_t kAhead = 8;  // rows of single occurrences are fetched ahead
+    for (int64_t o = 0; o < n; ++o) {
+      if (o + kAhead < n) {
+        const int64_t next = slot_of[o + kAhead];
+        if (next >= begin && next < end && slots.count(next) == 1) {
+          const int64_t offset = slots.row(next) * c;
+          for (int64_t i = 0; i < c; i += 16) {
+            __builtin_prefetch(table + offset + i, 1, 3);
+            __builtin_prefetch(acc + offset + i, 1, 3);
+          }
+        }
+      }
+      const int64_t s = slot_of[o];
+      if (s < begin || s >= end) continue;
+      const float* src = values + o * c;
+      if (slots.count(s) == 1) {
+        const int64_t row = slots.row(s);
+        AdagradRow(table + row * c, acc + row * c, src, c, lr, eps, bounds);
+        continue;
+      }
+      float* dst = sums + s * c;
+      if (slots.first(s) == o) {
+        std::memcpy(dst, src, sizeof(float) * c);
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+      }
+    }
+    for (int64_t s = begin; s < end; ++s) {
+      if (slots.count(s) == 1) continue;
+      const int64_t row = slots.row(s);
+      AdagradRow(table + row * c, acc + row * c, sums + s * c, c, lr, eps, bounds);
+    }
+  });
+}
+
+// AdaGrad on the rows of a dense gradient (rows, c) that hold a nonzero
+// value; other rows are left as they are (AdaGrad with a zero gradient and a
+// row constraint on a row that already meets it change nothing).
+template <typename ParallelFor>
+void AdagradDenseRows(float* table, float* acc, int64_t rows, int64_t c, const float* grad,
+                      float lr, float eps, const RowBounds& bounds,
+                      const ParallelFor& parallel_for) {
+  parallel_for(rows, 2 * c, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = grad + r * c;
+      if (AnyNonzero(g, c)) AdagradRow(table + r * c, acc + r * c, g, c, lr, eps, bounds);
+    }
+  });
+}
+
+// rows[o] = table[ids[o]] (ids checked by the caller), prefetching the rows
+// a few ids ahead.
+template <typename Index, typename ParallelFor>
+void GatherRows(const float* table, int64_t c, const Index* ids, int64_t n, float* rows,
+                const ParallelFor& parallel_for) {
+  constexpr int64_t kAhead = 8;
+  parallel_for(n, c / 4 + 4, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      if (o + kAhead < end) {
+        const float* next = table + static_cast<int64_t>(ids[o + kAhead]) * c;
+        for (int64_t i = 0; i < c; i += 16) __builtin_prefetch(next + i, 0, 3);
+      }
+      const float* src = table + static_cast<int64_t>(ids[o]) * c;
+      float* dst = rows + o * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) dst[i] = src[i];
+    }
+  });
+}
+
+// dense = zeros(rows, c) with values[o] added to row ids[o], in order of
+// occurrence (ids checked by the caller). One part per thread owns a range of
+// rows and adds the occurrences that fall in it: no atomics, the same sums
+// whatever the number of threads.
+template <typename Index, typename ParallelFor>
+void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t rows, int64_t c,
+                    float* dense, const ParallelFor& parallel_for) {
+  const Parts parts(rows, parallel_for.threads(), (rows + n) * c);
+  parallel_for(parts.count, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
+    const int64_t begin = parts.first(begin_part), end = parts.first(end_part);
+    std::memset(dense + begin * c, 0, sizeof(float) * (end - begin) * c);
+    for (int64_t o = 0; o < n; ++o) {
+      const int64_t row = static_cast<int64_t>(ids[o]);
+      if (row < begin || row >= end) continue;
+      float* dst = dense + row * c;
+      const float* src = values + o * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+    }
+  });
+}
+
+}  // namespace layers
+}  // namespace keras_gauss
+}  // namespace tensorflow
+
+#endif  // KERAS_GAUSS_FUSED_LAYER_KERNELS_H_

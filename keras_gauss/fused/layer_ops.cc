@@ -1,0 +1,352 @@
+// TensorFlow ops behind the layers' own ops (keras_gauss.kernels): the EL and
+// KL energies with their gradient op, GaussianEmbedding's row gather (its
+// gradient, a tf.IndexedSlices, is registered in Python), and SparseAdagrad's
+// row update on the variable and its accumulator in place. The math is in layer_kernels.h,
+// shared with the JAX backend's XLA FFI handlers (jax_ops.cc). Work is split
+// over TensorFlow's intra-op thread pool.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gauss_math.h"
+#include "layer_kernels.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/resource_mgr.h"
+#include "tensorflow/core/framework/resource_var.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/util/work_sharder.h"
+
+namespace tensorflow {
+namespace {
+
+using keras_gauss::Energy;
+using keras_gauss::layers::Side;
+
+// parallel_for over the op's intra-op thread pool.
+struct ShardFor {
+  OpKernelContext* ctx;
+  int64_t threads() const {
+    return std::max(1, ctx->device()->tensorflow_cpu_worker_threads()->num_threads);
+  }
+  template <typename F>
+  void operator()(int64_t total, int64_t cost, const F& f) const {
+    auto workers = ctx->device()->tensorflow_cpu_worker_threads();
+    Shard(workers->num_threads, workers->workers, total, cost,
+          [&f](int64_t begin, int64_t end) { f(begin, end); });
+  }
+};
+
+// The four inputs (mean_a, var_a, mean_b, var_b), shaped (n, k_a, d),
+// (n, k_a, 1 or d), (n, k_b, d), (n, k_b, 1 or d), k_a and k_b 1 or k.
+struct Pairs {
+  int64_t n = 0, k = 0, d = 0;
+  Side a, b;
+};
+
+absl::Status ReadPairs(OpKernelContext* ctx, int first, Pairs* pairs) {
+  const Tensor& ma = ctx->input(first);
+  const Tensor& va = ctx->input(first + 1);
+  const Tensor& mb = ctx->input(first + 2);
+  const Tensor& vb = ctx->input(first + 3);
+  for (const Tensor* t : {&ma, &va, &mb, &vb}) {
+    if (t->dims() != 3) {
+      return errors::InvalidArgument("KerasGaussEnergy: inputs must be (n, k, d), got ",
+                                     t->shape().DebugString());
+    }
+  }
+  const int64_t n = ma.dim_size(0), d = ma.dim_size(2);
+  const int64_t ka = ma.dim_size(1), kb = mb.dim_size(1);
+  const int64_t k = std::max(ka, kb);
+  const bool ok = mb.dim_size(0) == n && mb.dim_size(2) == d && va.dim_size(0) == n &&
+                  vb.dim_size(0) == n && va.dim_size(1) == ka && vb.dim_size(1) == kb &&
+                  (ka == k || ka == 1) && (kb == k || kb == 1) &&
+                  (va.dim_size(2) == d || va.dim_size(2) == 1) &&
+                  (vb.dim_size(2) == d || vb.dim_size(2) == 1);
+  if (!ok) {
+    return errors::InvalidArgument(
+        "KerasGaussEnergy: shapes do not pair up: means ", ma.shape().DebugString(), " and ",
+        mb.shape().DebugString(), ", variances ", va.shape().DebugString(), " and ",
+        vb.shape().DebugString());
+  }
+  pairs->n = n;
+  pairs->k = k;
+  pairs->d = d;
+  pairs->a = Side{ma.flat<float>().data(), va.flat<float>().data(), ka, va.dim_size(2)};
+  pairs->b = Side{mb.flat<float>().data(), vb.flat<float>().data(), kb, vb.dim_size(2)};
+  return absl::OkStatus();
+}
+
+Energy EnergyAttr(OpKernelConstruction* ctx) {
+  std::string energy;
+  const absl::Status status = ctx->GetAttr("energy", &energy);
+  if (!status.ok()) ctx->CtxFailure(status);
+  return energy == "kl" ? Energy::kKL : Energy::kEL;
+}
+
+REGISTER_OP("KerasGaussEnergy")
+    .Input("mean_a: float")
+    .Input("var_a: float")
+    .Input("mean_b: float")
+    .Input("var_b: float")
+    .Output("energies: float")
+    .Attr("energy: {'el', 'kl'} = 'el'")
+    .Attr("include_constant: bool = false")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      auto ka = c->Dim(c->input(0), 1);
+      auto kb = c->Dim(c->input(2), 1);
+      shape_inference::DimensionHandle k = c->UnknownDim();
+      if (c->ValueKnown(ka) && c->Value(ka) != 1) {
+        k = ka;
+      } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
+        k = kb;
+      } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
+        k = ka;
+      }
+      c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Energies of an (n, k) grid of Gaussian pairs: mean_a (n, k_a, d), var_a
+(n, k_a, 1 or d), mean_b and var_b likewise, k_a and k_b 1 (broadcast) or k.
+'el': the log expected-likelihood kernel; 'kl': -KL(N_b || N_a) (a general).
+)doc");
+
+class EnergyOp : public OpKernel {
+ public:
+  explicit EnergyOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    energy_ = EnergyAttr(ctx);
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("include_constant", &include_constant_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    Pairs p;
+    OP_REQUIRES_OK(ctx, ReadPairs(ctx, 0, &p));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({p.n, p.k}), &out));
+    keras_gauss::layers::EnergyForward(energy_, include_constant_, p.n, p.k, p.d, p.a, p.b,
+                                       out->flat<float>().data(), ShardFor{ctx});
+  }
+
+ private:
+  Energy energy_;
+  bool include_constant_ = false;
+};
+
+REGISTER_KERNEL_BUILDER(Name("KerasGaussEnergy").Device(DEVICE_CPU), EnergyOp);
+
+REGISTER_OP("KerasGaussEnergyGrad")
+    .Input("grad: float")
+    .Input("mean_a: float")
+    .Input("var_a: float")
+    .Input("mean_b: float")
+    .Input("var_b: float")
+    .Output("grad_mean_a: float")
+    .Output("grad_var_a: float")
+    .Output("grad_mean_b: float")
+    .Output("grad_var_b: float")
+    .Attr("energy: {'el', 'kl'} = 'el'")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      for (int i = 0; i < 4; ++i) c->set_output(i, c->input(i + 1));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The gradient of KerasGaussEnergy: grad (n, k) is the upstream gradient of the
+energies; the outputs are shaped like the four inputs.
+)doc");
+
+class EnergyGradOp : public OpKernel {
+ public:
+  explicit EnergyGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) { energy_ = EnergyAttr(ctx); }
+
+  void Compute(OpKernelContext* ctx) override {
+    Pairs p;
+    OP_REQUIRES_OK(ctx, ReadPairs(ctx, 1, &p));
+    const Tensor& grad = ctx->input(0);
+    OP_REQUIRES(ctx, grad.shape() == TensorShape({p.n, p.k}),
+                errors::InvalidArgument("KerasGaussEnergyGrad: grad must be (", p.n, ", ",
+                                        p.k, "), got ", grad.shape().DebugString()));
+    float* outs[4];
+    for (int i = 0; i < 4; ++i) {
+      Tensor* out = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(i, ctx->input(i + 1).shape(), &out));
+      outs[i] = out->flat<float>().data();
+    }
+    keras_gauss::layers::EnergyBackward(energy_, p.n, p.k, p.d, p.a, p.b,
+                                        grad.flat<float>().data(), outs[0], outs[1], outs[2],
+                                        outs[3], ShardFor{ctx});
+  }
+
+ private:
+  Energy energy_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("KerasGaussEnergyGrad").Device(DEVICE_CPU), EnergyGradOp);
+
+REGISTER_OP("KerasGaussGather")
+    .Input("table: resource")
+    .Input("ids: Tindices")
+    .Output("rows: float")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      c->set_output(0, c->Matrix(c->NumElements(c->input(1)), c->UnknownDim()));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The rows `ids` (any shape, flattened) of the float32 matrix variable `table`,
+as an (n, columns) matrix. Its gradient is a tf.IndexedSlices, as
+ResourceGather's.
+)doc");
+
+template <typename Index>
+class GatherOp : public OpKernel {
+ public:
+  explicit GatherOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    core::RefCountPtr<Var> var;
+    OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, 0), &var));
+    const Tensor& ids = ctx->input(1);
+    const int64_t n = ids.NumElements();
+    tf_shared_lock lock(*var->mu());
+    const Tensor& table = *var->tensor();
+    OP_REQUIRES(ctx, table.dtype() == DT_FLOAT && TensorShapeUtils::IsMatrix(table.shape()),
+                errors::InvalidArgument("KerasGaussGather: the table must be a float32 "
+                                        "matrix, got ", DataTypeString(table.dtype()), " ",
+                                        table.shape().DebugString()));
+    const int64_t rows = table.dim_size(0), c = table.dim_size(1);
+    const Index* flat = ids.flat<Index>().data();
+    const int64_t bad = keras_gauss::layers::FirstBadId(flat, n, rows);
+    OP_REQUIRES(ctx, bad < 0,
+                errors::InvalidArgument("KerasGaussGather: id ",
+                                        bad < 0 ? 0 : static_cast<int64_t>(flat[bad]),
+                                        " outside [0, ", rows, ")"));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, c}), &out));
+    keras_gauss::layers::GatherRows(table.flat<float>().data(), c, flat, n,
+                                    out->flat<float>().data(), ShardFor{ctx});
+  }
+};
+
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"),
+    GatherOp<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"),
+    GatherOp<int64_t>);
+
+REGISTER_OP("KerasGaussSparseAdagrad")
+    .Input("variable: resource")
+    .Input("accumulator: resource")
+    .Input("indices: Tindices")
+    .Input("values: float")
+    .Input("learning_rate: float")
+    .Input("epsilon: float")
+    .Input("max_norm: float")
+    .Input("min_value: float")
+    .Input("max_value: float")
+    .Attr("Tindices: {int32, int64}")
+    .SetIsStateful()
+    .SetShapeFn([](shape_inference::InferenceContext* c) { return absl::OkStatus(); })
+    .Doc(R"doc(
+SparseAdagrad on the rows `indices` of `variable` (V, c) and `accumulator`:
+the rows of `values` (n, c) of repeated ids summed, acc += g^2,
+w -= learning_rate g / sqrt(acc + epsilon), then ||w|| <= max_norm (none when
+<= 0) and min_value <= w <= max_value, in place, each touched row once.
+)doc");
+
+template <typename Index>
+class SparseAdagradOp : public OpKernel {
+ public:
+  explicit SparseAdagradOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& indices = ctx->input(2);
+    const Tensor& values = ctx->input(3);
+    for (int i = 4; i < 9; ++i) {
+      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
+                  errors::InvalidArgument("KerasGaussSparseAdagrad: input ", i,
+                                          " must be a scalar"));
+    }
+    const float lr = ctx->input(4).scalar<float>()();
+    const float eps = ctx->input(5).scalar<float>()();
+    keras_gauss::layers::RowBounds bounds;
+    bounds.max_norm = ctx->input(6).scalar<float>()();
+    bounds.lo = ctx->input(7).scalar<float>()();
+    bounds.hi = ctx->input(8).scalar<float>()();
+
+    core::RefCountPtr<Var> vars[2];
+    for (int i = 0; i < 2; ++i) {
+      OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, i), &vars[i]));
+      OP_REQUIRES(ctx, vars[i]->tensor()->dtype() == DT_FLOAT,
+                  errors::InvalidArgument("KerasGaussSparseAdagrad: the variables must be "
+                                          "float32"));
+      OP_REQUIRES(ctx, vars[i]->is_initialized,
+                  errors::FailedPrecondition("KerasGaussSparseAdagrad: a variable is not "
+                                             "initialized"));
+    }
+    OP_REQUIRES(ctx, vars[0].get() != vars[1].get(),
+                errors::InvalidArgument("KerasGaussSparseAdagrad: the variable and its "
+                                        "accumulator must differ"));
+    const TensorShape& shape = vars[0]->tensor()->shape();
+    OP_REQUIRES(ctx, TensorShapeUtils::IsMatrix(shape) && vars[1]->tensor()->shape() == shape,
+                errors::InvalidArgument("KerasGaussSparseAdagrad: variable and accumulator "
+                                        "must be matrices of one shape, got ",
+                                        shape.DebugString(), " and ",
+                                        vars[1]->tensor()->shape().DebugString()));
+    const int64_t rows = shape.dim_size(0), c = shape.dim_size(1);
+    const int64_t n = indices.NumElements();
+    OP_REQUIRES(ctx, TensorShapeUtils::IsVector(indices.shape()) &&
+                         values.shape() == TensorShape({n, c}),
+                errors::InvalidArgument("KerasGaussSparseAdagrad: indices (n,) and values (n, ",
+                                        c, ") expected, got ", indices.shape().DebugString(),
+                                        " and ", values.shape().DebugString()));
+    const Index* ids = indices.flat<Index>().data();
+    const int64_t bad = keras_gauss::layers::FirstBadId(ids, n, rows);
+    OP_REQUIRES(ctx, bad < 0,
+                errors::InvalidArgument("KerasGaussSparseAdagrad: id ",
+                                        bad < 0 ? 0 : static_cast<int64_t>(ids[bad]),
+                                        " outside [0, ", rows, ")"));
+    if (n == 0) return;
+
+    // Lock in address order; copy a buffer someone else still references
+    // before writing to it (TensorFlow's EnsureSparseVariableAccess).
+    Var* order[2] = {vars[0].get(), vars[1].get()};
+    if (order[1]->mu() < order[0]->mu()) std::swap(order[0], order[1]);
+    mutex_lock first(*order[0]->mu());
+    mutex_lock second(*order[1]->mu());
+    for (Var* v : order) {
+      if (!v->tensor()->RefCountIsOne()) {
+        Tensor copy;
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, v->tensor()->shape(), &copy));
+        std::memcpy(copy.flat<float>().data(), v->tensor()->flat<float>().data(),
+                    sizeof(float) * v->tensor()->NumElements());
+        *v->tensor() = copy;
+      }
+      v->copy_on_read_mode.store(true);
+    }
+    mutex_lock scratch(scratch_mu_);
+    slots_.Assign(ids, n, rows);
+    keras_gauss::layers::AdagradSlots(slots_, vars[0]->tensor()->flat<float>().data(),
+                                       vars[1]->tensor()->flat<float>().data(), c,
+                                       values.flat<float>().data(), lr, eps, bounds,
+                                       ShardFor{ctx});
+  }
+
+ private:
+  mutex scratch_mu_;
+  keras_gauss::layers::RowSlots slots_;
+};
+
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussSparseAdagrad").Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"),
+    SparseAdagradOp<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("KerasGaussSparseAdagrad").Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"),
+    SparseAdagradOp<int64_t>);
+
+}  // namespace
+}  // namespace tensorflow

@@ -1,0 +1,121 @@
+"""TensorFlow: the layers' kernels as C++ ops (`fused/layer_ops.cc`).
+
+`energy` runs `KerasGaussEnergy` (its gradient op is registered below),
+`lookup` `KerasGaussGather` (whose gradient is a `tf.IndexedSlices`, as
+`ResourceGather`'s), and `sparse_adagrad` runs `KerasGaussSparseAdagrad` on a
+variable and its accumulator in place. Each returns None (False) for what
+the ops do not cover (float64, shapes that broadcast another way, a
+`tf.distribute` strategy), and the caller runs the reference code.
+"""
+
+import tensorflow as tf
+from tensorflow.python.framework import ops as tf_ops
+from tensorflow.python.ops import control_flow_util
+from tensorflow.python.ops.resource_variable_ops import variable_accessed
+from tensorflow.python.ops.resource_variable_ops import variable_shape
+
+from keras_gauss.fused import build as _build
+from keras_gauss.kernels.grid import pair_grid
+
+
+# `keras_gauss.fused.build.load` logs why the library is unavailable itself.
+LOADER_WARNS = True
+
+
+def applies():
+    """Whether this trace may hold the ops: not inside an XLA cluster
+    (`jit_compile=True`), which cannot compile them."""
+    return not control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
+
+
+def unavailable():
+    """Why the ops cannot run here (builds the library once), or None."""
+    library = _build.load()
+    if library is None:
+        return _build.error() or "the op library did not load"
+    return None
+
+
+def _three_d(tensor):
+    """`(..., k, c)` as `(n, k, c)` (a vector as `(1, 1, c)`)."""
+    shape = tensor.shape
+    if shape.rank == 1:
+        return tf.reshape(tensor, [1, 1, shape[0]])
+    k = shape[-2] if shape[-2] is not None else tf.shape(tensor)[-2]
+    return tf.reshape(tensor, [-1, k, shape[-1]])
+
+
+def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
+    """`"el"` or `"kl"` energies of `keras_gauss.ops` (KL: `-KL(b || a)`), or None."""
+    tensors = [tf.convert_to_tensor(t) for t in (mean_a, var_a, mean_b, var_b)]
+    if any(not t.dtype.is_floating or t.dtype == tf.float64 or t.shape.rank is None
+           for t in tensors):
+        return None
+    grid = pair_grid(*[t.shape.as_list() for t in tensors])
+    if grid is None:
+        return None
+    inputs = [_three_d(tf.cast(t, tf.float32)) for t in tensors]
+    out = _build.load().keras_gauss_energy(*inputs, energy=kind,
+                                           include_constant=bool(include_constant))
+    if tensors[0].shape.rank == 1:
+        return tf.reshape(out, [])
+    dims = list(grid.lead) + [grid.k]
+    if sum(d is None for d in dims) <= 1:
+        out = tf.reshape(out, [-1 if d is None else d for d in dims])
+    else:
+        out = tf.reshape(out, tf.concat([tf.shape(tensors[0])[:-2], tf.shape(out)[1:]], 0))
+    out.set_shape(dims)
+    return out
+
+
+@tf.RegisterGradient("KerasGaussEnergy")
+def _energy_gradient(op, grad):
+    return _build.load().keras_gauss_energy_grad(grad, *op.inputs,
+                                                 energy=op.get_attr("energy"))
+
+
+def lookup(variable, ids):
+    """`tf.gather(variable, ids)` for a float32 `(rows, c)` variable, or None."""
+    if (variable.dtype != tf.float32 or variable.shape.rank != 2
+            or variable.shape[1] is None or tf.distribute.has_strategy()):
+        return None
+    ids = tf.convert_to_tensor(ids)
+    if ids.dtype not in (tf.int32, tf.int64) or ids.shape.rank is None:
+        return None
+    columns = variable.shape[1]
+    variable_accessed(variable)  # as `sparse_read`: the tape watches the read
+    rows = _build.load().keras_gauss_gather(variable.handle, ids)
+    shape = ids.shape.as_list() + [columns]
+    if sum(d is None for d in shape) <= 1:
+        return tf.reshape(rows, [-1 if d is None else d for d in shape])
+    return tf.reshape(rows, tf.concat([tf.shape(ids), [columns]], 0))
+
+
+@tf.RegisterGradient("KerasGaussGather")
+def _gather_gradient(op, grad):
+    # As ResourceGather's: the rows' gradients against the ids, unsummed.
+    shape = variable_shape(op.inputs[0])
+    return [tf.IndexedSlices(grad, tf.reshape(op.inputs[1], [-1]), shape), None]
+
+
+def sparse_adagrad(variable, accumulator, indices, values, learning_rate, epsilon, bounds):
+    """SparseAdagrad's row update in place (`bounds`: max_norm, min, max);
+    False when the op does not cover it."""
+    if tf.distribute.has_strategy():
+        return False
+    if (variable.dtype != tf.float32 or accumulator.dtype != tf.float32
+            or variable.shape.rank != 2 or variable.shape[1] is None):
+        return False
+    columns = variable.shape[1]
+    indices = tf.reshape(indices, [-1])
+    if indices.dtype not in (tf.int32, tf.int64):
+        indices = tf.cast(indices, tf.int64)
+    values = tf.reshape(tf.cast(values, tf.float32), [-1, columns])
+    max_norm, low, high = (float(b) for b in bounds)
+    _build.load().keras_gauss_sparse_adagrad(
+        variable.handle, accumulator.handle, indices, values,
+        tf.cast(learning_rate, tf.float32), tf.constant(epsilon, tf.float32),
+        tf.constant(max_norm, tf.float32), tf.constant(low, tf.float32),
+        tf.constant(high, tf.float32))
+    return True
+

@@ -1,0 +1,35 @@
+"""What every corpus engine writes into a run: its metrics and `run.json`'s entries.
+
+Example:
+
+>>> corpus_run_info(type("Config", (), {"energy": "el"})())["table"]
+'words'
+"""
+
+import dataclasses
+
+NO_PAIRS = ("the corpus yields no (word, context) pairs: every line has fewer than two "
+            "in-vocabulary tokens.")
+
+
+def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):
+    """The `metrics.json` entries of a corpus run, whichever engine ran it."""
+    return {
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / config.epochs,
+        "pairs": pairs,
+        "pairs_per_second": pairs / train_seconds,
+        "tokens": tokens,
+        "tokens_per_second": tokens / train_seconds,
+        "final_loss": losses[-1] if losses else None,
+        "loss_per_epoch": losses,
+        "vocab_size": vocab_size,
+        "batch_size": config.batch_size,
+        "config": dataclasses.asdict(config),
+    }
+
+
+def corpus_run_info(config):
+    """`run.json`'s entries of a corpus run (`keras_gauss.runs.write_run_info`)."""
+    return {"kind": "corpus", "energy": config.energy, "table": "words",
+            "vocabulary": "vocab.tsv", "context_table": "contexts"}

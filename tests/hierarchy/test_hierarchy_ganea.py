@@ -1,6 +1,7 @@
 """Ganea et al.'s WordNet split (`--split ganea`) and splits given as files (issue 24, item 1)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -160,16 +161,24 @@ def _cli_error(capsys, argv):
      "--split ganea does not apply to --train-edges"),
     (["--val-edges", "VAL", "--test-edges", "TEST", "--edges", "TRAIN"], "not both"),
     (["--val-edges", "VAL", "--test-edges", "BAD"], "bad.tsv: line 1: 'zz' is not a node"),
+    (["--val-edges", "VAL", "--test-edges", "OVERLAP"],
+     "overlap.tsv: line 2: the positive (c, a) is also in --val-edges"),
+    (["--val-edges", "VAL", "--test-edges", "FIFO"],
+     "--test-edges {FIFO}: a named pipe (FIFO), not a regular file"),
 ])
 def test_given_split_bad_options_are_one_line_and_write_nothing(files, tmp_path, capsys, extra,
                                                                 message):
     train, val, test = files
     bad = _write(tmp_path / "bad.tsv", ["zz\ta\t1", "a\tb\t0"])
-    names = {"VAL": str(val), "TEST": str(test), "TRAIN": str(train), "BAD": str(bad)}
+    overlap = _write(tmp_path / "overlap.tsv", ["d\ta\t1", "c\ta\t1", "a\td\t0"])
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # no writer: reading it would hang
+    names = {"VAL": str(val), "TEST": str(test), "TRAIN": str(train), "BAD": str(bad),
+             "OVERLAP": str(overlap), "FIFO": str(fifo)}
     out = tmp_path / "run"
     err = _cli_error(capsys, ["train-hierarchy", "--train-edges", str(train), "--out", str(out),
                               *[names.get(a, a) for a in extra]])
-    assert message in err, err
+    assert message.format(FIFO=fifo) in err, err
     assert not out.exists()
 
 

@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from keras_gauss.hierarchy.evaluate import kl_scorer
 from keras_gauss.metrics import best_f1
 from keras_gauss.metrics import threshold_classification
 
@@ -192,6 +191,9 @@ def validation_scorer(split, monitor, generality=0.0, energy="kl"):
     >>> score(model)  # doctest: +SKIP
     0.91
     """
+    # Deliberately lazy: evaluate imports NLTK (closure -> wordnet); `--help` stays light.
+    from keras_gauss.hierarchy.evaluate import kl_scorer
+
     labels = np.r_[np.ones(len(split.val), bool), np.zeros(len(split.val_neg), bool)]
 
     def score(model):

@@ -162,7 +162,6 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.runs import check_config
         from keras_gauss.hierarchy.evaluate import check_energy
 
         if self.energy is not None:

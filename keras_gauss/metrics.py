@@ -190,7 +190,7 @@ def threshold_f1(val_pos_scores, val_neg_scores, test_pos_scores, test_neg_score
     """F1 of the positives with the threshold that maximises validation F1.
 
     The protocol of Ganea et al. (2018) and order embeddings: the threshold
-    is chosen on the validation pairs only (:func:`best_f1`: a pair is
+    is chosen on the validation pairs only (`best_f1`: a pair is
     predicted positive iff `score >= threshold`) and applied to the test
     pairs.
 

@@ -22,7 +22,7 @@ with ``D = -E`` (density order embeddings' thresholded divergence without
 its dead zone: there, negatives pay ``relu(margin - relu(D - gamma))``, flat
 while ``D < gamma``).
 
-    python benchmarks/ganea_energies.py --percent 25 --dim 10 --epochs 20 \\
+    python research/ganea_energies.py --percent 25 --dim 10 --epochs 20 \\
         gen='{"energy": "gen", "beta": 0.5, "loss": "contrastive"}'
 """
 

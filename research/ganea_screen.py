@@ -9,7 +9,7 @@ pairs). Test figures are written into each run's metrics.json but never
 printed here (choose on validation only; read the test split once per
 configuration reported, e.g. with `benchmarks/wordnet_literature.py`).
 
-    python benchmarks/ganea_screen.py --percent 25 --dim 10 --epochs 30 \\
+    python research/ganea_screen.py --percent 25 --dim 10 --epochs 30 \\
         base='{}' lr1='{"learning_rate": 1.0}'
 
 Settings are JSON objects of `WordNetConfig` fields. Appends one line a

@@ -60,7 +60,9 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_gauss.metrics import average_precision, best_f1, roc_auc, threshold_classification, threshold_f1
-from keras_gauss.runs import pair_energy
+from keras_gauss.numpy_ops import check_generality
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import HIERARCHY_ENERGIES
 
 from .benchmark_data import read_entailment, read_hyperlex
 from .closure import Hierarchy
@@ -112,26 +114,6 @@ def _check_ids(ids, num_nodes: int, name: str) -> np.ndarray:
     if ids.min() < 0 or ids.max() >= num_nodes:
         raise ValueError(f"{name} ids must lie in [0, {num_nodes})")
     return ids
-
-
-def check_generality(beta, name: str = "generality") -> float:
-    """``beta`` as a float, or ``ValueError`` naming ``name`` unless it is finite and ``>= 0``.
-
-    Example:
-        >>> check_generality(0.1)
-        0.1
-        >>> check_generality(-1, "--generality")
-        Traceback (most recent call last):
-        ...
-        ValueError: --generality must be a finite number >= 0, got -1.
-    """
-    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(beta) or beta < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {beta!r}.")
-    return float(beta)
-
-
-HIERARCHY_ENERGIES = ("kl", "containment")
 
 
 def check_energy(energy: str, generality: float = 0.0) -> str:

@@ -162,7 +162,6 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.runs import check_config
         from keras_gauss.hierarchy.evaluate import check_energy
 
         if self.energy is not None:
@@ -171,7 +170,7 @@ class WordNetConfig:
         self.resolved()._validate()
 
     def _validate(self):
-        from keras_gauss.runs import check_config
+        from keras_gauss.checks import check_config
 
         check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))

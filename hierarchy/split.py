@@ -489,10 +489,11 @@ def _ganea_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.nda
             todo = todo[bad_rows(new[todo], kept[todo], corrupt_child)]
         slow = np.union1d(todo, np.flatnonzero(free < 2 * k))  # small hierarchies: exact draws
         if len(slow):
-            if corrupt_child:
-                banned = lambda i: np.append(index.descendants(int(kept[slow[i]])), kept[slow[i]])
-            else:
-                banned = lambda i: np.append(index.ancestors(int(kept[slow[i]])), kept[slow[i]])
+            related = index.descendants if corrupt_child else index.ancestors
+
+            def banned(i, related=related):
+                return np.append(related(int(kept[slow[i]])), kept[slow[i]])
+
             draws = _distinct_draws(free[slow], banned, k, n, rng)
             new[slow] = -1
             for row, drawn in zip(slow.tolist(), draws):

@@ -116,7 +116,7 @@ def _pairs_per_line(lengths: np.ndarray, window: int, dynamic_window: bool) -> n
     return (2 * np.maximum(lengths[:, None] - offsets, 0) * weights).sum(axis=1)
 
 
-def _token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
+def token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
     """The in-vocabulary ids of `lines` (unknown tokens dropped), one row a line."""
     ids = vocab.lookup(tokenizer(lines))
     # The unknown ids (-1) are dropped from the flat values and each row split
@@ -179,7 +179,7 @@ def epoch_size(
     keep = tf.constant(keep_probabilities(vocab.counts, sample), tf.float64)
 
     def kept_lengths(lines):
-        ids = _token_ids(lines, vocab, tokenizer)
+        ids = token_ids(lines, vocab, tokenizer)
         return tf.reduce_sum(tf.gather(keep, ids), axis=1)
 
     lengths = load_corpus(corpus).batch(chunk_lines).map(kept_lengths, num_parallel_calls=tf.data.AUTOTUNE)
@@ -261,7 +261,7 @@ def make_skipgram_dataset(
 
     def examples(lines, chunk_seed):
         seeds = tf.random.split(tf.stack([chunk_seed, tf.constant(0, tf.int64)]), 4)
-        ids = _token_ids(lines, vocab, tokenizer)
+        ids = token_ids(lines, vocab, tokenizer)
         if sample > 0:
             draw = tf.random.stateless_uniform(tf.shape(ids.flat_values), seeds[0])
             ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(draw < tf.gather(keep, ids.flat_values)))

@@ -24,7 +24,7 @@ from typing import Iterable, Union
 
 import tensorflow as tf
 
-from .text_files import _expand, check_text_file, verify_gzip  # noqa: F401 - re-exported
+from .text_files import expand_paths, check_text_file, verify_gzip  # noqa: F401 - re-exported
 
 __all__ = [
     "Corpus",
@@ -94,7 +94,7 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = [f for p in paths for f in _expand(Path(p).expanduser(), recursive)]
+    files = [f for p in paths for f in expand_paths(Path(p).expanduser(), recursive)]
     for f in files:
         check_text_file(f)  # whole; a .gz file is verified too (gzip_chunks)
     names = [str(f) for f in files]

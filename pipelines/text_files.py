@@ -189,7 +189,7 @@ def gzip_chunks(path: str | os.PathLike):
         fail("the file ends before the end of the compressed stream")
 
 
-def _expand(path: Path, recursive: bool) -> list[Path]:
+def expand_paths(path: Path, recursive: bool) -> list[Path]:
     """The files of a corpus path: the path itself, or the regular files of a
     directory (sorted, hidden names skipped); a FIFO, device or socket,
     given or inside the directory, is an error naming it (never opened)."""

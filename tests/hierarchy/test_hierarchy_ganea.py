@@ -121,7 +121,10 @@ def files(tmp_path):
 def test_given_split_trains_exactly_the_given_pairs(files):
     given = read_given_split(*files)
     h, s = given.hierarchy, given.split
-    names = lambda pairs: [(h.nodes[c], h.nodes[p]) for c, p in pairs]
+
+    def names(pairs):
+        return [(h.nodes[c], h.nodes[p]) for c, p in pairs]
+
     assert sorted(names(s.train)) == [("b", "a"), ("c", "b"), ("d", "c"), ("e", "a")]
     assert len(h.edges) == 7  # the closure is the hierarchy's, not the training pairs
     assert names(s.val) == [("c", "a")] and names(s.val_neg) == [("a", "c"), ("e", "b")]

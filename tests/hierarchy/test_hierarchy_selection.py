@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cli_process import killed
-from keras_gauss.checkpoint import KILL_AFTER
+from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.hierarchy import hierarchy_from_parents
 from keras_gauss.hierarchy import train as train_module

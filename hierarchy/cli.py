@@ -106,8 +106,7 @@ def _add_training_flags(train, defaults):
                             "reduction, else 0: never stop early)")
     for field in ("dim", "batch_size", "negatives", "learning_rate",
                   "margin", "threshold", "max_norm", "min_variance", "max_variance",
-                  "val_size", "test_size", "reconstruction_nodes", "seed",
-                  "poincare_seconds"):
+                  "val_size", "test_size", "reconstruction_nodes", "seed"):
         default = getattr(defaults, field)
         kind = (float if isinstance(default, float) or field in ("val_size", "test_size", "margin")
                 else int)
@@ -118,8 +117,6 @@ def _add_training_flags(train, defaults):
             shown = "5 with kl, 10 with containment"
         elif field == "margin":
             shown = "1 with kl, 0.25 with containment"
-        elif field == "poincare_seconds":
-            shown = "0: off; > 0 trains gensim's PoincareModel on the same split as the peer"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {shown})")
     train.add_argument("--learning-rate-schedule", default=defaults.learning_rate_schedule,
@@ -257,8 +254,7 @@ def evaluation_table(evaluation, generality=0.0):
     model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
     if evaluation.get("energy") == "containment":
         model = "keras-gauss (containment)"
-    scorers = [("model", model), ("poincare", "gensim Poincare"),
-               ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
+    scorers = [("model", model), ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
     split = evaluation["split"]
     figure, what = (("test_f1", "test F1") if split in ("ganea", "given")

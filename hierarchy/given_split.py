@@ -1,12 +1,12 @@
 """A split given as files: train on exactly these is-a pairs, choose on these, test on these.
 
-``--train-edges FILE`` holds the training pairs, one ``child<TAB>parent``
-(or ``child,parent``) a line as ``--edges`` does; they are trained exactly
-as given: no closure edge is added. ``--val-edges`` and ``--test-edges``
-hold labelled pairs, ``child<TAB>parent<TAB>label`` (or commas) with label
-``1`` (is-a) or ``0`` (not), as a run's ``split/val.tsv`` and
-``split/test.tsv`` are written. Blank lines and ``#`` comments are skipped,
-and a first line whose label is not ``0``/``1`` is a header.
+`--train-edges FILE` holds the training pairs, one `child<TAB>parent`
+(or `child,parent`) a line as `--edges` does; they are trained exactly
+as given: no closure edge is added. `--val-edges` and `--test-edges`
+hold labelled pairs, `child<TAB>parent<TAB>label` (or commas) with label
+`1` (is-a) or `0` (not), as a run's `split/val.tsv` and
+`split/test.tsv` are written. Blank lines and `#` comments are skipped,
+and a first line whose label is not `0`/`1` is a header.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _LABELS = {"1": 1, "0": 0, "true": 1, "false": 0}
 
 @dataclass(frozen=True)
 class LabelledPairs:
-    """The labelled pairs of a file: ``pairs`` ``(child, parent)`` names, ``labels`` 1/0, ``lines``."""
+    """The labelled pairs of a file: `pairs` `(child, parent)` names, `labels` 1/0, `lines`."""
 
     path: str
     pairs: tuple[tuple[str, str], ...]
@@ -46,14 +46,14 @@ def _text(path, option: str) -> str:
 
 
 def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
-    """Reads ``child, parent, label`` lines (see the module docstring).
+    """Reads `child, parent, label` lines (see the module docstring).
 
     Args:
         path: the file.
         option: the command-line option that named it (used in messages).
 
     Returns:
-        A :class:`LabelledPairs` in file order (repeated lines kept: a
+        A `LabelledPairs` in file order (repeated lines kept: a
         published negative may repeat).
 
     Raises:
@@ -112,22 +112,22 @@ class GivenSplit:
 
 
 def read_given_split(train, val, test) -> GivenSplit:
-    """Reads ``--train-edges``, ``--val-edges`` and ``--test-edges`` into a split.
+    """Reads `--train-edges`, `--val-edges` and `--test-edges` into a split.
 
     The nodes are those of the training pairs; the hierarchy is the closure
     of the training pairs (what reconstruction and the baselines see);
-    ``split.train`` is the training pairs exactly, without their closure.
+    `split.train` is the training pairs exactly, without their closure.
 
     Args:
-        train: the training pairs file (``child, parent``).
-        val: the validation file (``child, parent, label``).
-        test: the test file (``child, parent, label``).
+        train: the training pairs file (`child, parent`).
+        val: the validation file (`child, parent, label`).
+        test: the test file (`child, parent, label`).
 
     Returns:
-        A :class:`GivenSplit`; ``split.method`` is ``"given"``.
+        A `GivenSplit`; `split.method` is `"given"`.
 
     Raises:
-        EdgeFileError: as :func:`read_labelled_pairs`; a cycle in the
+        EdgeFileError: as `read_labelled_pairs`; a cycle in the
             training pairs; a validation or test node that is not a node of
             the training pairs; a held-out positive that is a training pair;
             a pair labelled both ways; a positive in both validation and

@@ -1,9 +1,9 @@
 """Best-epoch selection and early stopping on a validation score.
 
-:class:`BestEpoch` scores the tables at the end of every epoch, keeps a copy
-of the best epoch's weights and asks training to stop after ``patience``
+`BestEpoch` scores the tables at the end of every epoch, keeps a copy
+of the best epoch's weights and asks training to stop after `patience`
 epochs without improvement. Its state (the scores so far and the best
-weights) travels with the run's checkpoints (:meth:`BestEpoch.wrap`), so a
+weights) travels with the run's checkpoints (`BestEpoch.wrap`), so a
 killed and resumed run selects the same epoch, bit for bit.
 
 Example: stop after two epochs without improvement.
@@ -39,7 +39,7 @@ class BestEpoch:
         min_delta: an epoch improves on the best only by more than this.
         monitor: the score's name (recorded in the summary).
         score: `model -> float`, the validation score of a model's current
-            weights (higher is better), used by :meth:`callback`.
+            weights (higher is better), used by `callback`.
 
     Attributes:
         best_epoch: the best epoch so far (counting from 0), or -1.

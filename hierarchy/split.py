@@ -2,20 +2,20 @@
 
 Two ways to hold edges out:
 
-* ``"closure"`` (Vendrov et al., 2016): closure edges that are not in the
+* `"closure"` (Vendrov et al., 2016): closure edges that are not in the
   transitive reduction. Every held-out edge follows from two training edges,
   so a lookup in the closure of the training edges scores 1.0.
-* ``"reduction"``: edges of the transitive reduction. No other closure edge
+* `"reduction"`: edges of the transitive reduction. No other closure edge
   implies them, so the closure of the training edges does not contain them:
   the model has to predict what the training data does not say.
-* ``"ganea"`` (Ganea et al., 2018, dalab/hyperbolic_cones
-  ``split_wordnet_data.py``): 5% + 5% of the non-basic closure edges held
+* `"ganea"` (Ganea et al., 2018, dalab/hyperbolic_cones
+  `split_wordnet_data.py`): 5% + 5% of the non-basic closure edges held
   out, training = the transitive reduction + a percentage of the other
-  non-basic edges, ten negatives per held-out edge (:func:`ganea_split`).
+  non-basic edges, ten negatives per held-out edge (`ganea_split`).
 
 Each held-out positive is scored against three kinds of negatives (the
-``parts`` of an :class:`EdgeSplit`): ``""`` one side replaced by a random node,
-``"reversed"`` the edge turned around, and ``"sibling"`` the general node
+`parts` of an `EdgeSplit`): `""` one side replaced by a random node,
+`"reversed"` the edge turned around, and `"sibling"` the general node
 replaced by one of its siblings.
 """
 
@@ -36,36 +36,36 @@ _MAX_DEDUP_ROUNDS = 100
 
 SPLITS = ("closure", "reduction", "ganea")
 GANEA_HELD_OUT = 5.0
-"""Percent of the non-basic edges held out for validation, and again for test, by ``"ganea"``."""
+"""Percent of the non-basic edges held out for validation, and again for test, by `"ganea"`."""
 GANEA_NEGATIVES = 5
-"""Negatives per held-out edge and side (the child corrupted, the parent corrupted) by ``"ganea"``."""
+"""Negatives per held-out edge and side (the child corrupted, the parent corrupted) by `"ganea"`."""
 DEFAULT_HELD_OUT = 4000
 """Held-out edges per part by default: the smaller of this and 10% of the eligible edges."""
 
 
 @dataclass(frozen=True, eq=False)
 class EdgeSplit:
-    """Edges of one split; every array is int32 ``(n, 2)`` of ``(specific, general)`` ids.
+    """Edges of one split; every array is int32 `(n, 2)` of `(specific, general)` ids.
 
     Attributes:
         train: Closure edges that are not held out (sorted as in the closure).
         val: Held-out positive validation edges.
         val_neg: Negative validation pairs: one per validation edge, row-aligned
-            with ``val`` (``"closure"``, ``"reduction"``), or up to ten per edge
-            (``"ganea"``), or as a file gives them (``"given"``).
+            with `val` (`"closure"`, `"reduction"`), or up to ten per edge
+            (`"ganea"`), or as a file gives them (`"given"`).
         test: Held-out positive test edges.
-        test_neg: Negative test pairs, as ``val_neg``.
+        test_neg: Negative test pairs, as `val_neg`.
         num_nodes: Number of nodes of the hierarchy.
-        method: ``"closure"``, ``"reduction"``, ``"ganea"`` (see the module
-            docstring) or ``"given"`` (read from files,
-            :func:`~keras_gauss.hierarchy.given_split.read_given_split`).
-        val_sibling: Row-aligned with ``val``: the general node replaced by a
-            sibling unrelated to the specific one; ``-1`` rows where none exists.
-        test_sibling: The same for ``test``.
-        eligible: Number of edges that could have been held out (``"ganea"``:
+        method: `"closure"`, `"reduction"`, `"ganea"` (see the module
+            docstring) or `"given"` (read from files,
+            `keras_gauss.hierarchy.given_split.read_given_split`).
+        val_sibling: Row-aligned with `val`: the general node replaced by a
+            sibling unrelated to the specific one; `-1` rows where none exists.
+        test_sibling: The same for `test`.
+        eligible: Number of edges that could have been held out (`"ganea"`:
             the non-basic edges).
-        num_basic: ``"ganea"``: the basic edges (transitive reduction), all in
-            ``train``; else 0.
+        num_basic: `"ganea"`: the basic edges (transitive reduction), all in
+            `train`; else 0.
     """
 
     train: np.ndarray
@@ -82,14 +82,14 @@ class EdgeSplit:
 
     @cached_property
     def train_index(self) -> EdgeIndex:
-        """:class:`EdgeIndex` of the closure of the training edges: all a model may know."""
+        """`EdgeIndex` of the closure of the training edges: all a model may know."""
         return closure_index(self.train, self.num_nodes)
 
     def parts(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The evaluation sets as ``{name: (positives, negatives)}``.
+        """The evaluation sets as `{name: (positives, negatives)}`.
 
-        Names are ``val``/``test`` (random corruption), ``val_reversed``/
-        ``test_reversed`` and ``val_sibling``/``test_sibling``; the sibling
+        Names are `val`/`test` (random corruption), `val_reversed`/
+        `test_reversed` and `val_sibling`/`test_sibling`; the sibling
         parts keep only the positives that have a sibling negative.
         """
         out = {}
@@ -115,7 +115,7 @@ def _resolve_size(size: int | float | None, available: int, name: str) -> int:
 
 
 def default_size(eligible: int) -> int:
-    """Default held-out edges per part: ``min(4000, round(0.1 * eligible))``."""
+    """Default held-out edges per part: `min(4000, round(0.1 * eligible))`."""
     return min(DEFAULT_HELD_OUT, int(round(0.1 * eligible)))
 
 
@@ -129,7 +129,7 @@ def _closure_candidates(hierarchy: Hierarchy) -> np.ndarray:
 
 
 def _reduction_candidates(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``edges`` that are reduction edges, and each node's number of closure edges."""
+    """Rows of `edges` that are reduction edges, and each node's number of closure edges."""
     n = hierarchy.num_nodes
     edges = hierarchy.edges
     degree = np.bincount(edges[:, 0], minlength=n) + np.bincount(edges[:, 1], minlength=n)
@@ -139,9 +139,9 @@ def _reduction_candidates(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray]
 
 
 def eligible_edges(hierarchy: Hierarchy, method: str = "closure") -> int:
-    """Number of edges ``method`` may hold out (before the default size is taken).
+    """Number of edges `method` may hold out (before the default size is taken).
 
-    ``"closure"``: closure edges outside the transitive reduction. ``"reduction"``:
+    `"closure"`: closure edges outside the transitive reduction. `"reduction"`:
     reduction edges whose two nodes keep another edge once it is held out.
     """
     if method == "closure":
@@ -163,9 +163,9 @@ def split_edges(
 ) -> EdgeSplit:
     """Hold out validation and test edges, each with a random, a reversed and a sibling negative.
 
-    ``method="closure"`` draws the held-out positives uniformly among closure
+    `method="closure"` draws the held-out positives uniformly among closure
     edges that are *not* in the transitive reduction, as Vendrov et al. (2016):
-    each can be inferred from the training edges. ``method="reduction"`` draws
+    each can be inferred from the training edges. `method="reduction"` draws
     them among edges *of* the transitive reduction, so none can be inferred;
     edges are taken in random order and skipped when holding one out would leave
     one of its nodes in no training edge. The training edges are all other
@@ -178,18 +178,18 @@ def split_edges(
     a node sharing a direct parent with it, unrelated to the specific node.
 
     Args:
-        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` to split.
+        hierarchy: The `keras_gauss.hierarchy.closure.Hierarchy` to split.
         val_size: Number of validation edges, a fraction (float in (0, 1)) of the
-            eligible edges, or ``None``: the smaller of 4,000 and 10% of them.
+            eligible edges, or `None`: the smaller of 4,000 and 10% of them.
         test_size: Same for the test edges.
         seed: Seed of the split and of the negatives.
-        method: ``"closure"`` or ``"reduction"``.
+        method: `"closure"` or `"reduction"`.
 
     Returns:
-        An :class:`EdgeSplit` (train edges keep the closure's sorted order).
+        An `EdgeSplit` (train edges keep the closure's sorted order).
 
     Raises:
-        ValueError: If there are fewer eligible edges than ``val_size + test_size``.
+        ValueError: If there are fewer eligible edges than `val_size + test_size`.
 
     Example:
         >>> from keras_gauss.hierarchy.closure import build_hierarchy
@@ -246,7 +246,7 @@ def split_edges(
 
 
 def _pick_reduction(edges, candidates, degree, size, rng, what) -> np.ndarray:
-    """``size`` candidate rows in random order, skipping any that would leave a node without edges."""
+    """`size` candidate rows in random order, skipping any that would leave a node without edges."""
     left = degree.copy()
     picked = []
     for row in rng.permutation(candidates).tolist():
@@ -280,7 +280,7 @@ def _random_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.nd
 
 
 def _sibling_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.ndarray:
-    """``(specific, sibling of general)`` per positive, uniform among siblings unrelated to the specific node."""
+    """`(specific, sibling of general)` per positive, uniform among siblings unrelated to the specific node."""
     n = hierarchy.num_nodes
     basic = EdgeIndex(hierarchy.basic_edges, n)  # direct parents and children
     index = hierarchy.index
@@ -298,22 +298,22 @@ def _sibling_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.n
 
 
 def drop_root(hierarchy: Hierarchy, root: str) -> Hierarchy:
-    """The hierarchy without the top node ``root``, its edges and the nodes left without any.
+    """The hierarchy without the top node `root`, its edges and the nodes left without any.
 
-    Ganea et al. drop ``entity.n.01`` from WordNet's nouns. Every other node
-    keeps its closure edges; the nodes whose only direct parent was ``root``
+    Ganea et al. drop `entity.n.01` from WordNet's nouns. Every other node
+    keeps its closure edges; the nodes whose only direct parent was `root`
     become top nodes, and those that had no other edge at all (two in the
     mammal subtree, none among all nouns) go too: nothing could train them.
 
     Args:
-        hierarchy: the :class:`~keras_gauss.hierarchy.closure.Hierarchy`.
+        hierarchy: the `keras_gauss.hierarchy.closure.Hierarchy`.
         root: the name of a node without ancestors.
 
     Returns:
-        A new :class:`Hierarchy`, nodes in the same order.
+        A new `Hierarchy`, nodes in the same order.
 
     Raises:
-        ValueError: ``root`` is not a node, or it has ancestors (one line naming it).
+        ValueError: `root` is not a node, or it has ancestors (one line naming it).
 
     Example:
         >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
@@ -343,39 +343,39 @@ def drop_root(hierarchy: Hierarchy, root: str) -> Hierarchy:
 
 def ganea_split(hierarchy: Hierarchy, non_basic_percent: float, *, seed: int = 0,
                 held_out_percent: float = GANEA_HELD_OUT) -> EdgeSplit:
-    """The split of Ganea et al. (2018), as dalab/hyperbolic_cones ``split_wordnet_data.py`` makes it.
+    """The split of Ganea et al. (2018), as dalab/hyperbolic_cones `split_wordnet_data.py` makes it.
 
     The closure edges are divided into *basic* edges (the transitive
     reduction) and *non-basic* ones (implied by two others). Test: 5% of the
     non-basic edges, drawn at random; validation: 5% of them drawn from the
-    rest; training: every basic edge plus ``non_basic_percent`` percent of
+    rest; training: every basic edge plus `non_basic_percent` percent of
     the non-basic edges (a percentage of all of them), drawn from the rest.
-    Nothing else is added to training. Each held-out edge ``(c, p)`` gets
-    ten negatives, as published: five ``(w, p)`` with ``w`` neither ``p`` nor
-    a descendant of ``p`` (the child corrupted) and five ``(c, w)`` with ``w``
-    neither ``c`` nor an ancestor of ``c`` (the parent corrupted), distinct
+    Nothing else is added to training. Each held-out edge `(c, p)` gets
+    ten negatives, as published: five `(w, p)` with `w` neither `p` nor
+    a descendant of `p` (the child corrupted) and five `(c, w)` with `w`
+    neither `c` nor an ancestor of `c` (the parent corrupted), distinct
     within each five; none is an edge of the closure. (A side with fewer than
-    five such nodes gets them all; a ``p`` that is an ancestor of every
+    five such nodes gets them all; a `p` that is an ancestor of every
     other node gets no child-corrupted negatives, as published.) For
-    WordNet nouns, drop the root first (:func:`drop_root`): 82,114 nodes,
+    WordNet nouns, drop the root first (`drop_root`): 82,114 nodes,
     661,127 closure edges, 84,363 basic, as dalab's files.
 
-    The held-out edges and their negatives depend on ``seed`` only, so every
-    ``non_basic_percent`` of a seed shares them; the training sample is drawn
-    from the stream ``[seed, 1]``.
+    The held-out edges and their negatives depend on `seed` only, so every
+    `non_basic_percent` of a seed shares them; the training sample is drawn
+    from the stream `[seed, 1]`.
 
     Args:
         hierarchy: the hierarchy (its closure is the truth).
         non_basic_percent: percent of the non-basic edges added to training,
-            ``0 <= X <= 100 - 2 * held_out_percent`` (the published 0, 10, 25, 50).
+            `0 <= X <= 100 - 2 * held_out_percent` (the published 0, 10, 25, 50).
         seed: seed of the draws.
         held_out_percent: percent of the non-basic edges in validation, and in test.
 
     Returns:
-        An :class:`EdgeSplit` with ``method="ganea"``: ``train`` sorted,
-        ``val_neg``/``test_neg`` the negatives of all held-out edges (ten per
-        edge, in edge order), ``eligible`` the number of non-basic edges and
-        ``num_basic`` the basic ones; no sibling negatives.
+        An `EdgeSplit` with `method="ganea"`: `train` sorted,
+        `val_neg`/`test_neg` the negatives of all held-out edges (ten per
+        edge, in edge order), `eligible` the number of non-basic edges and
+        `num_basic` the basic ones; no sibling negatives.
 
     Raises:
         ValueError: a percentage out of range, or too few non-basic edges to
@@ -436,7 +436,7 @@ def ganea_split(hierarchy: Hierarchy, non_basic_percent: float, *, seed: int = 0
 
 
 def _distinct_draws(allowed_count, banned, num, n, rng) -> list[np.ndarray]:
-    """Per row ``i``, ``min(num, allowed_count[i])`` distinct nodes of ``[0, n)`` outside ``banned(i)``."""
+    """Per row `i`, `min(num, allowed_count[i])` distinct nodes of `[0, n)` outside `banned(i)`."""
     out = []
     for i, free in enumerate(allowed_count.tolist()):
         k = min(num, free)
@@ -460,7 +460,7 @@ def _distinct_draws(allowed_count, banned, num, n, rng) -> list[np.ndarray]:
 
 
 def _ganea_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.ndarray:
-    """Five ``(w, p)`` (the child corrupted) then five ``(c, w)`` (the parent corrupted) per edge."""
+    """Five `(w, p)` (the child corrupted) then five `(c, w)` (the parent corrupted) per edge."""
     n = hierarchy.num_nodes
     index = hierarchy.index
     k = GANEA_NEGATIVES

@@ -1,7 +1,6 @@
 """Training and evaluating Gaussian embeddings of a hierarchy: WordNet nouns or verbs, or a user's own is-a pairs."""
 
 import dataclasses
-import importlib.util
 
 import numpy as np
 
@@ -99,8 +98,6 @@ class WordNetConfig:
             eligible edges; `None`: the smaller of 4,000 and 10% of them);
             0 with `test_size` 0 trains on every edge.
         test_size: held-out test edges (count, fraction or `None`).
-        poincare_seconds: if > 0, also train gensim's `PoincareModel` (50-d)
-            on the same split for about this long and score it beside ours.
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
@@ -152,7 +149,6 @@ class WordNetConfig:
     test_size: float | None = None
     reconstruction_nodes: int | None = 2000
     seed: int = 0
-    poincare_seconds: float = 0.0
     generality: float = 0.0
     non_basic_percent: float | None = None
     drop_root: str | None = None
@@ -170,7 +166,7 @@ class WordNetConfig:
         self.resolved()._validate()
 
     def _validate(self):
-        from keras_gauss.runs import check_config
+        from keras_gauss.checks import check_config
 
         check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
@@ -194,8 +190,8 @@ class WordNetConfig:
         if self.edges is not None and self.include_lemmas:
             raise ValueError("--lemmas adds WordNet words: it does not apply to --edges.")
         sizes = [0.0 if v is None else v for v in (self.val_size, self.test_size)]
-        if min(sizes) < 0 or self.threshold < 0 or self.poincare_seconds < 0:
-            raise ValueError("--val-size, --test-size, --threshold and --poincare-seconds must be >= 0.")
+        if min(sizes) < 0 or self.threshold < 0:
+            raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         from keras_gauss.hierarchy.evaluate import check_generality
@@ -470,8 +466,7 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0,
-                   generality=0.0, energy="kl"):
+def evaluate_split(split, means, variances, generality=0.0, energy="kl"):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with
@@ -479,7 +474,7 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
     (`energy`; `evaluate.edge_scores`).
 
     Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
-    "depth_difference"[, "poincare"]}`, each scorer's entry as
+    "depth_difference"}`, each scorer's entry as
     `keras_gauss.hierarchy.evaluate.split_classification` gives it.
     """
     from keras_gauss.hierarchy import evaluate
@@ -492,12 +487,6 @@ def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, see
                   parts, evaluate.kl_scorer(means, variances, generality, energy)),
               "closure_lookup": evaluate.split_classification(parts, evaluate.lookup_scorer(known)),
               "depth_difference": evaluate.split_classification(parts, evaluate.depth_scorer(known))}
-    if poincare_seconds > 0:
-        from keras_gauss.hierarchy.poincare import train_poincare
-
-        score, info = train_poincare(split.train, hierarchy.nodes, seconds=poincare_seconds,
-                                     seed=seed)
-        result["poincare"] = {**evaluate.split_classification(parts, score), "training": info}
     return result
 
 
@@ -613,8 +602,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     training edges and every evaluation part as node names, see
     `write_split`) and `metrics.json` (test/val accuracy with the threshold
     chosen on validation; `evaluation`: every kind of negatives scored by the
-    model, the closure lookup and depth difference baselines and, with
-    `poincare_seconds`, gensim's Poincaré model; reconstruction mean rank and
+    model, the closure lookup and depth difference baselines; reconstruction mean rank and
     MAP, HyperLex and Baroni 2012 scores when their files are given,
     `train_seconds`, and the config), and last the marker of a run of ours
     (`.keras-gauss`). It is a `keras_gauss.job.Job` with `HierarchyEngine`:
@@ -670,9 +658,6 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     """
     def check():  # every setting, before anything is read or imported
         config.validate()
-        if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
-            raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install "
-                             "gensim.")
         # The benchmark files too: a malformed one fails before training.
         if hyperlex is not None:
             read_hyperlex(hyperlex)
@@ -897,8 +882,7 @@ class HierarchyEngine(Engine):
             metrics.update({key: result[key] for key in
                             ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
                              "f1_threshold", "test_auc")})
-            metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
-                                                   config.poincare_seconds, config.seed,
+            metrics["evaluation"] = evaluate_split(split, means, variances,
                                                    config.generality, config.energy)
             for kind in ("reversed", "sibling"):
                 if kind in metrics["evaluation"]["model"]:

@@ -45,7 +45,15 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.runs import ENERGY_NAMES as ENERGIES
+from keras_gauss.checks import check_tables_finite
+from keras_gauss.io import SERVING
+from keras_gauss.io import atomic_directory
+from keras_gauss.io import check_output_dir
+from keras_gauss.numpy_ops import check_generality
+from keras_gauss.run_format import ENERGY_NAMES as ENERGIES
+from keras_gauss.runs import el_include_constant
+from keras_gauss.runs import load_run
+from keras_gauss.runs import walk_layers
 
 OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
@@ -145,7 +153,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         generality: with `"kl"`, the weight of the generality term
             `generality * (log det Sigma_candidate - log det Sigma_query)`.
         rank_threshold: with `"containment"`, the energy from which a
-            candidate holds the query (`keras_gauss.runs.containment_rank`).
+            candidate holds the query (`keras_gauss.numpy_ops.containment_rank`).
 
     Returns:
         `{"energy": fn(query, candidate), "embed": fn(word),
@@ -213,7 +221,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
                 values, tf.reshape(own, (1, 1)),
                 tf.constant([-np.inf], tf.float32))
             key = values
-            if energy == "containment":  # keras_gauss.runs.containment_rank
+            if energy == "containment":  # keras_gauss.numpy_ops.containment_rank
                 wide = tf.cast(values, tf.float64)
                 key = tf.where(wide >= rank_threshold, 1e6 - log_det, wide)
             top = tf.math.top_k(key, k=k)
@@ -250,7 +258,6 @@ def _input_signatures():
 def _check_options(energy, k, size, generality=0.0):
     if energy not in ENERGIES:
         raise ValueError(f"energy must be one of {', '.join(ENERGIES)}, got {energy!r}.")
-    from keras_gauss.hierarchy.evaluate import check_generality
 
     if check_generality(generality) and energy != "kl":
         raise ValueError(f"generality applies to KL energy only, not {energy!r}.")
@@ -342,8 +349,6 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     """
     import tensorflow as tf
 
-    from keras_gauss.checks import check_tables_finite
-    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     means = np.asarray(means, np.float32)
     variances = np.asarray(variances, np.float32)
@@ -430,22 +435,6 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     return Path(path)
 
 
-def _el_include_constant(model):
-    """The `include_constant` of a model's `ELEnergy` layers (default True)."""
-    from keras_gauss.layers import ELEnergy
-
-    flags = {layer.include_constant for layer in _walk_layers(model)
-             if isinstance(layer, ELEnergy)}
-    return flags != {False}
-
-
-def _walk_layers(layer):
-    yield layer
-    for child in getattr(layer, "layers", []) or []:
-        if child is not layer:
-            yield from _walk_layers(child)
-
-
 def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
                candidate_table=None):
     """Exports a run directory for TensorFlow Serving.
@@ -489,9 +478,6 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """
-    from keras_gauss.io import SERVING, check_output_dir
-    from keras_gauss.runs import load_run
-
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
     target = Path(serve_dir) / str(int(version))
@@ -506,7 +492,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     return export_tables(
         means, variances, run.words, target, run.energy_name, k=k,
         candidate_means=cand_means, candidate_variances=cand_vars,
-        include_constant=_el_include_constant(run.model), overwrite=overwrite,
+        include_constant=el_include_constant(run.model), overwrite=overwrite,
         generality=run.generality, rank_threshold=run.threshold or 0.0,
         info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
               "table": run.table.name,
@@ -522,7 +508,7 @@ def _find_table(source, name=None):
         return source
     if isinstance(name, GaussianEmbedding):
         return name
-    tables = [layer for layer in _walk_layers(source)
+    tables = [layer for layer in walk_layers(source)
               if isinstance(layer, GaussianEmbedding)]
     if name is not None:
         matching = [layer for layer in tables if layer.name == name]
@@ -602,7 +588,6 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
     import keras
     import tensorflow as tf
 
-    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     if keras.backend.backend() != "tensorflow":
         raise ValueError("export_energy_model needs the TensorFlow backend.")

@@ -181,17 +181,6 @@ def test_split_files_let_anyone_rescore_the_run(mammal_run):
         assert len(tp) == sum(metrics["evaluation"]["sizes"][f"test{suffix}"])
 
 
-def test_poincare_peer_on_the_same_split(tmp_path):
-    pytest.importorskip("gensim")
-    config = WordNetConfig(**{**SMALL, "epochs": 1, "split": "reduction", "poincare_seconds": 0.1})
-    metrics = train_wordnet(config, tmp_path / "run", verbose=0)
-    poincare = metrics["evaluation"]["poincare"]
-    assert poincare["training"]["epochs"] >= 1 and poincare["training"]["dim"] == 50
-    assert set(poincare) == {"random", "reversed", "sibling", "training"}
-    # A distance is symmetric: a reversed edge scores exactly as the edge.
-    assert poincare["reversed"]["test_accuracy"] == 0.5
-
-
 def test_subtree_default_split_fits_and_says_so(tmp_path, capsys):
     # Used to fail: "cannot hold out 4000 + 4000 edges" for the 5,360 eligible mammal edges.
     out = tmp_path / "run"

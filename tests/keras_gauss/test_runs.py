@@ -18,7 +18,9 @@ from keras import ops
 import keras_gauss as kg
 from keras_gauss.cli import main
 from keras_gauss.export import export_run
-from keras_gauss.runs import UnknownWordError, pair_energy, write_run_info
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import write_run_info
+from keras_gauss.runs import UnknownWordError
 
 NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "dog.n.03", "cat.n.01",
          "vehicle.n.01", "car.n.01", "a_synset_with_a_long_name.n.01"]
@@ -281,7 +283,7 @@ def test_generality_energy_is_used_by_energy_is_a_neighbors_and_serving(
 def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, value):
     import shutil
 
-    from keras_gauss.runs import DamagedRunError
+    from keras_gauss.run_format import DamagedRunError
 
     path = tmp_path / "damaged"
     shutil.copytree(generality_run, path)
@@ -296,7 +298,7 @@ def test_containment_neighbors_nearest_holding_box_first(tmp_path):
     holders come first, smallest first (the nearest hypernyms), the others by
     energy, and the serving `neighbors` gives the same list."""
     from keras_gauss.hierarchy.model import build_kl_model
-    from keras_gauss.runs import containment_rank
+    from keras_gauss.numpy_ops import containment_rank
 
     path = tmp_path / "containment"
     path.mkdir()

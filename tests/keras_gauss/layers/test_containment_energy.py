@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keras_gauss.layers import ContainmentEnergy
-from keras_gauss.runs import pair_energy
+from keras_gauss.numpy_ops import pair_energy
 
 
 def test_layer_matches_the_numpy_energy_of_runs():

@@ -11,7 +11,8 @@ Two models: the corpus model (word and context tables, EL energy, batches of
 the general and the specific side of every edge, KL energy, 5 corrupted +
 1 reversed edge per positive, batches with an unknown batch dimension as
 `make_dataset` gives them), the latter trained by `model.fit` with
-`SparseAdagrad` and by the fused `FusedKLTrainer` that `train-wordnet` uses.
+`SparseAdagrad` and by the fused `FusedKLTrainer` that `train-wordnet` used before
+(`benchmarks/fused_reference.py`).
 
     python benchmarks/step_scaling.py [--batch 1024] [--dim 50] [--steps 200]
         [--models corpus hierarchy] [--no-keras-baseline] [--backend tensorflow|jax]

@@ -146,7 +146,7 @@ def main():
     print(f"\n{args.lines:,} lines of news2017, 1 epoch, "
           + ", ".join(f"{k} {v}" for k, v in SETTINGS.items())
           + f"; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-    print(f"| engine | pairs/s | / fused |\n|---|---|---|")
+    print("| engine | pairs/s | / fused |\n|---|---|---|")
     for label, rate in best.items():
         print(f"| {label} | {rate:,.0f} | {rate / fused:.3f} |")
 

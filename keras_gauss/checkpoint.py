@@ -26,7 +26,6 @@ Example:
 
 import json
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -46,10 +45,6 @@ STATE_FILE = "state.npz"
 DEFAULT_MINUTES = 10.0
 # 2: the state holds the digest of the data read (`data`); 1 did not.
 FORMAT = 2
-# Test hooks: SIGKILL this process after writing the N-th checkpoint, or
-# while writing it (after its data, before it replaces the previous one).
-KILL_AFTER = "KERAS_GAUSS_TEST_KILL_AFTER_CHECKPOINT"
-KILL_DURING = "KERAS_GAUSS_TEST_KILL_DURING_CHECKPOINT"
 
 
 class CheckpointError(ValueError):
@@ -81,11 +76,6 @@ def refuse_unfinished(out_dir, overwrite):
             f"--resume {out_dir}, or pass --overwrite to start again.")
 
 
-def _kill_hook(variable, count):
-    if os.environ.get(variable) == str(count):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _run_directory(out_dir):
     """Makes `out_dir` an interrupted run of ours (its marker first) unless it
     holds an output of ours already."""
@@ -96,7 +86,7 @@ def _run_directory(out_dir):
     write_marker(out_dir, RUN_IN_PROGRESS)
 
 
-def write_checkpoint(out_dir, state, arrays, count=0):
+def write_checkpoint(out_dir, state, arrays):
     """Writes `state` (JSON-able) and `arrays` (name -> array) atomically.
 
     Raises:
@@ -111,7 +101,6 @@ def write_checkpoint(out_dir, state, arrays, count=0):
             blob = np.frombuffer(json.dumps(state).encode("utf-8"), np.uint8)
             np.savez(handle, __state__=blob, **arrays)
             handle.flush()
-            _kill_hook(KILL_DURING, count)
             os.fsync(handle.fileno())
     except Exception as error:
         refused = not_writable(path, error, "the checkpoint",
@@ -271,12 +260,10 @@ class Checkpointer:
         self.count += 1
         state = {"format": FORMAT, "kind": self.kind, "settings": self.settings,
                  **self.extra, **json.loads(json.dumps(position))}
-        count = self.count
 
         def write():
             try:
-                write_checkpoint(self.out_dir, state, arrays, count)
-                _kill_hook(KILL_AFTER, count)
+                write_checkpoint(self.out_dir, state, arrays)
             except BaseException as error:  # raised by `wait` (no space: one line)
                 self._error = error
 

@@ -1138,7 +1138,7 @@ def start_distribution(config, environ=None, settings=None):
         try:
             keras.distribution.initialize(config.coordinator, config.num_processes,
                                           config.process_id)
-        except Exception as error:  # noqa: BLE001: the backend's own errors
+        except Exception as error:  # the backend's own errors
             message = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise DistributionError(f"--coordinator {config.coordinator}: the JAX job did not "
                                     f"start ({type(error).__name__}: {message}).") from None

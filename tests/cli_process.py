@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 
+from fault_injection import PRELUDE as FAULTS
 from keras_gauss.checkpoint import read_checkpoint
 
 MARK = "keras-gauss-test-modules "
@@ -44,7 +45,7 @@ def run_cli(argv, env=None, prelude="", timeout=300):
         "keras": bool}` of the child's `sys.modules` when the command
         returned or the kill hook fired, or None when neither happened.
     """
-    code = (_REPORT + prelude + "\nfrom keras_gauss.cli import main\n"
+    code = (_REPORT + FAULTS + prelude + "\nfrom keras_gauss.cli import main\n"
             "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as stop:\n"
             "    code = stop.code\n_report()\nsys.exit(code)\n")
     result = subprocess.run([sys.executable, "-c", code, *map(str, argv)],
@@ -58,7 +59,7 @@ def killed(argv, out, variable, count, env=None, prelude=""):
     """Runs `keras-gauss ARGV --out OUT --checkpoint-every 1e-9` (a checkpoint
     after every chunk or step) in a child that SIGKILLs itself at the
     `count`-th checkpoint (`variable`: `KILL_AFTER` or `KILL_DURING` of
-    `keras_gauss.checkpoint`); asserts it was killed before writing the run.
+    `fault_injection`); asserts it was killed before writing the run.
 
     Returns:
         `(state, modules)`: the state of the checkpoint left in `out`, and

@@ -168,7 +168,9 @@ def _split_parts(out, run):
         if path.stem == "train":
             continue
         rows = [line.split("\t") for line in path.read_text().splitlines()]
-        pick = lambda label: run.ids([n for a, b, l in rows if l == label for n in (a, b)])  # noqa: E731
+        def pick(label, rows=rows):
+            return run.ids([n for a, b, kind in rows if kind == label for n in (a, b)])
+
         parts[path.stem] = (pick("1").reshape(-1, 2), pick("0").reshape(-1, 2))
     return parts
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cli_process import killed
-from keras_gauss.checkpoint import KILL_AFTER
+from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 

@@ -10,8 +10,8 @@ it ends with (`tables/<path>`, by a callback at the end of training, so the
 process that does not write `RUN` reports them too; for `hierarchy`, which
 takes no callbacks, process 0's from `RUN`) and its metrics
 (`metrics`, JSON) to `OUT`. With `resume`, it continues the run in `RUN`.
-With a checkpoint hook (`KERAS_GAUSS_TEST_KILL_AFTER_CHECKPOINT`) it
-checkpoints after every step.
+With `fault_injection.KILL_AFTER` set it checkpoints after every step and
+is killed at that checkpoint.
 
 `reference`: one process, one device, trains the model of `KIND` on the
 global batches of the two-process job, built here from the two processes'
@@ -25,10 +25,16 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TESTS)  # for fault_injection only: tests/keras_gauss/ would hide the package
+from fault_injection import KILL_AFTER  # noqa: E402
+from fault_injection import install  # noqa: E402
+
+sys.path.remove(TESTS)
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_gauss.checkpoint import KILL_AFTER  # noqa: E402
 from keras_gauss.distribution import Distribution  # noqa: E402
 from keras_gauss.distribution import DistributionConfig  # noqa: E402
 from keras_gauss.hierarchy.train import WordNetConfig  # noqa: E402
@@ -124,4 +130,5 @@ def main(out, kind, data, out_run, port, pid=None, *flags):
 
 
 if __name__ == "__main__":
+    install()
     main(*sys.argv[1:])

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_gauss.checkpoint import KILL_AFTER
+from fault_injection import KILL_AFTER
 from keras_gauss.distribution import Distribution
 from keras_gauss.distribution import DistributionConfig
 from keras_gauss.distribution import DistributionError

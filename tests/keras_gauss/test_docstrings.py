@@ -11,7 +11,6 @@ write relative paths. A failure names the module, the example and its line.
 import doctest
 import importlib
 import io
-import os
 from pathlib import Path
 
 import keras

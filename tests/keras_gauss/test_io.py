@@ -1,6 +1,18 @@
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 
-from keras_gauss.io import OutputExistsError, atomic_directory, check_output_dir
+from keras_gauss.io import PROJECTOR, RUN, SERVING, WORD2VEC
+from keras_gauss.io import OutputBusyError, OutputClaim, OutputExistsError, OutputNotWritableError
+from keras_gauss.io import _parent_lock, atomic_directory, atomic_file, check_output_dir
+from keras_gauss.io import check_output_file, output_content, recover
 
 
 def test_directory_appears_only_on_success(tmp_path):
@@ -39,20 +51,7 @@ def test_empty_directory_is_accepted(tmp_path):
     assert check_output_dir(tmp_path / "empty") == tmp_path / "empty"
 
 
-# --- writes that cannot destroy (issue 12) -----------------------------------
-
-import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
-
-from keras_gauss.io import PROJECTOR, RUN, SERVING, WORD2VEC
-from keras_gauss.io import OutputBusyError, OutputClaim, OutputNotWritableError
-from keras_gauss.io import _parent_lock, atomic_file, check_output_file, output_content
-from keras_gauss.io import recover
+# --- writes that cannot destroy --------------------------------------------
 
 
 def _run(tmp_path, value, overwrite=True):
@@ -208,10 +207,7 @@ def test_concurrent_overwrites_neither_fail_nor_leave_strays(tmp_path):
     assert len(contents) == 1  # one writer's whole run, never a mix
 
 
-# --- ownership, locks, write errors (issue 23) --------------------------------
-
-import errno
-from pathlib import Path
+# --- ownership, locks, write errors ------------------------------------------
 
 
 def _files(directory, files):

@@ -272,7 +272,9 @@ def test_finite_differences_match_closed_form(energy, closed_form):
                 perturbed = [p.copy() for p in params]
                 perturbed[k][c] += sign * h
                 batch.append(perturbed)
-    stack = lambda batch: [np.stack([b[k] for b in batch]) for k in range(4)]
+    def stack(batch):
+        return [np.stack([b[k] for b in batch]) for k in range(4)]
+
     f_plus = _np(energy(*stack(plus)))
     f_minus = _np(energy(*stack(minus)))
     numeric = ((f_plus - f_minus) / (2 * h)).reshape(4, d)
@@ -287,8 +289,9 @@ def test_finite_differences_match_closed_form(energy, closed_form):
 @pytest.mark.parametrize("mi, vi, mj, vj", CASES_1D[1:])
 def test_cosine_1d_equals_normalised_integral(mi, vi, mj, vj):
     def kernel(ma, va, mb, vb):
-        fn = lambda x: stats.norm.pdf(x, ma, np.sqrt(va)) * stats.norm.pdf(
-            x, mb, np.sqrt(vb))
+        def fn(x):
+            return stats.norm.pdf(x, ma, np.sqrt(va)) * stats.norm.pdf(x, mb, np.sqrt(vb))
+
         return _quad(fn, [ma, mb], np.sqrt(max(va, vb)))
 
     expected = kernel(mi, vi, mj, vj) / np.sqrt(

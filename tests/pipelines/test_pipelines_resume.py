@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from cli_process import killed, run_cli
-from keras_gauss.checkpoint import KILL_AFTER, KILL_DURING, checkpoint_file, read_checkpoint
+from fault_injection import KILL_AFTER, KILL_DURING
+from keras_gauss.checkpoint import checkpoint_file, read_checkpoint
 from keras_gauss.checkpoint import write_checkpoint
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available

@@ -127,7 +127,7 @@ def test_damaged_gzip_is_refused_naming_file_and_offset(tmp_path, damage):
     path.write_bytes(bytes(data))
     if damage == "truncated":
         assert 0 < len(read(tf.data.TextLineDataset(str(path), "GZIP"))) < lines
-    with pytest.raises(ValueError, match=rf"corpus\.txt\.gz: corrupt or truncated gzip .*byte"):
+    with pytest.raises(ValueError, match=r"corpus\.txt\.gz: corrupt or truncated gzip .*byte"):
         text_source(path)
 
 

@@ -12,8 +12,8 @@ for the reversed pair, so it adds direction). Nothing is retrained.
   chosen on a random half of the pairs (seed 0) and reported on the other half.
 
 Example:
-    python benchmarks/generality_score.py RUN_DIR --betas 0,0.05,0.1 --split
-    python benchmarks/generality_score.py RUN_DIR --hyperlex ../shared/data/hyperlex/hyperlex-nouns.txt
+    python research/generality_score.py RUN_DIR --betas 0,0.05,0.1 --split
+    python research/generality_score.py RUN_DIR --hyperlex ../shared/data/hyperlex/hyperlex-nouns.txt
 """
 
 import argparse

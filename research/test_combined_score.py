@@ -1,4 +1,4 @@
-"""`benchmarks/combined_score.py`: its thresholds, cross-validation, choice rule and terms."""
+"""`research/combined_score.py`: its thresholds, cross-validation, choice rule and terms."""
 
 import importlib.util
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from keras_gauss.hierarchy.evaluate import edge_scores, threshold_classification
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "combined_score.py"
+_PATH = Path(__file__).resolve().parent / "combined_score.py"
 _spec = importlib.util.spec_from_file_location("combined_score", _PATH)
 combined = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(combined)

@@ -31,8 +31,8 @@ WordNet lookup (is some synset of x below or equal to some synset of y in the
 full closure; 1 / (1 + depth gap), else 0) on the same halves.
 
 Example:
-    python benchmarks/combined_score.py /tmp/gen-runs/H_s1 /tmp/gen-runs/G_s1
-    python benchmarks/combined_score.py /tmp/gen-runs/cG --test \\
+    python research/combined_score.py /tmp/gen-runs/H_s1 /tmp/gen-runs/G_s1
+    python research/combined_score.py /tmp/gen-runs/cG --test \\
         --hyperlex ../shared/data/hyperlex/hyperlex-nouns.txt
 """
 

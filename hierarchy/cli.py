@@ -118,7 +118,7 @@ def _add_training_flags(train, defaults):
 
 
 def run_demo(args):
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
 
     if args.epochs < 1:
         raise CommandError(f"--epochs must be >= 1, got {args.epochs}.")
@@ -148,7 +148,7 @@ def run_train_wordnet(args):
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
     from keras_gauss.distribution import DistributionError
     from keras_gauss.distribution import from_arguments
     from keras_gauss.io import OutputExistsError, OutputNotWritableError

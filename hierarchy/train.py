@@ -5,7 +5,7 @@ import importlib.util
 
 import numpy as np
 
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
 from keras_gauss.hierarchy.benchmark_data import read_entailment
 from keras_gauss.hierarchy.benchmark_data import read_hyperlex

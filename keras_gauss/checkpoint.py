@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.checks import CommandError
 from keras_gauss.io import RUN
 from keras_gauss.io import RUN_IN_PROGRESS
 from keras_gauss.io import atomic_file
@@ -436,7 +437,6 @@ def output_dir(args):
     """The run directory of a training command: `--out`, or `--resume`'s."""
     import os
 
-    from keras_gauss.cli import CommandError
 
     if args.resume is None and args.out is None:
         raise CommandError("give --out DIR (the run directory to write), or --resume DIR.")

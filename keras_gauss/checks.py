@@ -9,6 +9,11 @@ import math
 import numpy as np
 
 
+class CommandError(Exception):
+    """A user-facing error of a command: `keras-gauss` prints it as
+    `keras-gauss: error: ...` and exits with status 2."""
+
+
 def check_number(value, name, *, above=None, at_least=None, at_most=None, below=None,
                  integer=False):
     """Returns `value` if it is a finite number in range; raises otherwise.

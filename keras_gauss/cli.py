@@ -12,6 +12,7 @@ import importlib
 import os
 
 from keras_gauss import distribution
+from keras_gauss.checks import CommandError
 
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
@@ -25,10 +26,6 @@ BACKEND_MISSING = (
     "extra that fits your machine: `pip install keras-gauss[cpu]` (CPU-only "
     "wheel) or `pip install keras-gauss[gpu]`."
 )
-
-
-class CommandError(Exception):
-    """A user-facing error: printed as `keras-gauss: error: ...`, exit 2."""
 
 
 class _Version(argparse.Action):
@@ -109,7 +106,7 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
-    from keras_gauss.callbacks.progress_phase import Phase
+    from keras_gauss.callbacks.progress import Phase
 
     # A multi-process job's other processes hear of this one's error, and
     # its watchdog's line (another process ended) starts as ours.

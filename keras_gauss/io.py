@@ -54,9 +54,9 @@ from keras_gauss.ownership import RUN
 from keras_gauss.ownership import RUN_IN_PROGRESS
 from keras_gauss.ownership import SERVING
 from keras_gauss.ownership import WORD2VEC
-from keras_gauss.ownership import _file_digest
-from keras_gauss.ownership import _marker_content
-from keras_gauss.ownership import _names
+from keras_gauss.ownership import file_digest
+from keras_gauss.ownership import marker_content
+from keras_gauss.ownership import entry_names
 from keras_gauss.ownership import file_content
 from keras_gauss.ownership import file_marker
 from keras_gauss.ownership import foreign_files
@@ -100,7 +100,7 @@ def _replace_file(tmp, path, overwrite, content):
     with _parent_lock(path.parent):
         previous = None
         if _check_replaceable_file(path, overwrite, content) is not None:
-            previous = {"size": os.path.getsize(path), "sha256": _file_digest(path)}
+            previous = {"size": os.path.getsize(path), "sha256": file_digest(path)}
         write_file_marker(path, content, data=tmp, previous=previous)
         os.replace(tmp, path)
     with contextlib.suppress(OSError):  # (the marker above names the new file already)
@@ -522,8 +522,8 @@ def _recover_inside(path):
     checkpoints and markers (an interrupted run's `.checkpoint/` left empty too)."""
     if not path.is_dir() or path.is_symlink():
         return
-    names = _names(path) or set()
-    ours = os.path.lexists(path / MARKER) and _marker_content(path / MARKER) is not None
+    names = entry_names(path) or set()
+    ours = os.path.lexists(path / MARKER) and marker_content(path / MARKER) is not None
     leftovers = {name for name in names if name.startswith(f"{MARKER}.tmp-")}
     if not ours and names - leftovers - {".checkpoint"} and output_content(path) is None:
         return

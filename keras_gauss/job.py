@@ -64,7 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Phase
 from keras_gauss.checkpoint import CheckpointError
 from keras_gauss.checkpoint import Checkpointer
 from keras_gauss.checkpoint import check_data

@@ -1,8 +1,8 @@
 """Metrics shared by the hierarchy and corpus evaluations (NumPy only).
 
-* :func:`threshold_classification`: accuracy with one score threshold chosen
+* `threshold_classification`: accuracy with one score threshold chosen
   on validation pairs (the held-out edge protocol of Vendrov et al., 2016).
-* :func:`average_precision`, :func:`best_f1`: ranking metrics of scored,
+* `average_precision`, `best_f1`: ranking metrics of scored,
   labelled items (lexical entailment, Baroni et al., 2012).
 """
 
@@ -18,10 +18,10 @@ __all__ = ["average_precision", "best_f1", "threshold_classification"]
 def threshold_classification(val_pos_scores, val_neg_scores, test_pos_scores, test_neg_scores) -> dict:
     """Choose a score threshold on validation pairs and report validation and test accuracy.
 
-    Convention: a pair is predicted positive iff ``score >= threshold``. The
+    Convention: a pair is predicted positive iff `score >= threshold`. The
     threshold is chosen on the validation scores only: every midpoint between
-    two consecutive distinct sorted validation scores is tried, plus ``-inf``
-    (all positive) and ``+inf`` (all negative), and the one with the highest
+    two consecutive distinct sorted validation scores is tried, plus `-inf`
+    (all positive) and `+inf` (all negative), and the one with the highest
     validation accuracy wins (the smallest such threshold on a tie).
 
     Args:
@@ -31,9 +31,9 @@ def threshold_classification(val_pos_scores, val_neg_scores, test_pos_scores, te
         test_neg_scores: Scores of the negative test pairs.
 
     Returns:
-        ``{"threshold", "val_accuracy", "test_accuracy"}`` (accuracy = fraction of
+        `{"threshold", "val_accuracy", "test_accuracy"}` (accuracy = fraction of
         all pairs, positives and negatives together, classified correctly;
-        ``nan`` for an empty set).
+        `nan` for an empty set).
 
     Raises:
         ValueError: If no validation scores are given or a score is NaN.
@@ -86,13 +86,13 @@ def threshold_classification(val_pos_scores, val_neg_scores, test_pos_scores, te
 
 
 def _ranking_stats(scores: np.ndarray, relevant: np.ndarray, ignore: np.ndarray):
-    """Per-row ranking statistics of ``(b, n)`` scores.
+    """Per-row ranking statistics of `(b, n)` scores.
 
-    ``relevant`` marks the positives, ``ignore`` the entries that take no part
-    (their scores must already be ``-inf``, so that they sort last). Returns
-    ``(ap, rank_sum, num_relevant)`` per row where ``ap`` is the average
+    `relevant` marks the positives, `ignore` the entries that take no part
+    (their scores must already be `-inf`, so that they sort last). Returns
+    `(ap, rank_sum, num_relevant)` per row where `ap` is the average
     precision of ranking all non-ignored entries (ties as in scikit-learn: all
-    tied entries share the precision at the end of their group) and ``rank_sum``
+    tied entries share the precision at the end of their group) and `rank_sum`
     sums, over the relevant entries, ``1 + #negatives scored higher + #negatives
     tied / 2``, the (mid-)rank among itself and the non-relevant entries.
     """
@@ -132,16 +132,16 @@ def _labels_and_scores(labels, scores):
 def average_precision(labels, scores) -> float:
     """Average precision of ranking items by descending score (scikit-learn compatible).
 
-    ``AP = sum_k (R_k - R_{k-1}) P_k`` over the distinct score thresholds, so
+    `AP = sum_k (R_k - R_{k-1}) P_k` over the distinct score thresholds, so
     tied items share the precision at the end of their tie group (the same value
-    as ``sklearn.metrics.average_precision_score``).
+    as `sklearn.metrics.average_precision_score`).
 
     Args:
-        labels: Booleans (or 0/1), ``True`` for the relevant items.
+        labels: Booleans (or 0/1), `True` for the relevant items.
         scores: Scores, higher = more likely relevant; no NaN.
 
     Returns:
-        The AP, or ``nan`` if there is no relevant item.
+        The AP, or `nan` if there is no relevant item.
 
     Example:
         >>> average_precision([1, 0, 1], [0.9, 0.8, 0.7])  # (1/1 + 2/3) / 2
@@ -158,13 +158,13 @@ def best_f1(labels, scores) -> tuple[float, float]:
     """The best F1 over all thresholds "positive iff score >= t".
 
     Args:
-        labels: Booleans, ``True`` for the positives.
+        labels: Booleans, `True` for the positives.
         scores: Scores, higher = more likely positive; no NaN.
 
     Returns:
-        ``(f1, threshold)``: the highest F1 and the threshold ``t`` reaching it (a
-        score; on a tie the highest such one); items with ``score >= t`` are
-        predicted positive. ``(nan, nan)`` without positives.
+        `(f1, threshold)`: the highest F1 and the threshold `t` reaching it (a
+        score; on a tie the highest such one); items with `score >= t` are
+        predicted positive. `(nan, nan)` without positives.
 
     Example:
         >>> best_f1([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1])  # threshold 0.7: P = 2/3, R = 1

@@ -89,7 +89,7 @@ def _marker(path):
     return value if value.get("content") in CONTENTS else None
 
 
-def _marker_content(path):
+def marker_content(path):
     """The content named by the marker file `path`, or None when it is not ours."""
     value = _marker(path)
     return None if value is None else value["content"]
@@ -137,7 +137,8 @@ def foreign_files(path):
                                or name.startswith(".checkpoint/")))]
 
 
-def _names(path):
+def entry_names(path):
+    """The names in the directory `path`, or None when it cannot be listed."""
     try:
         return {entry.name for entry in os.scandir(path)}
     except OSError:
@@ -149,7 +150,7 @@ def _legacy_content(path):
     set of files and its own description file (see the module docstring)."""
     if (path / "run.json").is_file():
         info = _read_small_json(path / "run.json")
-        names = _names(path)
+        names = entry_names(path)
         if info is not None and names is not None and names <= _LEGACY_RUN_NAMES \
                 and info.get("format") == 1 \
                 and info.get("kind") in ("wordnet", "hierarchy", "corpus") \
@@ -159,14 +160,14 @@ def _legacy_content(path):
         return None
     if (path / "assets.extra" / "keras_gauss_export.json").is_file():
         info = _read_small_json(path / "assets.extra" / "keras_gauss_export.json")
-        names = _names(path)
+        names = entry_names(path)
         if info is not None and names is not None and names <= _LEGACY_SERVING_NAMES \
                 and info.get("format") == 1 and "signatures" in info \
                 and "saved_model.pb" in names:
             return SERVING
         return None
     if (path / "projector_config.pbtxt").is_file():
-        names = _names(path)
+        names = entry_names(path)
         try:
             config = (path / "projector_config.pbtxt").read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -175,7 +176,7 @@ def _legacy_content(path):
                 and config == _LEGACY_PROJECTOR_CONFIG:
             return PROJECTOR
         return None
-    if (path / CHECKPOINT).is_file() and _names(path) == {".checkpoint"}:
+    if (path / CHECKPOINT).is_file() and entry_names(path) == {".checkpoint"}:
         if _is_checkpoint(path / CHECKPOINT):
             return RUN_IN_PROGRESS
     return None
@@ -213,7 +214,7 @@ def output_content(path):
         return None
     marker = path / MARKER
     if os.path.lexists(marker):
-        return _marker_content(marker)
+        return marker_content(marker)
     return _legacy_content(path)
 
 
@@ -221,7 +222,8 @@ def file_marker(path):
     return path.parent / f".{path.name}{MARKER}"
 
 
-def _file_digest(path):
+def file_digest(path):
+    """The SHA-256 of the file `path`, hex."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
@@ -245,7 +247,7 @@ def file_content(path):
         known = [(v.get("size"), v.get("sha256")) for v in (value, value.get("previous") or {})]
         if not any(size == info.st_size for size, _ in known):
             return None
-        digest = _file_digest(path)
+        digest = file_digest(path)
     except OSError:
         return None
     return value["content"] if (info.st_size, digest) in known else None
@@ -256,7 +258,7 @@ def write_file_marker(path, content, data=None, previous=None):
     `path`), recording `previous` (`{"size", "sha256"}`) too."""
     marker = file_marker(path)
     data = path if data is None else data
-    text = _marker_text(content, size=os.path.getsize(data), sha256=_file_digest(data),
+    text = _marker_text(content, size=os.path.getsize(data), sha256=file_digest(data),
                         **({"previous": previous} if previous else {}))
     fd, tmp = tempfile.mkstemp(prefix=f"{marker.name}.tmp-", dir=path.parent)
     try:

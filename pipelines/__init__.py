@@ -1,7 +1,7 @@
-"""Corpus data pipeline: text -> tokens -> vocabulary -> skip-gram examples for ``model.fit``.
+"""Corpus data pipeline: text -> tokens -> vocabulary -> skip-gram examples for `model.fit`.
 
 Example: the batches of a tiny corpus for a model built with
-``keras_gauss.pipelines.model.build_corpus_model(len(vocab))``.
+`keras_gauss.pipelines.model.build_corpus_model(len(vocab))`.
 
     >>> from keras_gauss.pipelines import build_vocabulary, make_skipgram_dataset
     >>> with open("news.txt", "w") as f:

@@ -112,7 +112,7 @@ def add_parser(subparsers):
 def run_train_corpus(args):
     import dataclasses
 
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
     from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
     from keras_gauss.checks import TrainingDivergedError
@@ -154,7 +154,7 @@ def run_train_corpus(args):
 
 def _load(run_dir, verbose=False):
     from keras_gauss.callbacks import Phase
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
 
     loading = Phase(f"loading {run_dir}", verbose)
     from keras_gauss.runs import DamagedRunError, load_run
@@ -169,7 +169,7 @@ def _load(run_dir, verbose=False):
 
 
 def run_evaluate(args):
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import format_table
     from keras_gauss.pipelines.evaluate import scored_anything
@@ -224,7 +224,7 @@ def _write_eval(run_dir, results):
 
 
 def run_neighbors(args):
-    from keras_gauss.cli import CommandError
+    from keras_gauss.checks import CommandError
     from keras_gauss.runs import DamagedRunError, UnknownWordError, load_run
 
     if args.k < 1:

@@ -41,7 +41,7 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
     """
     import tensorflow as tf
 
-    from keras_gauss.pipelines.skipgram import _token_ids
+    from keras_gauss.pipelines.skipgram import token_ids
     from keras_gauss.pipelines.skipgram import skipgram_pairs
     from keras_gauss.pipelines.sources import load_corpus
     from keras_gauss.pipelines.tokens import tokenize
@@ -56,7 +56,7 @@ def context_moments(corpus, vocab, context_vectors, window=5, chunk_lines=256,
     sum_c2 = tf.Variable(tf.zeros([n, d], tf.float64))
 
     def pairs(lines):
-        return skipgram_pairs(_token_ids(lines, vocab, tokenizer), window)
+        return skipgram_pairs(token_ids(lines, vocab, tokenizer), window)
 
     ids = tf.TensorSpec([None], tf.int32)
 

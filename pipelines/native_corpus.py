@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.callbacks.progress_core import Progress
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Progress
+from keras_gauss.callbacks.progress import Phase
 from keras_gauss.checks import check_loss
 from keras_gauss.fused.native import NativeTables
 from keras_gauss.fused.sampling import alias_table
@@ -44,7 +44,7 @@ from keras_gauss.pipelines.corpus_run import corpus_run_info
 from keras_gauss.pipelines.model_file import corpus_model_config
 from keras_gauss.pipelines.model_file import write_corpus_model
 from keras_gauss.pipelines.sampling import keep_probabilities
-from keras_gauss.pipelines.text_files import _expand
+from keras_gauss.pipelines.text_files import expand_paths
 from keras_gauss.pipelines.text_files import mark_checked
 from keras_gauss.pipelines.text_files import raw_pieces
 from keras_gauss.pipelines.text_files import text_check
@@ -117,7 +117,7 @@ def corpus_files(corpus):
     text = os.fspath(corpus)
     if text == "wordnet" or text.startswith("tfds:"):
         return None
-    return _expand(Path(text).expanduser(), recursive=False)
+    return expand_paths(Path(text).expanduser(), recursive=False)
 
 
 def _file_pieces(path):

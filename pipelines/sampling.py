@@ -6,15 +6,15 @@ import numpy as np
 def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
     """Probability of keeping each occurrence of a word under frequent-word subsampling.
 
-    word2vec's (and gensim's) formula, with ``t = sample * sum(counts)``:
-    ``keep = (sqrt(count / t) + 1) * t / count``, clipped to 1.
+    word2vec's (and gensim's) formula, with `t = sample * sum(counts)`:
+    `keep = (sqrt(count / t) + 1) * t / count`, clipped to 1.
 
     Args:
         counts: Corpus count of every word (all positive).
-        sample: Threshold, e.g. ``1e-3``; ``0`` disables subsampling (all ones).
+        sample: Threshold, e.g. `1e-3`; `0` disables subsampling (all ones).
 
     Returns:
-        A float64 array shaped like ``counts``.
+        A float64 array shaped like `counts`.
 
     Example:
         >>> keep_probabilities(np.array([1000, 10]), 1e-3).round(3).tolist()

@@ -1,4 +1,4 @@
-"""Skip-gram training examples with negative sampling, as a streaming ``tf.data`` pipeline.
+"""Skip-gram training examples with negative sampling, as a streaming `tf.data` pipeline.
 
 The corpus is read line by line and processed in chunks of lines; each chunk
 is turned into (word, context, negatives) examples by vectorised tensor ops
@@ -6,10 +6,10 @@ is turned into (word, context, negatives) examples by vectorised tensor ops
 
 1. tokenize, map to ids, drop out-of-vocabulary tokens;
 2. subsample frequent words (word2vec's rule, before windowing, as word2vec and gensim do);
-3. pair every token with the tokens up to ``window`` positions before and
-   after it in the same line (with ``dynamic_window``, up to a distance ``b``
-   drawn uniformly from ``1..window`` per centre token, like word2vec's reduced window);
-4. draw ``negatives`` words per pair from the unigram distribution raised to
+3. pair every token with the tokens up to `window` positions before and
+   after it in the same line (with `dynamic_window`, up to a distance `b`
+   drawn uniformly from `1..window` per centre token, like word2vec's reduced window);
+4. draw `negatives` words per pair from the unigram distribution raised to
    0.75 (word2vec's table trick: a precomputed table indexed by uniform ints).
    Negatives are not checked against the positive context.
 
@@ -41,10 +41,10 @@ __all__ = [
 
 
 def negative_table(counts: np.ndarray, size: int = 1_000_000, power: float = 0.75) -> np.ndarray:
-    """word2vec's negative-sampling table: ids laid out by quantiles of ``counts ** power``.
+    """word2vec's negative-sampling table: ids laid out by quantiles of `counts ** power`.
 
-    A uniform random index into the table draws word ``i`` with probability
-    ``counts[i] ** power / sum(counts ** power)`` up to ``1 / size``
+    A uniform random index into the table draws word `i` with probability
+    `counts[i] ** power / sum(counts ** power)` up to `1 / size`
     (words rarer than that may never be drawn).
 
     Args:
@@ -53,7 +53,7 @@ def negative_table(counts: np.ndarray, size: int = 1_000_000, power: float = 0.7
         power: Exponent of the unigram distribution.
 
     Returns:
-        An int32 array of ``size`` word ids, sorted.
+        An int32 array of `size` word ids, sorted.
 
     Example:
         >>> np.bincount(negative_table(np.array([16, 1]), size=9)).tolist()
@@ -70,19 +70,19 @@ def skipgram_pairs(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """All (centre word, context word) pairs of a ragged batch of id sequences.
 
-    Pairs never cross rows. Fully vectorised: one mask, ``where`` and two
-    ``gather`` per offset ``1..window`` on the flat values. The pairs come out
+    Pairs never cross rows. Fully vectorised: one mask, `where` and two
+    `gather` per offset `1..window` on the flat values. The pairs come out
     grouped by offset, not shuffled.
 
     Args:
-        ids: ``[lines, None]`` ragged int tensor of token ids.
+        ids: `[lines, None]` ragged int tensor of token ids.
         window: Maximal distance between the two words of a pair.
-        dynamic_window: Draw an effective window ``b`` uniformly from
-            ``1..window`` for every centre token (word2vec's reduced window).
-        seed: Stateless seed, shape ``[2]``, used by ``dynamic_window``.
+        dynamic_window: Draw an effective window `b` uniformly from
+            `1..window` for every centre token (word2vec's reduced window).
+        seed: Stateless seed, shape `[2]`, used by `dynamic_window`.
 
     Returns:
-        ``(word, context)``: two 1-D tensors of ``ids.dtype``.
+        `(word, context)`: two 1-D tensors of `ids.dtype`.
 
     Example:
         >>> w, c = skipgram_pairs(tf.ragged.constant([[1, 2, 3]]), window=1)
@@ -110,14 +110,14 @@ def skipgram_pairs(
 
 
 def _pairs_per_line(lengths: np.ndarray, window: int, dynamic_window: bool) -> np.ndarray:
-    """(Expected) number of pairs of lines of ``lengths`` tokens."""
+    """(Expected) number of pairs of lines of `lengths` tokens."""
     offsets = np.arange(1, window + 1)
     weights = (window - offsets + 1) / window if dynamic_window else np.ones(window)
     return (2 * np.maximum(lengths[:, None] - offsets, 0) * weights).sum(axis=1)
 
 
-def _token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
-    """The in-vocabulary ids of ``lines`` (unknown tokens dropped), one row a line."""
+def token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
+    """The in-vocabulary ids of `lines` (unknown tokens dropped), one row a line."""
     ids = vocab.lookup(tokenizer(lines))
     # The unknown ids (-1) are dropped from the flat values and each row split
     # moves back by the number dropped before it: about half the CPU time of
@@ -130,7 +130,7 @@ def _token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.
 
 
 class EpochSize(NamedTuple):
-    """Size of one epoch of :func:`make_skipgram_dataset`.
+    """Size of one epoch of `make_skipgram_dataset`.
 
     Attributes:
         tokens: In-vocabulary tokens kept (expected value under subsampling).
@@ -142,7 +142,7 @@ class EpochSize(NamedTuple):
     pairs: int
 
     def steps(self, batch_size: int) -> int:
-        """Number of batches of ``batch_size`` pairs (the last one may be partial)."""
+        """Number of batches of `batch_size` pairs (the last one may be partial)."""
         return math.ceil(self.pairs / batch_size)
 
 
@@ -157,16 +157,16 @@ def epoch_size(
 ) -> EpochSize:
     """Count tokens and pairs of one epoch with one tokenizing pass over the corpus.
 
-    With ``dynamic_window`` the count is the exact expectation; with subsampling
+    With `dynamic_window` the count is the exact expectation; with subsampling
     it is an approximation (each line taken at its expected kept length).
 
     Args:
         corpus, vocab, window, dynamic_window, sample, tokenizer: As for
-            :func:`make_skipgram_dataset`.
+            `make_skipgram_dataset`.
         chunk_lines: Lines tokenized together.
 
     Returns:
-        An :class:`EpochSize`; ``.steps(batch_size)`` gives ``steps_per_epoch``.
+        An `EpochSize`; `.steps(batch_size)` gives `steps_per_epoch`.
 
     Example:
         >>> with open("news.txt", "w") as f:
@@ -179,7 +179,7 @@ def epoch_size(
     keep = tf.constant(keep_probabilities(vocab.counts, sample), tf.float64)
 
     def kept_lengths(lines):
-        ids = _token_ids(lines, vocab, tokenizer)
+        ids = token_ids(lines, vocab, tokenizer)
         return tf.reduce_sum(tf.gather(keep, ids), axis=1)
 
     lengths = load_corpus(corpus).batch(chunk_lines).map(kept_lengths, num_parallel_calls=tf.data.AUTOTUNE)
@@ -204,41 +204,41 @@ def make_skipgram_dataset(
     chunk_lines: int = 64,
     table_size: int = 1_000_000,
 ) -> tf.data.Dataset:
-    """Stream ``(x, y)`` skip-gram batches with negative sampling for ``model.fit``.
+    """Stream `(x, y)` skip-gram batches with negative sampling for `model.fit`.
 
-    ``x`` is ``{"word": int32 (batch,), "context": int32 (batch,),
-    "negatives": int32 (batch, negatives)}`` and ``y`` is float32
-    ``(batch, 1 + negatives)`` ranking labels ``[1, 0, ..., 0]`` (positive
+    `x` is ``{"word": int32 (batch,), "context": int32 (batch,),
+    "negatives": int32 (batch, negatives)}` and `y`` is float32
+    `(batch, 1 + negatives)` ranking labels `[1, 0, ..., 0]` (positive
     context first). Every iteration (epoch) reshuffles and redraws
-    subsampling, windows and negatives; with a ``seed`` the sequence of epochs
+    subsampling, windows and negatives; with a `seed` the sequence of epochs
     is reproducible.
 
     Shuffling is two-level: lines go through a shuffle buffer of
-    ``shuffle_buffer`` lines, then all pairs of a chunk of ``chunk_lines``
+    `shuffle_buffer` lines, then all pairs of a chunk of `chunk_lines`
     lines are randomly permuted before batching.
 
     Args:
-        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`) or dataset of lines.
+        corpus: Corpus specification (see `keras_gauss.pipelines.load_corpus`) or dataset of lines.
         vocab: Vocabulary; out-of-vocabulary tokens are dropped before windowing.
         window: Maximal distance between a word and its context.
-        dynamic_window: Per centre token, use a window drawn from ``1..window``.
+        dynamic_window: Per centre token, use a window drawn from `1..window`.
         negatives: Negative samples per pair (>= 1), from unigram ** 0.75.
-        sample: Subsampling threshold of frequent words (word2vec's ``-sample``); 0 disables.
+        sample: Subsampling threshold of frequent words (word2vec's `-sample`); 0 disables.
         batch_size: Pairs per batch; the last batch of an epoch may be smaller.
         shuffle_buffer: Lines in the shuffle buffer; 0 keeps the corpus order.
-        seed: Seed making the stream reproducible; ``None`` for a random one.
+        seed: Seed making the stream reproducible; `None` for a random one.
         tokenizer: Tokenizer; must be the one the vocabulary was built with.
         chunk_lines: Lines turned into pairs (and shuffled) together. A chunk
-            holds about ``2 * window * tokens`` pairs of 20 bytes (with one
+            holds about `2 * window * tokens` pairs of 20 bytes (with one
             negative) a few times over; chunks of ~10^4-10^5 tokens are fastest
             (64 lines of news articles: 35k tokens, 350k pairs).
-        table_size: Length of the negative-sampling table (see :func:`negative_table`).
+        table_size: Length of the negative-sampling table (see `negative_table`).
 
     Returns:
-        A ``tf.data.Dataset`` of ``(x, y)`` batches, prefetched.
+        A `tf.data.Dataset` of `(x, y)` batches, prefetched.
 
     Raises:
-        ValueError: For ``window < 1``, ``negatives < 1`` or an empty vocabulary.
+        ValueError: For `window < 1`, `negatives < 1` or an empty vocabulary.
 
     Example:
         >>> from keras_gauss.pipelines.vocabulary import build_vocabulary
@@ -261,7 +261,7 @@ def make_skipgram_dataset(
 
     def examples(lines, chunk_seed):
         seeds = tf.random.split(tf.stack([chunk_seed, tf.constant(0, tf.int64)]), 4)
-        ids = _token_ids(lines, vocab, tokenizer)
+        ids = token_ids(lines, vocab, tokenizer)
         if sample > 0:
             draw = tf.random.stateless_uniform(tf.shape(ids.flat_values), seeds[0])
             ids = tf.ragged.boolean_mask(ids, ids.with_flat_values(draw < tf.gather(keep, ids.flat_values)))

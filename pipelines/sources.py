@@ -1,18 +1,18 @@
-"""Corpus sources: streams of text lines as ``tf.data.Dataset`` objects of ``tf.string``.
+"""Corpus sources: streams of text lines as `tf.data.Dataset` objects of `tf.string`.
 
 Every source yields one "sentence" per element (a line of a text file, a
 document of a TFDS dataset, a WordNet gloss); skip-gram windows never cross
 elements. Nothing is read into memory as a whole: files are streamed by
-``tf.data.TextLineDataset``.
+`tf.data.TextLineDataset`.
 
-Corpus specifications accepted by :func:`load_corpus`:
+Corpus specifications accepted by `load_corpus`:
 
-* ``None`` or ``"wordnet"``: the built-in corpus of WordNet glosses (:func:`wordnet_source`);
-* ``"tfds:NAME[:SPLIT][/FEATURE]"``: a TensorFlow Datasets dataset that is
-  already prepared locally (:func:`tfds_source`), e.g. ``"tfds:imdb_reviews:train/text"``;
-* a path to a text file (``.gz`` files are decompressed) or to a directory of
-  such files (:func:`text_source`);
-* a ``tf.data.Dataset`` of scalar ``tf.string``, returned unchanged.
+* `None` or `"wordnet"`: the built-in corpus of WordNet glosses (`wordnet_source`);
+* `"tfds:NAME[:SPLIT][/FEATURE]"`: a TensorFlow Datasets dataset that is
+  already prepared locally (`tfds_source`), e.g. `"tfds:imdb_reviews:train/text"`;
+* a path to a text file (`.gz` files are decompressed) or to a directory of
+  such files (`text_source`);
+* a `tf.data.Dataset` of scalar `tf.string`, returned unchanged.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Iterable, Union
 
 import tensorflow as tf
 
-from .text_files import _expand, check_text_file, verify_gzip  # noqa: F401 - re-exported
+from .text_files import expand_paths, check_text_file, verify_gzip  # noqa: F401 - re-exported
 
 __all__ = [
     "Corpus",
@@ -38,14 +38,14 @@ __all__ = [
 ]
 
 Corpus = Union[str, os.PathLike, tf.data.Dataset, None]
-"""Anything :func:`load_corpus` accepts."""
+"""Anything `load_corpus` accepts."""
 
 _TFDS_SPEC = re.compile(r"tfds:(?P<name>[^:/]+)(?::(?P<split>[^/]+))?(?:/(?P<feature>.+))?")
 _WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 
 
 def cache_dir() -> Path:
-    """Return the data cache directory: ``$KERAS_GAUSS_DATA`` or ``~/.cache/keras_gauss``."""
+    """Return the data cache directory: `$KERAS_GAUSS_DATA` or `~/.cache/keras_gauss`."""
     env = os.environ.get("KERAS_GAUSS_DATA")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "keras_gauss"
 
@@ -63,11 +63,11 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
     """Stream the lines of text files, one dataset element per line.
 
     Directories are expanded to the regular files they contain, sorted by path,
-    skipping hidden names (starting with ``.``); with ``recursive=True``
-    sub-directories are searched too. Files ending in ``.gz`` are read as gzip,
-    and verified to their end first (:func:`verify_gzip`: CRC and length).
+    skipping hidden names (starting with `.`); with `recursive=True`
+    sub-directories are searched too. Files ending in `.gz` are read as gzip,
+    and verified to their end first (`verify_gzip`: CRC and length).
     Every file is checked whole first, in one streaming pass
-    (:func:`~keras_gauss.pipelines.text_files.check_text_file`): a NUL byte
+    (`keras_gauss.pipelines.text_files.check_text_file`): a NUL byte
     or invalid UTF-8 anywhere is an error naming the file and the line.
 
     Args:
@@ -75,7 +75,7 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
         recursive: Whether directories are searched recursively.
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string`` lines (without the newline).
+        A `tf.data.Dataset` of scalar `tf.string` lines (without the newline).
 
     Raises:
         FileNotFoundError: If a path does not exist.
@@ -94,7 +94,7 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = [f for p in paths for f in _expand(Path(p).expanduser(), recursive)]
+    files = [f for p in paths for f in expand_paths(Path(p).expanduser(), recursive)]
     for f in files:
         check_text_file(f)  # whole; a .gz file is verified too (gzip_chunks)
     names = [str(f) for f in files]
@@ -107,17 +107,17 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
 def tfds_source(name: str, split: str = "train", feature: str | None = None, data_dir: str | None = None) -> tf.data.Dataset:
     """Stream one text feature of a locally prepared TensorFlow Datasets dataset.
 
-    Nothing is ever downloaded (``download=False``).
+    Nothing is ever downloaded (`download=False`).
 
     Args:
-        name: TFDS name, optionally with config and version (``"imdb_reviews/plain_text:1.0.0"``).
-        split: Split to read, e.g. ``"train"`` or ``"train[:10%]"``.
-        feature: Text feature to use; by default the only ``tf.string`` feature.
-        data_dir: TFDS data directory; defaults to TFDS's own (``$TFDS_DATA_DIR``
-            or ``~/tensorflow_datasets``).
+        name: TFDS name, optionally with config and version (`"imdb_reviews/plain_text:1.0.0"`).
+        split: Split to read, e.g. `"train"` or `"train[:10%]"`.
+        feature: Text feature to use; by default the only `tf.string` feature.
+        data_dir: TFDS data directory; defaults to TFDS's own (`$TFDS_DATA_DIR`
+            or `~/tensorflow_datasets`).
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string``, one document per element.
+        A `tf.data.Dataset` of scalar `tf.string`, one document per element.
 
     Raises:
         ValueError: If the dataset name is unknown or the feature is missing,
@@ -153,9 +153,9 @@ def tfds_source(name: str, split: str = "train", feature: str | None = None, dat
 
 
 def _gloss_lines(reader) -> Iterable[str]:
-    """Definitions and examples of every synset, parsed from ``data.*`` as NLTK does.
+    """Definitions and examples of every synset, parsed from `data.*` as NLTK does.
 
-    Equivalent to ``s.definition()`` and ``s.examples()`` for ``s in
+    Equivalent to `s.definition()` and `s.examples()` for ``s in
     reader.all_synsets()`` (one line each), but ~10x faster.
     """
     for fileid in _WORDNET_FILES:
@@ -172,11 +172,11 @@ def wordnet_source() -> tf.data.Dataset:
     """Stream the built-in corpus: glosses and example sentences of WordNet, all POS.
 
     The lines are extracted once from the reader of
-    :func:`keras_gauss.hierarchy.wordnet.load_wordnet` and cached, written atomically, as
-    ``<cache_dir()>/wordnet-<version>-glosses.txt`` (one definition or example per line).
+    `keras_gauss.hierarchy.wordnet.load_wordnet` and cached, written atomically, as
+    `<cache_dir()>/wordnet-<version>-glosses.txt` (one definition or example per line).
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string`` lines.
+        A `tf.data.Dataset` of scalar `tf.string` lines.
 
     Example:
         >>> next(iter(wordnet_source())).numpy()  # doctest: +SKIP
@@ -198,12 +198,12 @@ def load_corpus(corpus: Corpus = None) -> tf.data.Dataset:
     """Resolve a corpus specification to a dataset of text lines.
 
     Args:
-        corpus: ``None``/``"wordnet"``, ``"tfds:NAME[:SPLIT][/FEATURE]"``, a file
-            or directory path, or a ``tf.data.Dataset`` of scalar ``tf.string``
+        corpus: `None`/`"wordnet"`, `"tfds:NAME[:SPLIT][/FEATURE]"`, a file
+            or directory path, or a `tf.data.Dataset` of scalar `tf.string`
             (see the module docstring).
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string``, one sentence/document per element.
+        A `tf.data.Dataset` of scalar `tf.string`, one sentence/document per element.
 
     Raises:
         FileNotFoundError: For a missing path or an unprepared TFDS dataset.

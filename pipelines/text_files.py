@@ -1,7 +1,7 @@
 """Text corpus files without TensorFlow: checks, gzip verification, directory listing.
 
-Shared by :mod:`keras_gauss.pipelines.sources` (``tf.data``) and
-:mod:`keras_gauss.pipelines.native_corpus` (the fused engine's
+Shared by `keras_gauss.pipelines.sources` (`tf.data`) and
+`keras_gauss.pipelines.native_corpus` (the fused engine's
 TensorFlow-free path).
 """
 
@@ -22,11 +22,11 @@ _PIECE_BYTES = 1 << 20
 
 
 def raw_pieces(path: str | os.PathLike, piece_bytes: int = _PIECE_BYTES):
-    """Yield the bytes of a text file (decompressed for ``.gz``) in pieces
-    (of ``piece_bytes`` for a plain file).
+    """Yield the bytes of a text file (decompressed for `.gz`) in pieces
+    (of `piece_bytes` for a plain file).
 
-    The file is opened with :func:`keras_gauss.inputs.open_input` (a regular
-    file only); ``.gz`` files are checked as :func:`gzip_chunks` checks them.
+    The file is opened with `keras_gauss.inputs.open_input` (a regular
+    file only); `.gz` files are checked as `gzip_chunks` checks them.
     """
     path = Path(path)
     if path.suffix == ".gz":
@@ -45,14 +45,14 @@ def _identity(path: Path):
 
 
 def text_check(path: str | os.PathLike) -> TextCheck:
-    """The :class:`keras_gauss.inputs.TextCheck` of a corpus file (it names
-    ``--corpus``, the file and, on an error, the line)."""
+    """The `keras_gauss.inputs.TextCheck` of a corpus file (it names
+    `--corpus`, the file and, on an error, the line)."""
     return TextCheck(path, SETTING, lambda: raw_pieces(path))
 
 
 def mark_checked(path: str | os.PathLike) -> None:
-    """Records that ``path``, as it is now, was read whole and checked
-    (by :func:`check_text_file` or a reader that checked every piece)."""
+    """Records that `path`, as it is now, was read whole and checked
+    (by `check_text_file` or a reader that checked every piece)."""
     path = Path(path)
     _CHECKED[_identity(path)] = True
 
@@ -60,12 +60,12 @@ def mark_checked(path: str | os.PathLike) -> None:
 def check_text_file(path: str | os.PathLike) -> None:
     """Check a corpus file whole: UTF-8 text without NUL bytes, to its last byte.
 
-    A ``.gz`` file is decompressed to its end and its CRCs and lengths
-    checked (:func:`gzip_chunks`). Done once per process for an unchanged
+    A `.gz` file is decompressed to its end and its CRCs and lengths
+    checked (`gzip_chunks`). Done once per process for an unchanged
     file (path, size, modification time), in one streaming pass.
 
     Raises:
-        keras_gauss.inputs.InputFileError: naming ``--corpus``, the file and
+        keras_gauss.inputs.InputFileError: naming `--corpus`, the file and
             the line of the first NUL byte or invalid UTF-8 sequence, or
             saying what the path is when it is not a regular file.
         ValueError: a corrupt or truncated gzip file (naming the byte offset).
@@ -90,7 +90,7 @@ def check_text_file(path: str | os.PathLike) -> None:
 
 
 def _check_text_file(path: Path) -> None:
-    """:func:`check_text_file` (the old name, kept for callers)."""
+    """`check_text_file` (the old name, kept for callers)."""
     check_text_file(path)
 
 
@@ -100,12 +100,12 @@ _VERIFIED: dict = {}
 def verify_gzip(path: str | os.PathLike) -> int:
     """Decompress a gzip file to its end, checking every member's CRC-32 and length.
 
-    ``tf.data.TextLineDataset`` stops silently at the point where a truncated
+    `tf.data.TextLineDataset` stops silently at the point where a truncated
     gzip file breaks off; this reads the whole file first (streaming, about
-    as fast as ``zcat``), once per process for an unchanged file.
+    as fast as `zcat`), once per process for an unchanged file.
 
     Args:
-        path: The ``.gz`` file.
+        path: The `.gz` file.
 
     Returns:
         The number of decompressed bytes.
@@ -139,7 +139,7 @@ def verify_gzip(path: str | os.PathLike) -> int:
 
 def gzip_chunks(path: str | os.PathLike):
     """Yield the decompressed bytes of a gzip file in pieces, checking every
-    member's CRC-32 and length (what :func:`verify_gzip` checks).
+    member's CRC-32 and length (what `verify_gzip` checks).
 
     Raises:
         ValueError: Naming the file and the compressed byte offset where it is
@@ -189,7 +189,7 @@ def gzip_chunks(path: str | os.PathLike):
         fail("the file ends before the end of the compressed stream")
 
 
-def _expand(path: Path, recursive: bool) -> list[Path]:
+def expand_paths(path: Path, recursive: bool) -> list[Path]:
     """The files of a corpus path: the path itself, or the regular files of a
     directory (sorted, hidden names skipped); a FIFO, device or socket,
     given or inside the directory, is an error naming it (never opened)."""

@@ -1,15 +1,15 @@
-"""Tokenization with ``tf.strings`` ops, usable inside ``tf.data`` pipelines.
+"""Tokenization with `tf.strings` ops, usable inside `tf.data` pipelines.
 
-Rules of :func:`tokenize`:
+Rules of `tokenize`:
 
-* ``lowercase=True`` lowercases with Unicode rules (invalid UTF-8 becomes U+FFFD);
-* ``strip_punctuation=True`` turns every character that is not a Unicode letter,
-  digit, apostrophe (``'`` or ``’``) or hyphen into a separator, then drops the
+* `lowercase=True` lowercases with Unicode rules (invalid UTF-8 becomes U+FFFD);
+* `strip_punctuation=True` turns every character that is not a Unicode letter,
+  digit, apostrophe (`'` or `’`) or hyphen into a separator, then drops the
   apostrophes and hyphens that are not *inside* a word (leading, trailing or
-  repeated, as in ``--``): ``"Don't 'quote' state-of-the-art -- ok!"`` gives
-  ``don't quote state-of-the-art ok``;
-* tokens are then split on whitespace (so with ``strip_punctuation=False``
-  punctuation stays attached: ``"ok!"`` is one token).
+  repeated, as in `--`): `"Don't 'quote' state-of-the-art -- ok!"` gives
+  `don't quote state-of-the-art ok`;
+* tokens are then split on whitespace (so with `strip_punctuation=False`
+  punctuation stays attached: `"ok!"` is one token).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ def tokenize(lines: tf.Tensor, lowercase: bool = True, strip_punctuation: bool =
     """Split text into tokens.
 
     Args:
-        lines: ``tf.string`` tensor of any rank (typically a batch of lines).
+        lines: `tf.string` tensor of any rank (typically a batch of lines).
         lowercase: Lowercase the text first.
         strip_punctuation: Remove punctuation, keeping intra-word apostrophes and
             hyphens (see the module docstring).
 
     Returns:
-        A ``tf.RaggedTensor`` of ``tf.string`` with one more (ragged) dimension
-        than ``lines`` holding the tokens (for a scalar line, a dense 1-D tensor).
+        A `tf.RaggedTensor` of `tf.string` with one more (ragged) dimension
+        than `lines` holding the tokens (for a scalar line, a dense 1-D tensor).
 
     Example:
         >>> tokenize(tf.constant(["Hello, World!"])).to_list()

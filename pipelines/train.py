@@ -6,7 +6,7 @@ import os
 import time
 import warnings
 
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Phase
 from keras_gauss.checkpoint import restore_model
 from keras_gauss.distribution import DistributionError
 from keras_gauss.job import Data
@@ -391,14 +391,14 @@ def line_chunks(corpus, vocab, chunk_lines=256, shuffle_buffer=10_000, seed=None
     """
     import tensorflow as tf
 
-    from keras_gauss.pipelines.skipgram import _token_ids
+    from keras_gauss.pipelines.skipgram import token_ids
     from keras_gauss.pipelines.sources import load_corpus
     from keras_gauss.pipelines.tokens import tokenize
 
     tokenizer = tokenizer or tokenize
 
     def ids(lines):
-        ragged = _token_ids(lines, vocab, tokenizer)
+        ragged = token_ids(lines, vocab, tokenizer)
         return tf.cast(ragged.flat_values, tf.int32), ragged.row_splits
 
     lines = load_corpus(corpus)

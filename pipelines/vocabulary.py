@@ -19,7 +19,7 @@ from .tokens import tokenize
 __all__ = ["CorpusCount", "Tokenizer", "Vocabulary", "build_vocabulary", "count_corpus", "vocabulary_from_counts"]
 
 Tokenizer = Callable[[tf.Tensor], tf.RaggedTensor]
-"""Maps a 1-D batch of ``tf.string`` lines to a ragged ``[lines, tokens]`` tensor."""
+"""Maps a 1-D batch of `tf.string` lines to a ragged `[lines, tokens]` tensor."""
 
 
 class Vocabulary:
@@ -61,7 +61,7 @@ class Vocabulary:
 
     @functools.cached_property
     def table(self) -> tf.lookup.StaticHashTable:
-        """``tf.string`` -> ``tf.int32`` id table; unknown words map to ``-1``."""
+        """`tf.string` -> `tf.int32` id table; unknown words map to `-1`."""
         with tf.init_scope():  # created eagerly even if first used inside a tf.data function
             init = tf.lookup.KeyValueTensorInitializer(
                 tf.constant(self.words, tf.string), tf.range(len(self), dtype=tf.int32)
@@ -69,21 +69,21 @@ class Vocabulary:
             return tf.lookup.StaticHashTable(init, default_value=-1)
 
     def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
-        """Map string tokens (dense or ragged, in or out of a graph) to int32 ids, ``-1`` if unknown."""
+        """Map string tokens (dense or ragged, in or out of a graph) to int32 ids, `-1` if unknown."""
         return self.table.lookup(tokens)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as UTF-8 TSV, one ``word<TAB>count`` line per word, in id order."""
+        """Write the vocabulary as UTF-8 TSV, one `word<TAB>count` line per word, in id order."""
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(f"{w}\t{c}\n" for w, c in zip(self.words, self.counts.tolist()))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Vocabulary":
-        """Read a vocabulary written by :meth:`save` (ids follow the line order).
+        """Read a vocabulary written by `save` (ids follow the line order).
 
         Raises:
-            ValueError: Naming the file and line if a line is not ``word<TAB>count``;
-                :class:`keras_gauss.inputs.InputFileError` (a ``ValueError``) if it is
+            ValueError: Naming the file and line if a line is not `word<TAB>count`;
+                `keras_gauss.inputs.InputFileError` (a `ValueError`) if it is
                 not a regular file (a FIFO is never opened) or not UTF-8 text.
         """
         words, counts = [], []
@@ -107,11 +107,11 @@ class CorpusCount(NamedTuple):
     """What one counting pass read.
 
     Attributes:
-        counts: ``{word: count}`` of every token (before ``min_count``).
+        counts: `{word: count}` of every token (before `min_count`).
         lines: Lines read.
         digest: Order-free fingerprint of those lines (the sum of their
-            40-bit FarmHash fingerprints, ``tf.strings.to_hash_bucket_fast``,
-            modulo ``2**64``): equal for equal sets of lines.
+            40-bit FarmHash fingerprints, `tf.strings.to_hash_bucket_fast`,
+            modulo `2**64`): equal for equal sets of lines.
     """
 
     counts: collections.Counter
@@ -122,17 +122,17 @@ class CorpusCount(NamedTuple):
 def count_corpus(corpus: Corpus = None, tokenizer: Tokenizer = tokenize, chunk_lines: int = 1024) -> CorpusCount:
     """Count the words and lines of a corpus in one streaming pass.
 
-    Counting is done per chunk of lines inside ``tf.data`` (``tf.unique_with_counts``)
+    Counting is done per chunk of lines inside `tf.data` (`tf.unique_with_counts`)
     and merged in Python, so memory grows with the number of distinct words only.
 
     Args:
-        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`)
+        corpus: Corpus specification (see `keras_gauss.pipelines.load_corpus`)
             or a dataset of lines (e.g. one process's shard).
         tokenizer: Tokenizer, the same one the training pipeline will use.
         chunk_lines: Lines tokenized together.
 
     Returns:
-        A :class:`CorpusCount`.
+        A `CorpusCount`.
 
     Example:
         >>> count = count_corpus(tf.data.Dataset.from_tensor_slices(["a b a", "b"]))
@@ -155,17 +155,17 @@ def count_corpus(corpus: Corpus = None, tokenizer: Tokenizer = tokenize, chunk_l
 def vocabulary_from_counts(
     counts: collections.Counter | dict, min_count: int = 5, max_size: int | None = None, name: str = "the corpus"
 ) -> Vocabulary:
-    """The frequent words of ``counts``, sorted by count (descending), ties by word.
+    """The frequent words of `counts`, sorted by count (descending), ties by word.
 
     Args:
-        counts: ``{word: count}`` (e.g. :func:`count_corpus`'s, or the sum of
+        counts: `{word: count}` (e.g. `count_corpus`'s, or the sum of
             several processes' counts of their shards).
         min_count: Drop words seen fewer times.
-        max_size: Keep at most this many words (the most frequent); ``None`` for no limit.
+        max_size: Keep at most this many words (the most frequent); `None` for no limit.
         name: The corpus, for the errors.
 
     Raises:
-        ValueError: If there are no tokens, or no word reaches ``min_count``.
+        ValueError: If there are no tokens, or no word reaches `min_count`.
 
     Example:
         >>> vocabulary_from_counts({"a": 3, "b": 5, "c": 1}, min_count=2).words
@@ -194,20 +194,20 @@ def build_vocabulary(
 ) -> Vocabulary:
     """Count the words of a corpus in one streaming pass and keep the frequent ones.
 
-    :func:`count_corpus`, then :func:`vocabulary_from_counts`.
+    `count_corpus`, then `vocabulary_from_counts`.
 
     Args:
-        corpus: Corpus specification (see :func:`keras_gauss.pipelines.load_corpus`); default WordNet glosses.
+        corpus: Corpus specification (see `keras_gauss.pipelines.load_corpus`); default WordNet glosses.
         min_count: Drop words seen fewer times.
-        max_size: Keep at most this many words (the most frequent); ``None`` for no limit.
+        max_size: Keep at most this many words (the most frequent); `None` for no limit.
         tokenizer: Tokenizer, the same one the training pipeline will use.
         chunk_lines: Lines tokenized together.
 
     Returns:
-        A :class:`Vocabulary` sorted by count (descending), ties by word.
+        A `Vocabulary` sorted by count (descending), ties by word.
 
     Raises:
-        ValueError: If the corpus has no tokens, or no word reaches ``min_count``.
+        ValueError: If the corpus has no tokens, or no word reaches `min_count`.
 
     Example:
         >>> with open("news.txt", "w") as f:

@@ -6,9 +6,9 @@ step. The classes load on first use (`Phase` needs no Keras)."""
 from keras_gauss._lazy import lazy_exports
 
 _EXPORTS = {
-    "ProgressLogger": "progress",
+    "ProgressLogger": "progress_logger",
     "ProjectConstraints": "project_constraints",
-    "Phase": "progress_phase",
+    "Phase": "progress",
     "FiniteLoss": "finite_loss",
 }
 

@@ -1,29 +1,296 @@
-import time  # noqa: F401 - the clock the tests replace (time.perf_counter)
+"""Progress output, without Keras: `Phase` (one line for a long step) and
+`Progress` (a bar on a terminal, one line per epoch otherwise;
+`keras_gauss.callbacks.ProgressLogger` is the same as a Keras callback)."""
 
-import keras
+import shutil
+import sys
+import time
 
-from keras_gauss.callbacks.progress_core import MODES  # noqa: F401 - re-exported
-from keras_gauss.callbacks.progress_core import Progress
-from keras_gauss.callbacks.progress_core import _clock  # noqa: F401 - re-exported
-from keras_gauss.callbacks.progress_core import _isatty  # noqa: F401 - re-exported
+MODES = ("auto", "bar", "lines", "off")
 
 
-class ProgressLogger(Progress, keras.callbacks.Callback):
-    """Training progress as a Keras callback: a bar on a terminal, one line
-    per epoch otherwise (`keras_gauss.callbacks.progress_core.Progress`, whose
-    arguments it takes).
+class Phase:
+    """One line for a long step that has no progress of its own.
+
+    Prints `message...` when created and ` 12.3 s` (its duration) when
+    `done()` is called, for the silent steps around training: preparing
+    data, evaluating, saving. Also a context manager. If the step fails
+    before `done()`, `Phase.break_line()` (the `keras-gauss` command calls
+    it before printing an error) ends the line, so the error starts on a
+    line of its own.
+
+    Args:
+        message: what the step does, e.g. `"saving the run to runs/x"`.
+        verbose: print nothing when false.
+        stream: where to write (default: `sys.stdout` at the time of writing).
 
     Example:
 
-    >>> import numpy as np
-    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> x = np.ones((8, 1))
-    >>> logger = ProgressLogger(unit="samples", batch_size=4, mode="lines")
-    >>> _ = model.fit(x, x, batch_size=4, epochs=2, verbose=0, callbacks=[logger])
-    Epoch 1/2: loss ..., 8 samples in ... s (... samples/s)
-    Epoch 2/2: loss ..., 8 samples in ... s (... samples/s)
+    >>> with Phase("counting"):  # prints "counting... 0.0 s"
+    ...     total = sum(range(1000))
+    counting... ... s
+    >>> step = Phase("saving"); seconds = step.done()  # the same, by hand
+    saving... ... s
     """
 
+    _open = None  # the phase whose line is not finished yet
+
+    def __init__(self, message, verbose=True, stream=None):
+        self.message = message
+        self.verbose = bool(verbose)
+        self.stream = stream
+        self.start = time.perf_counter()
+        self.seconds = None
+        if self.verbose:
+            Phase.break_line()
+            self._write(f"{message}...")
+            Phase._open = self
+
+    def get_config(self):
+        return {"message": self.message, "verbose": self.verbose}
+
+    def done(self):
+        """Ends the line with the step's duration; returns the seconds."""
+        self.seconds = time.perf_counter() - self.start
+        if self.verbose and Phase._open is self:
+            Phase._open = None
+            self._write(f" {self.seconds:.1f} s\n")
+        return self.seconds
+
+    @classmethod
+    def end_open(cls):
+        """Ends an unfinished phase line with its duration (its step is over)."""
+        if cls._open is not None:
+            cls._open.done()
+
+    @classmethod
+    def break_line(cls):
+        """Ends an unfinished phase line (before an error or other output)."""
+        if cls._open is not None:
+            phase, cls._open = cls._open, None
+            phase._write("\n")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is None:
+            self.done()
+        else:
+            Phase.break_line()
+        return False
+
+    def _write(self, text):
+        out = self.stream if self.stream is not None else sys.stdout
+        out.write(text)
+        out.flush()
+
+
+class Progress:
+    """Training progress: a bar on a terminal, one line per epoch otherwise.
+
+    Without Keras (for loops of your own); `ProgressLogger` is the same as a
+    Keras callback.
+
+    On a terminal the bar shows the epoch, the fraction done, the ETA, the
+    running loss and the throughput (`unit`/s); both leave one line per
+    epoch behind. Redirected to a file (or with `mode="lines"`) only the
+    epoch lines are written: no `\\r`, `\\b` or colour codes. The ETA and the
+    running rate are measured from the end of the first step, so the time
+    spent tracing the step does not inflate them (no ETA is shown before the
+    second step); the epoch line's rate is over the whole epoch.
+
+    The count behind the throughput is `logs[unit]` (the count so far in
+    the epoch) when the logs carry it, else `batch_size` per step (capped at
+    `epoch_size`). A loop of your own can drive it: call `set_params({"epochs":
+    E, "steps": N})`, then `on_train_begin`, `on_epoch_begin`,
+    `on_train_batch_end(i, logs)` with `i + 1` of `N` done, and
+    `on_epoch_end`.
+
+    Args:
+        unit: what the throughput counts, e.g. `"pairs"` or `"edges"`
+            (default `"samples"`).
+        batch_size: units per step, when the logs carry no count (`None`:
+            no throughput unless they do).
+        epoch_size: units in an epoch; caps the count `batch_size` gives.
+        mode: `"auto"` (a bar when the stream is a terminal, else lines),
+            `"bar"`, `"lines"` or `"off"`.
+        stream: where to write (default: `sys.stdout` at the time of writing).
+        interval: seconds between redraws of the bar (default 0.1).
+
+    Example:
+
+    >>> progress = Progress(unit="pairs", batch_size=100, mode="lines")
+    >>> progress.set_params({"epochs": 1, "steps": 3})
+    >>> progress.on_train_begin()
+    >>> progress.on_epoch_begin(0)
+    >>> for step in range(3):
+    ...     progress.on_train_batch_end(step, {"loss": 0.5})
+    >>> progress.on_epoch_end(0, {"loss": 0.5})
+    Epoch 1/1: loss 0.5000, 300 pairs in ... s (... pairs/s)
+    """
+
+    def __init__(self, unit="samples", batch_size=None, epoch_size=None, mode="auto",
+                 stream=None, interval=0.1):
+        super().__init__()
+        if not hasattr(self, "params"):
+            self.params = None
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}.")
+        self.unit = unit
+        self.batch_size = batch_size
+        self.epoch_size = epoch_size
+        self.mode = mode
+        self.stream = stream
+        self.interval = interval
+        self._drawn = 0
+
+    @classmethod
+    def from_verbose(cls, verbose, **kwargs):
+        """The logger of a Keras-style `verbose`: 0 off, 1 auto, 2 lines."""
+        return cls(mode={0: "off", 1: "auto"}.get(verbose, "lines"), **kwargs)
+
     def set_params(self, params):
-        Progress.set_params(self, params)
+        self.params = params
+
+    def get_config(self):
+        return {"unit": self.unit, "batch_size": self.batch_size,
+                "epoch_size": self.epoch_size, "mode": self.mode,
+                "interval": self.interval}
+
+    # -- the Keras callback API --------------------------------------------
+
+    def on_train_begin(self, logs=None):
+        # A step announced by `Phase` (a set-up before the loop) ends here.
+        Phase.end_open()
+        out = self._out()
+        if self.mode == "auto":
+            self._mode = "bar" if is_terminal(out) else "lines"
+        else:
+            self._mode = self.mode
+        self._drawn = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not hasattr(self, "_mode"):
+            self.on_train_begin()
+        self._epoch = epoch
+        self._start = time.perf_counter()
+        self._first = None  # (time, position, count) after the first step
+        self._position, self._count, self._last_draw = 0, None, 0.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs = logs or {}
+        now = time.perf_counter()
+        self._position = batch + 1
+        self._count = self._count_of(batch + 1, logs)
+        self._logs = logs
+        if self._first is None:
+            self._first = (now, self._position, self._count)
+        if self._mode == "bar" and now - self._last_draw >= self.interval:
+            self._last_draw = now
+            self._draw(self._bar_line(now))
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        seconds = time.perf_counter() - self._start
+        count = logs[self.unit] if self.unit in logs else self._count_of(self._position, {})
+        line = self._epoch_line(epoch, logs, count, seconds)
+        if self._mode == "bar":
+            self._draw(line)
+            self._write("\n")
+            self._drawn = 0
+        elif self._mode == "lines":
+            self._write(line + "\n")
+
+    def on_train_end(self, logs=None):
+        if self._drawn:
+            self._write("\n")
+            self._drawn = 0
+
+    # -- formatting ----------------------------------------------------------
+
+    def _count_of(self, steps, logs):
+        if self.unit in logs:
+            return logs[self.unit]
+        if self.batch_size is None:
+            return None
+        count = steps * self.batch_size
+        return min(count, self.epoch_size) if self.epoch_size is not None else count
+
+    def _prefix(self, epoch):
+        epochs = self.params.get("epochs") if self.params else None
+        return f"Epoch {epoch + 1}/{epochs}" if epochs else f"Epoch {epoch + 1}"
+
+    def _metrics(self, logs):
+        shown = []
+        for key, value in logs.items():
+            if key == self.unit or key.endswith("/s") or key == "epoch_seconds":
+                continue
+            try:
+                shown.append(f"{key} {float(value):.4f}")
+            except (TypeError, ValueError):
+                continue
+        return shown
+
+    def _epoch_line(self, epoch, logs, count, seconds):
+        parts = self._metrics(logs)
+        if count is not None:
+            rate = count / max(seconds, 1e-9)
+            parts.append(f"{int(count):,} {self.unit} in {seconds:.1f} s "
+                         f"({rate:,.0f} {self.unit}/s)")
+        else:
+            parts.append(f"{seconds:.1f} s")
+        return f"{self._prefix(epoch)}: " + ", ".join(parts)
+
+    def _bar_line(self, now):
+        steps = self.params.get("steps") if self.params else None
+        parts = [self._prefix(self._epoch)]
+        t1, p1, c1 = self._first
+        if steps:
+            done = min(self._position / steps, 1.0)
+            filled = int(done * 20)
+            arrow = ">" if filled < 20 else ""
+            parts.append(f"[{'=' * filled}{arrow}{'.' * (20 - filled - len(arrow))}] "
+                         f"{done:4.0%}")
+            if self._position > p1:
+                eta = (now - t1) / (self._position - p1) * max(steps - self._position, 0)
+                parts.append(f"ETA {clock_text(eta)}")
+            else:
+                parts.append("ETA --")
+        else:
+            parts.append(f"step {self._position:,}")
+        parts.extend(self._metrics(getattr(self, "_logs", {})))
+        if self._count is not None and c1 is not None and self._position > p1:
+            rate = (self._count - c1) / max(now - t1, 1e-9)
+            parts.append(f"{rate:,.0f} {self.unit}/s")
+        return "  ".join(parts)
+
+    # -- output --------------------------------------------------------------
+
+    def _out(self):
+        return self.stream if self.stream is not None else sys.stdout
+
+    def _write(self, text):
+        out = self._out()
+        out.write(text)
+        out.flush()
+
+    def _draw(self, line):
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        line = line[:width]
+        self._write("\r" + line + " " * max(self._drawn - len(line), 0))
+        self._drawn = len(line)
+
+
+def clock_text(seconds):
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+def is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

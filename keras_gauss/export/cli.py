@@ -1,6 +1,8 @@
 """`keras-gauss export`: serve a run with TF Serving, or hand its means to
 word2vec readers (gensim) and TensorBoard's projector."""
 
+from keras_gauss.checks import CommandError
+
 FORMATS = ("serving", "word2vec", "word2vec-binary", "projector")
 
 DESCRIPTION = """\
@@ -66,8 +68,6 @@ def add_parser(subparsers):
 
 
 def run_export(args):
-    from keras_gauss.cli import CommandError
-
     if args.format != "serving":
         for flag in ("version", "k", "candidate_table"):
             if getattr(args, flag) is not None:

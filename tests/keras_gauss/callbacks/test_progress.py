@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_gauss.callbacks import ProgressLogger
-from keras_gauss.callbacks import progress as progress_module
+from keras_gauss.callbacks import progress as progress_module  # its clock: time.perf_counter
 
 CONTROL = ("\r", "\b", "\x1b")
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from keras_gauss.callbacks.progress_phase import Phase
+from keras_gauss.callbacks.progress import Phase
 
 
 def test_phase_prints_one_line_with_its_duration():

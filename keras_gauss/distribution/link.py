@@ -1,27 +1,6 @@
-"""Training on several devices and processes: settings into a Keras distribution.
-
-`DistributionConfig` holds the command-line settings (`--distribution`,
-`--model-shards`, `--coordinator`, `--num-processes`, `--process-id`,
-`--distribution-timeout`); `start_distribution` checks them, joins the
-processes of a multi-process job and returns a `Distribution`: the scope
-the trainers build, compile and fit in, which process writes the run (the
-chief, process 0) and how each process takes its part of a batch.
-
-- `--distribution data`: `keras.distribution.DataParallel` over every
-  device of every process (JAX backend): each step's global batch is split
-  over the devices, the tables are replicated.
-- `--distribution model --model-shards N`: `keras.distribution.ModelParallel`
-  on a `(batch, model)` mesh of `devices / N` by `N` of one process; the
-  embedding tables and their AdaGrad accumulators are split by rows over
-  the `model` axis (`LayoutMap`: `('model', None)`), for vocabularies that
-  do not fit one device.
-- Several processes (on one or several hosts): `--coordinator HOST:PORT
-  --num-processes N --process-id I`, or Keras's `KERAS_DISTRIBUTION_JOB_ADDRESSES`,
-  `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`.
-  Before `keras.distribution.initialize` (which aborts the process, after a
-  long wait, when a peer is missing) the processes meet at HOST:PORT over
-  plain TCP (`rendezvous`): a missing coordinator or peer is one
-  `DistributionError` after `--distribution-timeout` seconds.
+"""The link between the processes of a job: where they meet (`rendezvous`),
+prove they belong to it, compare their settings, and how the end of one
+becomes one line on every other (`Link`).
 
 The rendezvous is safe on a port others can reach. Process 0 serves every
 connection at once, each for at most a few seconds, and counts a process
@@ -38,7 +17,7 @@ trainer's config, the distribution, the version): a difference is one line
 on every process naming the setting (`--dim 16 on process 1, 8 on process
 0`), before any collective.
 
-The connections of the rendezvous stay open for the whole job (`_Link`):
+The connections of the rendezvous stay open for the whole job (`Link`):
 every process sends a heartbeat each second, and a process that ends
 before the job is done (killed, crashed, or stopped by an error), or sends
 nothing for `--distribution-timeout` seconds, becomes one line on every
@@ -48,22 +27,6 @@ service aborts it with a C++ stack, minutes later. A process whose part is
 done (`Distribution.finish`, after training) is not stopped by another's
 end; process 0 waits for nothing then (it writes the run), and the others
 wait, at their exit, for process 0 to finish.
-
-Each process of a multi-process job reads its own shard of the data
-(`Distribution.shard`: elements `i::N` of the corpus's lines or of the
-training edges), draws its own seeded stream from it
-(`Distribution.process_seed`) and feeds its `batch_size / N` rows of every
-global batch. The processes agree on what they must share over the JAX
-job (`Distribution.allgather`): the word counts (one vocabulary) and the
-steps of an epoch (`Distribution.agree_steps`: the fewest full local
-batches any process has, so that all take the same number of steps;
-`Distribution.local_batches` cuts every process's stream to them).
-
-On the TensorFlow backend, `--distribution data` is
-`tf.distribute.MirroredStrategy` over the local devices (the GPUs, else the
-logical CPUs); Keras 3 runs no multi-worker TensorFlow strategy in
-`model.fit` (keras-team/keras#20585), so several processes and
-`--distribution model` need `KERAS_BACKEND=jax`.
 """
 
 import atexit
@@ -81,11 +44,6 @@ import sys
 import threading
 import time
 
-from keras_gauss import __version__
-
-KINDS = ("data", "model")
-ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
-               "KERAS_DISTRIBUTION_PROCESS_ID")
 # The job's shared secret (optional): the key of the job token.
 SECRET = "KERAS_GAUSS_JOB_SECRET"
 # The longest --distribution-timeout (a day): waiting longer is a mistake.
@@ -105,105 +63,6 @@ class DistributionError(ValueError):
     >>> raise DistributionError("--num-processes 0 must be >= 1.")  # doctest: +SKIP
     """
 
-
-@dataclasses.dataclass
-class DistributionConfig:
-    """Distribution settings of a trainer (none set: one device, as before).
-
-    Attributes:
-        distribution: `None` (one device), `"data"` (`DataParallel`) or
-            `"model"` (`ModelParallel`).
-        model_shards: devices each table is split over (`"model"` only; 1).
-        coordinator: `HOST:PORT` of process 0 (several processes), or `None`
-            (`KERAS_DISTRIBUTION_JOB_ADDRESSES`, else one process).
-        num_processes: processes of the job (`None`: the environment, else 1).
-        process_id: this process, `0..num_processes-1` (`None`: the
-            environment, else 0). Process 0 is the chief: it alone writes
-            the run directory and the checkpoints.
-        timeout: seconds to wait for the coordinator and the other
-            processes, and to hear from a running one (60; at most a day).
-
-    Example:
-
-    >>> DistributionConfig("data", coordinator="10.0.0.1:7777", num_processes=2,
-    ...                    process_id=1)  # doctest: +SKIP
-    """
-
-    distribution: str | None = None
-    model_shards: int = 1
-    coordinator: str | None = None
-    num_processes: int | None = None
-    process_id: int | None = None
-    timeout: float = 60.0
-
-    @property
-    def active(self):
-        return self.distribution is not None
-
-
-def resolve(config, environ=None):
-    """`config` with the job settings filled from the environment and checked.
-
-    Pure: reads `environ` (default `os.environ`), touches no device.
-
-    Returns:
-        A `DistributionConfig` with `num_processes` and `process_id` set
-        (and `coordinator` when `num_processes > 1`).
-
-    Raises:
-        DistributionError: a bad setting (one line naming it).
-
-    Example:
-
-    >>> resolve(DistributionConfig("data"), {"KERAS_DISTRIBUTION_NUM_PROCESSES": "1"}).process_id
-    0
-    """
-    environ = os.environ if environ is None else environ
-    check_timeout(config.timeout)
-    if config.distribution is None:  # the job's flags alone mean nothing
-        if ((config.num_processes or 1) > 1 or config.coordinator or config.model_shards != 1
-                or config.process_id):
-            raise DistributionError(
-                "--num-processes, --process-id, --coordinator and --model-shards need "
-                "--distribution data or model.")
-        if _env_int(environ, ENVIRONMENT[1], "--num-processes", 1) > 1:
-            raise DistributionError(  # else every process would train and write alone
-                f"{ENVIRONMENT[1]}={environ[ENVIRONMENT[1]]} needs --distribution data.")
-        return dataclasses.replace(config, num_processes=1, process_id=0)
-    coordinator = config.coordinator
-    if coordinator is None and environ.get(ENVIRONMENT[0]):
-        coordinator = environ[ENVIRONMENT[0]].split(",")[0].strip()
-    num = config.num_processes
-    if num is None:
-        num = _env_int(environ, ENVIRONMENT[1], "--num-processes", 1)
-    pid = config.process_id
-    if pid is None:
-        pid = _env_int(environ, ENVIRONMENT[2], "--process-id", 0)
-    if config.distribution not in KINDS:
-        raise DistributionError(f"--distribution must be 'data' or 'model', got "
-                                f"{config.distribution!r}.")
-    if num < 1:
-        raise DistributionError(f"--num-processes must be >= 1, got {num}.")
-    if not 0 <= pid < num:
-        raise DistributionError(f"--process-id must be in 0..{num - 1} (--num-processes "
-                                f"{num}), got {pid}.")
-    if config.model_shards < 1:
-        raise DistributionError(f"--model-shards must be >= 1, got {config.model_shards}.")
-    if config.model_shards > 1 and config.distribution != "model":
-        raise DistributionError("--model-shards splits the tables: it needs --distribution model.")
-    if config.distribution == "model" and num > 1:
-        raise DistributionError(
-            f"--distribution model runs on the devices of one process, not --num-processes "
-            f"{num} (several processes: --distribution data).")
-    if num > 1:
-        if not coordinator:
-            raise DistributionError(f"--num-processes {num} needs --coordinator HOST:PORT "
-                                    "(the address of process 0).")
-        split_address(coordinator)
-    return dataclasses.replace(config, num_processes=num, process_id=pid,
-                               coordinator=coordinator if num > 1 else None)
-
-
 def check_timeout(timeout):
     """Returns `timeout` if it is a number of seconds in `(0, MAX_TIMEOUT]`;
     else `DistributionError` naming `--distribution-timeout`.
@@ -212,7 +71,7 @@ def check_timeout(timeout):
 
     >>> check_timeout(float("inf"))
     Traceback (most recent call last):
-    keras_gauss.distribution.DistributionError: --distribution-timeout must be a number of seconds > 0 and at most 86400 (a day), got inf.
+    keras_gauss.distribution.link.DistributionError: --distribution-timeout must be a number of seconds > 0 and at most 86400 (a day), got inf.
     """
     ok = (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
           and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT)
@@ -220,16 +79,6 @@ def check_timeout(timeout):
         raise DistributionError(f"--distribution-timeout must be a number of seconds > 0 "
                                 f"and at most {MAX_TIMEOUT:g} (a day), got {timeout}.")
     return timeout
-
-
-def _env_int(environ, name, flag, default):
-    text = environ.get(name)
-    if text in (None, ""):
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise DistributionError(f"{name}={text!r} ({flag}) is not an integer.") from None
 
 
 def split_address(address):
@@ -247,54 +96,6 @@ def split_address(address):
     return host.strip("[]"), int(port)
 
 
-def check_mesh(devices, model_shards):
-    """`(batch, model)` mesh shape of `devices` split into `model_shards`, or the error.
-
-    Args:
-        devices: devices of the job.
-        model_shards: devices each table is split over (`--model-shards`).
-
-    Example:
-
-    >>> check_mesh(4, 2)
-    (2, 2)
-    """
-    if devices % model_shards:
-        raise DistributionError(f"--model-shards {model_shards} does not divide the "
-                                f"{devices} devices of the job.")
-    return devices // model_shards, model_shards
-
-
-def check_batch(batch_size, devices, num_processes, model_shards=1):
-    """Checks that a global batch of `batch_size` splits over the job.
-
-    Each process feeds `batch_size / num_processes` rows of every batch and
-    each of the `devices / model_shards` data replicas its own equal part.
-
-    Args:
-        batch_size: rows of a global batch (`--batch-size`).
-        devices: devices of the job.
-        num_processes: processes of the job.
-        model_shards: devices each table is split over (1).
-
-    Raises:
-        DistributionError: a batch that does not split evenly.
-
-    Example:
-
-    >>> check_batch(256, devices=2, num_processes=2)
-    """
-    if num_processes > batch_size:
-        raise DistributionError(f"--num-processes {num_processes} is more than the "
-                                f"--batch-size {batch_size} rows of a step to share.")
-    replicas = max(devices // model_shards, num_processes)
-    if batch_size % replicas:
-        raise DistributionError(
-            f"--batch-size {batch_size} does not split evenly over {replicas} data "
-            f"shards ({devices} devices / --model-shards {model_shards}, "
-            f"--num-processes {num_processes}); give a multiple of {replicas}.")
-
-
 def rendezvous(coordinator, num_processes, process_id, timeout, settings=None,
                environ=None):
     """Meets the other processes at `coordinator` over TCP, or raises `DistributionError`.
@@ -306,7 +107,7 @@ def rendezvous(coordinator, num_processes, process_id, timeout, settings=None,
     `num_processes - 1` others are in, it compares their settings with its
     own and tells each to go on (with its own token) or why not, and
     closes the port (for the JAX coordination service to take); the
-    connections stay open (`_Link`). The others connect, retrying, until
+    connections stay open (`Link`). The others connect, retrying, until
     answered. Every wait ends after `timeout` seconds.
 
     Args:
@@ -321,7 +122,7 @@ def rendezvous(coordinator, num_processes, process_id, timeout, settings=None,
             `os.environ`).
 
     Returns:
-        The `_Link` to the other processes (not yet watching them).
+        The `Link` to the other processes (not yet watching them).
 
     Raises:
         DistributionError: a coordinator or process missing after `timeout`,
@@ -345,7 +146,7 @@ def rendezvous(coordinator, num_processes, process_id, timeout, settings=None,
         sockets = _rendezvous_chief(host, port, job, deadline)
     else:
         sockets = _rendezvous_worker(host, port, job, deadline)
-    return _Link(process_id, num_processes, sockets, timeout)
+    return Link(process_id, num_processes, sockets, timeout)
 
 
 @dataclasses.dataclass
@@ -612,7 +413,7 @@ def _read_line(connection, limit=_LINE_LIMIT):
 
 # --- the link: heartbeats, and a process's end as one line on every other ---
 
-_ACTIVE = []  # the `_Link` of this process's job (at most one)
+_ACTIVE = []  # the `Link` of this process's job (at most one)
 _LINE = threading.Lock()  # held by whoever prints this process's last line
 _PREFIX = ["keras-gauss: error: "]
 
@@ -622,13 +423,13 @@ def set_error_prefix(prefix):
     _PREFIX[0] = prefix
 
 
-class _Link:
+class Link:
     """The open connections of a multi-process job (process 0 to each other).
 
     `start()` begins the watchdog thread: heartbeats every second, and a
     peer that ends before the job is done (its connection closes without
     `exit`, it sends `fail REASON`, or nothing for `timeout` seconds) stops
-    this process with one line (`_stop`), unless this process's part is
+    this process with one line (`stop`), unless this process's part is
     done. Process 0 relays such an end to every other process.
 
     States of this process: `running` (in the job), `done` (its collectives
@@ -749,18 +550,18 @@ class _Link:
         if self.is_chief:  # the others wait for it too
             self._broadcast(f"fail {reason}", skip=pid)
         if self.state == "running" or (pid == 0 and self.exiting):
-            self._stop(reason)
+            self.stop(reason)
         if pid == 0:
             self.chief_exited.set()
         self.broken = self.broken or reason
 
-    def _stop(self, reason, code=2):
+    def stop(self, reason, code=2):
         """Ends this process with one line; returns if another line won."""
         if not _LINE.acquire(blocking=False):
             return  # the main thread prints its own error and exits
         if self.is_chief:  # the others hear it first, then the service goes
             self._wait_for_others(min(5.0, self.timeout))
-        phase = sys.modules.get("keras_gauss.callbacks.progress_phase")
+        phase = sys.modules.get("keras_gauss.callbacks.progress")
         if phase is not None:  # end an open "doing X..." line first
             with contextlib.suppress(Exception):
                 phase.Phase.break_line()
@@ -832,7 +633,7 @@ def job_failed(message, code=2):
     if link.state != "failed":  # a collective that failed because a peer is gone
         reason = link.peer_failure(wait=min(2.0, link.timeout / 4), lost_only=True)
         if reason is not None:  # ... reaches here as an error of its own: the cause wins
-            link._stop(reason)
+            link.stop(reason)
     _LINE.acquire()
     link.fail(message, code)
 
@@ -846,397 +647,11 @@ def job_crashed(error):
     link = _ACTIVE[0]
     reason = link.peer_failure(wait=min(3.0, link.timeout / 2))
     if reason is not None:
-        link._stop(reason)
+        link.stop(reason)
         _LINE.acquire()  # the watchdog is printing its line; the process ends
-    link.fail(f"{type(error).__name__}: {_one_line(error)}")
+    link.fail(f"{type(error).__name__}: {one_line(error)}")
 
 
-def _one_line(error):
+def one_line(error):
     text = str(error).strip().splitlines()
     return text[0][:300] if text else ""
-
-
-class Distribution:
-    """A started distribution: its scope, the chief and this process's rows.
-
-    Made by `start_distribution`; `Distribution()` is the one-device
-    no-op (`scope()` does nothing, every batch is kept whole).
-
-    Attributes:
-        kind: `None`, `"data"` or `"model"`.
-        num_processes, process_id: the job (1 and 0 without one).
-        devices: devices of the whole job.
-        model_shards: devices a table is split over.
-        keras_distribution: the `keras.distribution.Distribution` (or `None`).
-        strategy: the `tf.distribute.MirroredStrategy` on TensorFlow (or `None`).
-
-    Example:
-
-    >>> job = Distribution("data", num_processes=2, process_id=1, devices=2)
-    >>> job.active, job.is_chief
-    (True, False)
-    """
-
-    def __init__(self, kind=None, num_processes=1, process_id=0, devices=1, model_shards=1,
-                 keras_distribution=None, strategy=None, link=None):
-        self.kind = kind
-        self._link = link
-        self.strategy = strategy
-        self.num_processes = num_processes
-        self.process_id = process_id
-        self.devices = devices
-        self.model_shards = model_shards
-        self.keras_distribution = keras_distribution
-
-    @property
-    def active(self):
-        return self.kind is not None
-
-    @property
-    def is_chief(self):
-        """Process 0: it alone writes the run directory and the checkpoints."""
-        return self.process_id == 0
-
-    def scope(self):
-        """The scope to build, compile and fit the model in.
-
-        With several processes, an error inside it is told to the others
-        (each prints one line and stops); one caused by another process's
-        end gives the line naming that process.
-        """
-        if self.strategy is not None:
-            return self.strategy.scope()
-        if self._link is not None:
-            return self._job_scope()
-        if self.keras_distribution is None:
-            return contextlib.nullcontext()
-        return self.keras_distribution.scope()
-
-    @contextlib.contextmanager
-    def _job_scope(self):
-        try:
-            with self.keras_distribution.scope():
-                yield
-        except BaseException as error:
-            link = self._link
-            reason = link.peer_failure(wait=min(2.0, link.timeout / 4), lost_only=True)
-            if reason is not None:  # a collective broken by a peer's end: the cause wins
-                link._stop(reason)
-            if isinstance(error, ValueError):  # our one-line errors
-                link.fail(_one_line(error))
-            else:  # a bug
-                job_crashed(error)
-            raise
-
-    def finish(self):
-        """This process's part of the job is done: no more collectives. From
-        then on another process's end no longer stops this one (process 0
-        goes on to evaluate and write the run); at exit the others wait for
-        process 0. Nothing without several processes."""
-        if self._link is not None:
-            self._link.finish()
-
-    def check_batch(self, batch_size):
-        """`check_batch` of the job's devices and processes (nothing without a job)."""
-        if self.active:
-            check_batch(batch_size, self.devices, self.num_processes, self.model_shards)
-
-    def check_rows(self, rows, what="--max-size"):
-        """Checks that the tables' `rows` split evenly over `model_shards` devices."""
-        if self.model_shards > 1 and rows % self.model_shards:
-            raise DistributionError(
-                f"--model-shards {self.model_shards} does not divide the {rows:,} rows of the "
-                f"tables; give a --model-shards that divides it ({what} can set the rows).")
-
-    def shard(self, dataset):
-        """This process's share of `dataset`: its elements `i::N`.
-
-        Process `i` of `N` keeps elements `i, i + N, i + 2N, ...` (lines of
-        a corpus, rows of an edge array); unchanged with one process.
-
-        Args:
-            dataset: a `tf.data.Dataset` (e.g. of lines).
-
-        Example:
-
-        >>> import tensorflow as tf
-        >>> job = Distribution("data", num_processes=2, process_id=1, devices=2)
-        >>> [int(i) for i in job.shard(tf.data.Dataset.range(5)).as_numpy_iterator()]
-        [1, 3]
-        """
-        if self.num_processes == 1:
-            return dataset
-        return dataset.shard(self.num_processes, self.process_id)
-
-    def process_seed(self, seed):
-        """The data seed of this process: `seed * N + i` (`seed` with one process).
-
-        Every process draws its own stream (its shuffle, windows and
-        negatives), all fixed by `seed`.
-
-        Example:
-
-        >>> Distribution("data", num_processes=2, process_id=1).process_seed(5)
-        11
-        """
-        return int(seed) * self.num_processes + self.process_id
-
-    def allgather(self, value):
-        """Every process's `value` (JSON-able), in process order.
-
-        Runs over the JAX job (`jax.experimental.multihost_utils`); every
-        process must call it, with its own value. `[value]` with one
-        process.
-
-        Example:
-
-        >>> Distribution().allgather({"lines": 3})
-        [{'lines': 3}]
-        """
-        if self.num_processes == 1:
-            return [value]
-        import numpy as np
-        from jax.experimental import multihost_utils
-
-        data = np.frombuffer(json.dumps(value).encode("utf-8"), np.uint8)
-        sizes = np.asarray(multihost_utils.process_allgather(
-            np.array([data.size], np.int64))).reshape(-1)
-        padded = np.zeros(int(sizes.max()), np.uint8)
-        padded[:data.size] = data
-        rows = np.asarray(multihost_utils.process_allgather(padded))
-        return [json.loads(bytes(rows[i, :sizes[i]]).decode("utf-8"))
-                for i in range(self.num_processes)]
-
-    def agree_steps(self, local_steps, rows, what="data"):
-        """The steps of an epoch every process takes: the fewest `local_steps` of any.
-
-        Every process must call it (`allgather`). All of them raise the
-        same `DistributionError` when a process has no full batch.
-
-        Args:
-            local_steps: full local batches this process's shard gives an epoch.
-            rows: rows of a local batch (`--batch-size / N`), for the error.
-            what: the data, for the error (e.g. "corpus").
-
-        Returns:
-            `(steps, every)`: the agreed steps and every process's `local_steps`.
-
-        Example:
-
-        >>> Distribution().agree_steps(7, rows=256)
-        (7, [7])
-        """
-        every = [int(n) for n in self.allgather(int(local_steps))]
-        steps = min(every)
-        if steps < 1:
-            empty = every.index(steps)
-            raise DistributionError(
-                f"--num-processes {self.num_processes}: process {empty}'s shard of the "
-                f"{what} gives no full batch of {rows} rows (--batch-size / "
-                f"--num-processes) an epoch; give fewer "
-                "processes, a smaller --batch-size or more data.")
-        return steps, every
-
-    def local_batches(self, dataset, batch_size, steps=None):
-        """This process's batches of an epoch: full batches, `steps` of them.
-
-        Partial batches are dropped. With `steps` (several processes: each
-        reads its own shard, `agree_steps`), exactly `steps` batches: a
-        stream that runs short (fewer pairs than expected this epoch)
-        continues into its next pass, at most `steps + 1` passes.
-
-        Args:
-            dataset: this process's `(x, y)` batches.
-            batch_size: rows of a full batch of this process.
-            steps: the agreed steps of an epoch (`None`: every full batch).
-
-        Example:
-
-        >>> import tensorflow as tf
-        >>> data = tf.data.Dataset.range(5).map(lambda i: ({"w": i}, i)).batch(2)
-        >>> [len(y) for _, y in Distribution("data").local_batches(data, 2, steps=3)]
-        [2, 2, 2]
-        """
-        if not self.active:
-            return dataset
-        import tensorflow as tf
-
-        def full(x, y):
-            return tf.shape(y)[0] == batch_size
-
-        dataset = dataset.filter(full)
-        if steps is not None:
-            dataset = dataset.repeat(steps + 1).take(steps)
-        return dataset
-
-
-def table_layout_map(device_mesh):
-    """The `LayoutMap` that splits every embedding table (and its AdaGrad
-    accumulator) by rows over the mesh's `model` axis.
-
-    Args:
-        device_mesh: a `keras.distribution.DeviceMesh` with a `model` axis.
-
-    Example:
-
-    >>> mesh = keras.distribution.DeviceMesh((1, 2), ["batch", "model"])  # doctest: +SKIP
-    >>> table_layout_map(mesh)["words/means"]  # doctest: +SKIP
-    """
-    import keras
-
-    layout_map = keras.distribution.LayoutMap(device_mesh)
-    layout_map[r".*(means|variances).*"] = ("model", None)
-    return layout_map
-
-
-def start_distribution(config, environ=None, settings=None):
-    """Checks `config`, joins the job and returns the `Distribution`.
-
-    Call it before anything else touches JAX (the multi-process
-    initialisation must come first).
-
-    Args:
-        config: a `DistributionConfig`.
-        environ: the environment to read (default `os.environ`).
-        settings: the trainer's settings every process must share (a
-            JSON-able dict, e.g. the config's fields; file paths, which may
-            differ between hosts, left out): compared at the rendezvous.
-
-    Raises:
-        DistributionError: a bad or impossible setting, a backend that
-            cannot do it, an unreachable coordinator or missing process.
-
-    Example:
-
-    >>> job = start_distribution(DistributionConfig("data"))  # doctest: +SKIP
-    >>> with job.scope():  # doctest: +SKIP
-    ...     model = build_model()
-    """
-    config = resolve(config, environ)
-    if not config.active:
-        return Distribution()
-    import keras
-
-    backend = keras.backend.backend()
-    if backend == "tensorflow" and config.distribution == "data" and config.num_processes == 1:
-        return _mirrored(config)
-    if backend != "jax":
-        what = (f"--num-processes {config.num_processes}" if config.num_processes > 1
-                else f"--distribution {config.distribution}")
-        raise DistributionError(
-            f"{what} needs KERAS_BACKEND=jax (the {backend} backend runs --distribution data "
-            "on one process only: Keras 3 has no multi-worker TensorFlow strategy in "
-            "model.fit, keras-team/keras#20585).")
-    link = None
-    if config.num_processes > 1:
-        settings = {"keras_gauss": __version__, "backend": backend,
-                    "distribution": config.distribution, "model_shards": config.model_shards,
-                    **(settings or {})}
-        link = rendezvous(config.coordinator, config.num_processes, config.process_id,
-                          config.timeout, settings, environ).start()
-        _quiet_jax()
-        try:
-            keras.distribution.initialize(config.coordinator, config.num_processes,
-                                          config.process_id)
-        except Exception as error:  # the backend's own errors
-            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise DistributionError(f"--coordinator {config.coordinator}: the JAX job did not "
-                                    f"start ({type(error).__name__}: {message}).") from None
-    devices = keras.distribution.list_devices()
-    if config.distribution == "data":
-        distribution = keras.distribution.DataParallel(devices=devices,
-                                                       auto_shard_dataset=False)
-        shards = 1
-    else:
-        shards = config.model_shards
-        shape = check_mesh(len(devices), shards)
-        mesh = keras.distribution.DeviceMesh(shape, ["batch", "model"], devices)
-        distribution = keras.distribution.ModelParallel(
-            layout_map=table_layout_map(mesh), batch_dim_name="batch",
-            auto_shard_dataset=False)
-    return Distribution(config.distribution, config.num_processes, config.process_id,
-                        len(devices), shards, distribution, link=link)
-
-
-
-def _quiet_jax():
-    """JAX's multi-process runtime as quiet as TensorFlow: its C++ log obeys
-    `TF_CPP_MIN_LOG_LEVEL` (the CLI sets 3: fatal errors only), so a peer's
-    end is this process's one line, not the runtime's error lines too; and
-    its preemption service (unused here, its barrier logs an error when a
-    process ends) is off."""
-    import jax
-
-    jax.config.update("jax_enable_preemption_service", False)
-    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "")
-    if level in ("0", "1", "2", "3"):
-        try:
-            from jax._src.lib import utils  # no public way to set the C++ level alone
-            utils.absl_set_min_log_level(int(level))
-        except (ImportError, AttributeError):  # pragma: no cover - another JAX
-            pass
-
-
-_STRATEGIES = {}
-
-
-def _mirrored(config):
-    """`tf.distribute.MirroredStrategy` over the GPUs, else the logical CPUs."""
-    import tensorflow as tf
-
-    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-    names = tuple(d.name for d in devices)
-    # One strategy per process and devices: two over the same devices would
-    # share collective op keys (a second run in the same process fails).
-    if names not in _STRATEGIES:
-        _STRATEGIES[names] = tf.distribute.MirroredStrategy(list(names))
-    strategy = _STRATEGIES[names]
-    return Distribution("data", 1, 0, strategy.num_replicas_in_sync, 1, strategy=strategy)
-
-
-def add_arguments(parser):
-    """Adds the distribution flags to an `argparse` parser.
-
-    Example:
-
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser()
-    >>> add_arguments(parser)
-    >>> from_arguments(parser.parse_args(["--distribution", "data"])).distribution
-    'data'
-    """
-    defaults = DistributionConfig()
-    group = parser.add_argument_group(
-        "several devices and processes (KERAS_BACKEND=jax; see docs/scaling-out.md)")
-    group.add_argument("--distribution", choices=KINDS, default=None,
-                       help="data: DataParallel over every device of every process; model: "
-                            "ModelParallel, the tables split by rows over --model-shards "
-                            "devices (default: one device)")
-    group.add_argument("--model-shards", type=int, default=defaults.model_shards,
-                       help="devices each table is split over (--distribution model; "
-                            "default: %(default)s)")
-    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="address of process 0 (default: KERAS_DISTRIBUTION_JOB_ADDRESSES); "
-                            "on a network others reach, give every process the same secret "
-                            f"in {SECRET}")
-    group.add_argument("--num-processes", type=int, default=None,
-                       help="processes of the job (default: KERAS_DISTRIBUTION_NUM_PROCESSES "
-                            "or 1)")
-    group.add_argument("--process-id", type=int, default=None,
-                       help="this process, 0..N-1; 0 writes the run (default: "
-                            "KERAS_DISTRIBUTION_PROCESS_ID or 0)")
-    group.add_argument("--distribution-timeout", type=float, default=defaults.timeout,
-                       help="seconds to wait for the coordinator and the other processes, "
-                            "and to hear from a running one before stopping (default: "
-                            f"%(default)s; at most {MAX_TIMEOUT:g})")
-
-
-def from_arguments(args):
-    """The `DistributionConfig` of parsed `add_arguments` flags.
-
-    Example:
-
-    >>> config = from_arguments(args)  # doctest: +SKIP
-    """
-    return DistributionConfig(args.distribution, args.model_shards, args.coordinator,
-                              args.num_processes, args.process_id, args.distribution_timeout)

@@ -14,8 +14,8 @@ one negative, for speed. Every split is scored on three kinds of negatives on
 the same positives (random corruption, reversed edge, general node replaced by
 a sibling) by our model, the trivial baselines (lookup in the closure of the
 training edges; depth difference) and gensim's PoincareModel (50-d) trained on
-the same training edges in the same run for `--poincare-seconds` (at least one
-epoch; the table says how long). Thresholds are chosen on validation. Prints
+the run's own training edges (`RUN/split/train.tsv`) in the same run for
+`--poincare-seconds` (at least one epoch; the table says how long). Thresholds are chosen on validation. Prints
 the tables and `uptime`'s load average. Data files are read from `../shared/data`.
 """
 
@@ -27,6 +27,10 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import numpy as np  # noqa: E402
+from poincare_peer import train_poincare  # noqa: E402
+
+from keras_gauss.hierarchy.evaluate import split_classification  # noqa: E402
 from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -62,6 +66,31 @@ def held_out_table(title, evaluation):
     return "\n".join(lines)
 
 
+def poincare_evaluation(run_dir, seconds, seed=0):
+    """gensim's Poincaré model trained on a run's own training edges
+    (`RUN/split/train.tsv`) for about `seconds`, scored on the run's held-out
+    parts (`RUN/split/PART.tsv`) as the run's own scorers are."""
+    split = Path(run_dir) / "split"
+    index = {}
+
+    def ids(rows):
+        return np.array([[index.setdefault(a, len(index)), index.setdefault(b, len(index))]
+                         for a, b in rows], dtype=np.int64).reshape(-1, 2)
+
+    def rows(path):
+        return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+
+    train = ids(rows(split / "train.tsv"))
+    parts = {}
+    for path in sorted(split.glob("*.tsv")):
+        if path.stem != "train":
+            labelled = rows(path)
+            parts[path.stem] = (ids([r[:2] for r in labelled if r[2] == "1"]),
+                                ids([r[:2] for r in labelled if r[2] == "0"]))
+    score, info = train_poincare(train, list(index), seconds=seconds, seed=seed)
+    return {**split_classification(parts, score), "training": info}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=FULL.epochs)
@@ -74,12 +103,15 @@ def main():
     args = parser.parse_args()
     only = set(args.only.split(","))
     out = Path(args.out or tempfile.mkdtemp(prefix="kg-wordnet-"))
-    full = dataclasses.replace(FULL, epochs=args.epochs, poincare_seconds=args.poincare_seconds)
+    full = dataclasses.replace(FULL, epochs=args.epochs)
     tables, rows = [], []
 
-    def held_out(name, config, **files):
+    def held_out(name, config, poincare_seconds=args.poincare_seconds, **files):
         metrics = train_wordnet(config, out / name, overwrite=True, verbose=0, **files)
         evaluation = {**metrics["evaluation"], "model_seconds": metrics["train_seconds"]}
+        if poincare_seconds > 0:
+            evaluation["poincare"] = poincare_evaluation(out / name, poincare_seconds,
+                                                         config.seed)
         tables.append(held_out_table(name, evaluation))
         return metrics
 
@@ -109,8 +141,8 @@ def main():
         out.mkdir(parents=True, exist_ok=True)
         write_edam_edges(edges)
         edam = held_out("edam", dataclasses.replace(full, edges=str(edges), split="reduction",
-                                                    epochs=max(args.epochs, 50), batch_size=256,
-                                                    poincare_seconds=min(args.poincare_seconds, 120)))
+                                                    epochs=max(args.epochs, 50), batch_size=256),
+                        poincare_seconds=min(args.poincare_seconds, 120))
         rows.append(("test accuracy, EDAM, --split reduction", edam["test_accuracy"], ""))
     if "mammals" in only:
         mammals = train_wordnet(dataclasses.replace(MAMMALS, epochs=args.mammal_epochs),

@@ -94,7 +94,7 @@ def train(out, steps=6000, seed=0, learning_rate=0.1, min_variance=1e-3, max_var
     from keras_gauss.hierarchy.dataset import make_dataset
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.losses import ThresholdedDivergence
-    from keras_gauss.runs import write_run_info
+    from keras_gauss.run_format import write_run_info
 
     keras.utils.set_random_seed(seed)
     hierarchy = build_hierarchy("mammal.n.01")

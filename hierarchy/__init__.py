@@ -1,8 +1,8 @@
-"""Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, ``tf.data``.
+"""Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, `tf.data`.
 
-``import keras_gauss.hierarchy`` imports neither TensorFlow nor NLTK; each name loads on first use.
+`import keras_gauss.hierarchy` imports neither TensorFlow nor NLTK; each name loads on first use.
 
-Example: the mammals of WordNet (``build_hierarchy()``: all 82,115 noun
+Example: the mammals of WordNet (`build_hierarchy()`: all 82,115 noun
 synsets), a split, batches; and a hierarchy of your own.
 
     >>> from keras_gauss.hierarchy import build_hierarchy, split_edges, make_dataset

@@ -1,10 +1,10 @@
 """Readers for word-level hypernymy benchmarks: HyperLex and the Baroni et al. (2012) entailment set,
 and a second real taxonomy, the EDAM ontology, shipped by the `edam-ontology` package.
 
-Both readers skip blank lines and lines starting with ``#``, lowercase the words,
-and raise ``ValueError`` naming the file, the 1-based line number and the problem
+Both readers skip blank lines and lines starting with `#`, lowercase the words,
+and raise `ValueError` naming the file, the 1-based line number and the problem
 on any malformed line, so a corrupt file never yields silently wrong numbers.
-The file layouts are described in ``shared/data/README.md``.
+The file layouts are described in `shared/data/README.md`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ _TRUE = {"true": True, "false": False}
 
 
 def _content_lines(path: str | os.PathLike, setting: str) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, stripped_line)`` for every non-blank, non-comment line.
+    """Yield `(line_number, stripped_line)` for every non-blank, non-comment line.
 
-    The file is read whole first (:func:`keras_gauss.inputs.read_text`): a
+    The file is read whole first (`keras_gauss.inputs.read_text`): a
     FIFO, device or directory, a NUL byte or invalid UTF-8 anywhere is an
-    error naming ``setting``, the file and the line.
+    error naming `setting`, the file and the line.
     """
     text = read_text(path, setting)
     for number, line in enumerate(io.StringIO(text, newline=None), start=1):
@@ -45,24 +45,24 @@ def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tup
 
     The file is whitespace separated with columns ``WORD1 WORD2 POS TYPE AVG_SCORE
     AVG_SCORE_0_10 STD SCORES..``; an optional header line (first column
-    ``WORD1``) is skipped. The score returned is ``AVG_SCORE`` (0-6, "to what
+    `WORD1`) is skipped. The score returned is `AVG_SCORE` (0-6, "to what
     degree is WORD1 a type of WORD2"); rank correlations are the same with
-    ``AVG_SCORE_0_10``.
+    `AVG_SCORE_0_10`.
 
     Args:
-        path: The HyperLex file, e.g. ``shared/data/hyperlex/hyperlex-nouns.txt``.
-        pos: Keep only rows with this ``POS`` value (``"N"`` for nouns, ``"V"``
-            for verbs); ``None`` keeps every row.
+        path: The HyperLex file, e.g. `shared/data/hyperlex/hyperlex-nouns.txt`.
+        pos: Keep only rows with this `POS` value (`"N"` for nouns, `"V"`
+            for verbs); `None` keeps every row.
 
     Returns:
-        A list of ``(word1, word2, score)`` with lowercased words, in file order,
-        meaning "word1 is-a word2" to degree ``score``.
+        A list of `(word1, word2, score)` with lowercased words, in file order,
+        meaning "word1 is-a word2" to degree `score`.
 
     Raises:
         ValueError: On a row with fewer than 7 columns or a non-numeric (or
-            non-finite) ``AVG_SCORE``; the message names the file and line number.
-            :class:`keras_gauss.inputs.InputFileError` (a ``ValueError``): not a
-            regular file, or not UTF-8 text (naming ``--hyperlex`` and the line).
+            non-finite) `AVG_SCORE`; the message names the file and line number.
+            `keras_gauss.inputs.InputFileError` (a `ValueError`): not a
+            regular file, or not UTF-8 text (naming `--hyperlex` and the line).
 
     Example:
         >>> with open("hyperlex.txt", "w") as f:
@@ -97,9 +97,9 @@ def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tup
 
 
 def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
-    """Read a lexical entailment file such as ``entailment/baroni2012.tsv``.
+    """Read a lexical entailment file such as `entailment/baroni2012.tsv`.
 
-    Each line is ``word1 TAB word2 TAB True|False [TAB relation]``; ``True``
+    Each line is `word1 TAB word2 TAB True|False [TAB relation]`; `True`
     means word1 entails word2 (word1 is-a word2). The label is matched
     case-insensitively; any further columns (the relation) are ignored.
 
@@ -107,14 +107,14 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
         path: The tab-separated file.
 
     Returns:
-        A list of ``(word1, word2, entails)`` with lowercased words, in file order.
+        A list of `(word1, word2, entails)` with lowercased words, in file order.
 
     Raises:
         ValueError: On a line with fewer than 3 tab-separated columns, an empty
             word, or a label other than True/False; the message names the file
-            and line number. :class:`keras_gauss.inputs.InputFileError` (a
-            ``ValueError``): not a regular file, or not UTF-8 text (naming
-            ``--entailment`` and the line).
+            and line number. `keras_gauss.inputs.InputFileError` (a
+            `ValueError`): not a regular file, or not UTF-8 text (naming
+            `--entailment` and the line).
 
     Example:
         >>> with open("baroni2012.tsv", "w") as f:
@@ -142,13 +142,13 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
 def edam_pairs() -> list[tuple[str, str]]:
     """Is-a pairs of the EDAM ontology (bioinformatics operations, data, formats, topics).
 
-    Read from ``EDAM.tsv`` inside the installed ``edam-ontology`` package (no
+    Read from `EDAM.tsv` inside the installed `edam-ontology` package (no
     download): every non-obsolete class and each of its EDAM parents, named by
-    the short id (``operation_0004``). About 2,400 classes and 3,400 pairs, with
+    the short id (`operation_0004`). About 2,400 classes and 3,400 pairs, with
     multiple inheritance.
 
     Raises:
-        ImportError: ``edam-ontology`` is not installed (``pip install edam-ontology==1.25.3``).
+        ImportError: `edam-ontology` is not installed (`pip install edam-ontology==1.25.3`).
 
     Example:
         >>> ("operation_0226", "operation_0004") in edam_pairs()
@@ -172,7 +172,7 @@ def edam_pairs() -> list[tuple[str, str]]:
 
 
 def write_edam_edges(path: str | os.PathLike) -> int:
-    """Writes :func:`edam_pairs` as a ``child<TAB>parent`` file with a header; returns the pair count."""
+    """Writes `edam_pairs` as a `child<TAB>parent` file with a header; returns the pair count."""
     pairs = edam_pairs()
     with open(path, "w", encoding="utf-8") as f:
         f.write("# EDAM ontology is-a pairs (edam-ontology package)\nchild\tparent\n")

@@ -62,8 +62,17 @@ def add_parser(subparsers):
             "a cycle is an error naming it."
         ),
     )
-    own.add_argument("--edges", required=True, help="TSV or CSV file of child, parent pairs")
+    own.add_argument("--edges", default=None, help="TSV or CSV file of child, parent pairs")
     own.add_argument("--root", default=None, help="embed only this node's subtree")
+    own.add_argument("--train-edges", default=None, metavar="FILE",
+                     help="instead of --edges: train on exactly these child, parent pairs (no "
+                          "closure added), choosing on --val-edges and scoring on --test-edges "
+                          "(child, parent, label lines; label 1 is-a, 0 not), e.g. a run's "
+                          "split/train.tsv, val.tsv and test.tsv")
+    own.add_argument("--val-edges", default=None, metavar="FILE",
+                     help="labelled validation pairs of --train-edges")
+    own.add_argument("--test-edges", default=None, metavar="FILE",
+                     help="labelled test pairs of --train-edges")
     _add_training_flags(own, defaults)
     own.set_defaults(handler=run_train_wordnet)
 
@@ -75,21 +84,39 @@ def _add_training_flags(train, defaults):
     train.add_argument("--overwrite", action="store_true",
                        help="replace an existing run in --out")
     checkpoint_arguments(train)
-    train.add_argument("--split", choices=("closure", "reduction"), default=defaults.split,
+    train.add_argument("--split", choices=("closure", "reduction", "ganea"), default=defaults.split,
                        help="held-out edges: closure (implied by training edges, Vendrov et "
-                            "al.; default) or reduction (of the transitive reduction: implied "
-                            "by no training edge)")
-    for field in ("dim", "epochs", "batch_size", "negatives", "learning_rate",
+                            "al.; default), reduction (of the transitive reduction: implied "
+                            "by no training edge) or ganea (Ganea et al. 2018: train on the "
+                            "transitive reduction + --non-basic-percent of the other edges, "
+                            "5%%+5%% of them held out with 10 negatives each, root dropped)")
+    train.add_argument("--non-basic-percent", type=float, default=None, metavar="X",
+                       help="--split ganea: percent of the non-basic edges (those implied by "
+                            "two others) to train on: the published 0, 10, 25, 50")
+    train.add_argument("--drop-root", default=None, metavar="NODE",
+                       help="remove this top node and its edges first (default: with --split "
+                            "ganea the root, e.g. entity.n.01; 'none' keeps it)")
+    train.add_argument("--epochs", type=int, default=None,
+                       help="the most epochs (default: 200 on --split ganea and given splits, "
+                            "20 on --split reduction, else 10); with held-out edges the run "
+                            "keeps the epoch with the best validation score")
+    train.add_argument("--patience", type=int, default=None,
+                       help="stop after this many epochs without a better validation score "
+                            "(default: 20 on --split ganea and given splits, 5 on --split "
+                            "reduction, else 0: never stop early)")
+    for field in ("dim", "batch_size", "negatives", "learning_rate",
                   "margin", "threshold", "max_norm", "min_variance", "max_variance",
-                  "val_size", "test_size", "reconstruction_nodes", "seed",
-                  "poincare_seconds"):
+                  "val_size", "test_size", "reconstruction_nodes", "seed"):
         default = getattr(defaults, field)
-        kind = float if isinstance(default, float) or field in ("val_size", "test_size") else int
+        kind = (float if isinstance(default, float) or field in ("val_size", "test_size", "margin")
+                else int)
         shown = default
         if field in ("val_size", "test_size"):
             shown = "the smaller of 4000 and 10%% of the eligible edges"
-        elif field == "poincare_seconds":
-            shown = "0: off; > 0 trains gensim's PoincareModel on the same split as the peer"
+        elif field == "negatives":
+            shown = "5 with kl, 10 with containment"
+        elif field == "margin":
+            shown = "1 with kl, 0.25 with containment"
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {shown})")
     train.add_argument("--learning-rate-schedule", default=defaults.learning_rate_schedule,
@@ -98,17 +125,26 @@ def _add_training_flags(train, defaults):
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
+    train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
+                       help="containment (default): how far the specific Gaussian's "
+                            "one-sigma box sticks out of the general one's (nested boxes are "
+                            "transitive: it infers the edges the training edges imply); kl: "
+                            "the paper's -KL(N_specific || N_general)")
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
-                       help="max-margin ranking (the paper) or thresholded divergence")
+                       help="max-margin ranking (the paper) or thresholded divergence "
+                            "(positives below --threshold, negatives beyond it + --margin); "
+                            "default: ranking with kl, threshold with containment")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
-                       help="also use each reversed edge as a negative (default: on)")
+                       help="also use each reversed edge as a negative (default: on with kl, "
+                            "off with containment)")
     train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "
                             "sibling of it in the training closure (hard negatives; default: 0)")
     train.add_argument("--generality", type=float, default=defaults.generality, metavar="BETA",
-                       help="weight of the generality term: 'x is-a y' scores -KL(N_x || N_y) + "
+                       help="--energy kl: weight of the generality term: 'x is-a y' scores "
+                            "-KL(N_x || N_y) + "
                             "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
                             "scored and served (recorded in run.json); training is unchanged "
                             "(default: 0, the plain KL energy)")
@@ -153,6 +189,9 @@ def run_train_wordnet(args):
     from keras_gauss.distribution import from_arguments
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
+    if hasattr(args, "train_edges") and (args.edges is None) == (args.train_edges is None):
+        raise CommandError("train-hierarchy needs --edges FILE, or --train-edges, --val-edges "
+                           "and --test-edges (a given split), not both.")
     args.out = output_dir(args)
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})
@@ -179,37 +218,55 @@ def run_train_wordnet(args):
     except (ValueError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None
     shown = ("test_accuracy", "val_accuracy", "threshold", "test_reversed_accuracy",
-             "test_sibling_accuracy", "mean_rank", "map", "hyperlex_spearman",
-             "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
+             "test_sibling_accuracy", "test_f1", "val_f1", "test_auc", "mean_rank", "map",
+             "hyperlex_spearman", "baroni2012_ap", "baroni2012_best_f1", "train_seconds")
     for key in shown:
         if metrics.get(key) is not None:
             print(f"{key:>22}  {metrics[key]:.4f}")
         elif key == "hyperlex_spearman" and metrics.get("hyperlex_undefined"):
             print(f"{key:>22}  n/a: {metrics['hyperlex_undefined']}")
+    if "selection" in metrics:
+        print(selection_line(metrics["selection"]))
     if "evaluation" in metrics:
         print(evaluation_table(metrics["evaluation"], metrics["config"].get("generality", 0.0)))
     print(f"run written to {args.out}")
 
 
+def selection_line(selection):
+    """One line: the epoch kept and why training stopped (`metrics["selection"]`)."""
+    score = selection["best_score"]
+    shown = "n/a" if score is None else f"{score:.4f}"
+    line = (f"best epoch {selection['best_epoch']} of {selection['epochs_trained']} by "
+            f"{selection['monitor']} {shown}")
+    if selection["stopped_early"]:
+        line += f"; stopped: no better {selection['monitor']} in {selection['patience']} epochs"
+    return line
+
+
 def evaluation_table(evaluation, generality=0.0):
-    """Test accuracy of every scorer on every kind of negatives, as a text table.
+    """Test accuracy (test F1 on `--split ganea` and given splits, their protocol's
+    figure) of every scorer on every kind of negatives, as a text table.
 
     Args:
         evaluation: `metrics.json`'s `evaluation` entry.
         generality: the run's generality term (named in the model's label).
     """
     model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
-    scorers = [("model", model), ("poincare", "gensim Poincare"),
-               ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
+    if evaluation.get("energy") == "containment":
+        model = "keras-gauss (containment)"
+    scorers = [("model", model), ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
-    lines = [f"{'test accuracy, --split ' + evaluation['split']:<32}"
-             + "".join(f"{kind + ' neg.':>14}" for kind in kinds)]
+    split = evaluation["split"]
+    figure, what = (("test_f1", "test F1") if split in ("ganea", "given")
+                    else ("test_accuracy", "test accuracy"))
+    title = f"{what}, --split {split}" if split != "given" else f"{what}, given split"
+    lines = [f"{title:<32}" + "".join(f"{kind + ' neg.':>14}" for kind in kinds)]
     for key, label in scorers:
         if key not in evaluation:
             continue
         cells = "".join(
-            f"{evaluation[key][kind]['test_accuracy']:>14.3f}"
-            if evaluation[key].get(kind, {}).get("test_accuracy") is not None
+            f"{evaluation[key][kind][figure]:>14.3f}"
+            if evaluation[key].get(kind, {}).get(figure) is not None
             else f"{'n/a':>14}" for kind in kinds)
         lines.append(f"{label:<32}{cells}")
     return "\n".join(lines)

@@ -1,8 +1,8 @@
 """Transitive closure of the WordNet noun hierarchy (the data of Vendrov et al., 2016).
 
-Nodes are synset names (``'dog.n.01'``) and, optionally, lowercased lemma names
-(``'dog'``). An edge ``(child, parent)`` means *child is-a parent*, i.e.
-``(specific, general)``. Over the hypernym and instance-hypernym links of all
+Nodes are synset names (`'dog.n.01'`) and, optionally, lowercased lemma names
+(`'dog'`). An edge `(child, parent)` means *child is-a parent*, i.e.
+`(specific, general)`. Over the hypernym and instance-hypernym links of all
 82,115 noun synsets the closure has exactly 743,241 unique edges.
 """
 
@@ -31,7 +31,7 @@ __all__ = [
 
 
 class CycleError(ValueError):
-    """The is-a graph has a cycle; ``cycle`` names one, ``[a, b, ..., a]`` (a is-a b is-a ... a)."""
+    """The is-a graph has a cycle; `cycle` names one, `[a, b, ..., a]` (a is-a b is-a ... a)."""
 
     def __init__(self, cycle: Sequence[str]):
         self.cycle = list(cycle)
@@ -44,7 +44,7 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 
 def _sorted_unique(keys: np.ndarray) -> np.ndarray:
-    """``np.unique`` for int64 keys, via one sort (much faster than NumPy 2's hash path)."""
+    """`np.unique` for int64 keys, via one sort (much faster than NumPy 2's hash path)."""
     keys = np.sort(keys)
     return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
@@ -52,13 +52,13 @@ def _sorted_unique(keys: np.ndarray) -> np.ndarray:
 class EdgeIndex:
     """Fast vectorised membership and ancestor/descendant lookups for a set of edges.
 
-    Each edge ``(child, parent)`` is stored as the key ``child * num_nodes + parent``
-    in a sorted ``int64`` array, so membership of many pairs at once is one
-    ``np.searchsorted``. Ancestor and descendant lists are kept in CSR form.
+    Each edge `(child, parent)` is stored as the key `child * num_nodes + parent`
+    in a sorted `int64` array, so membership of many pairs at once is one
+    `np.searchsorted`. Ancestor and descendant lists are kept in CSR form.
 
     Args:
-        edges: ``(n, 2)`` integer array of ``(child, parent)`` pairs (duplicates are fine).
-        num_nodes: Number of nodes; every id must be in ``[0, num_nodes)``.
+        edges: `(n, 2)` integer array of `(child, parent)` pairs (duplicates are fine).
+        num_nodes: Number of nodes; every id must be in `[0, num_nodes)`.
 
     Example:
         >>> index = EdgeIndex(np.array([[1, 0], [2, 0], [2, 1]]), num_nodes=3)
@@ -90,22 +90,22 @@ class EdgeIndex:
         return len(self.keys)
 
     def contains(self, child, parent) -> np.ndarray:
-        """Return a boolean array: is ``(child[i], parent[i])`` an edge?"""
+        """Return a boolean array: is `(child[i], parent[i])` an edge?"""
         keys = np.asarray(child, dtype=np.int64) * self.num_nodes + np.asarray(parent, dtype=np.int64)
         pos = np.searchsorted(self.keys, keys).clip(max=max(len(self.keys) - 1, 0))
         return (self.keys[pos] == keys) if len(self.keys) else np.zeros(keys.shape, bool)
 
     def related(self, a, b) -> np.ndarray:
-        """Return a boolean array: is ``a[i]`` equal to, an ancestor of, or a descendant of ``b[i]``?"""
+        """Return a boolean array: is `a[i]` equal to, an ancestor of, or a descendant of `b[i]`?"""
         a, b = np.asarray(a), np.asarray(b)
         return (a == b) | self.contains(a, b) | self.contains(b, a)
 
     def ancestors(self, node: int) -> np.ndarray:
-        """Sorted ids of all ancestors of ``node`` (more general nodes)."""
+        """Sorted ids of all ancestors of `node` (more general nodes)."""
         return self._anc[self._anc_ptr[node] : self._anc_ptr[node + 1]]
 
     def descendants(self, node: int) -> np.ndarray:
-        """Sorted ids of all descendants of ``node`` (more specific nodes)."""
+        """Sorted ids of all descendants of `node` (more specific nodes)."""
         return self._desc[self._desc_ptr[node] : self._desc_ptr[node + 1]]
 
 
@@ -115,18 +115,18 @@ class Hierarchy:
 
     Attributes:
         nodes: Node names; the id of a node is its position. The first
-            ``num_synsets`` nodes are synsets (sorted by name), any others are
+            `num_synsets` nodes are synsets (sorted by name), any others are
             lemma (word) nodes (sorted by name).
-        edges: ``(n_edges, 2)`` int32 array of unique ``(child, ancestor)`` pairs of
-            the transitive closure, i.e. ``(specific, general)``; no self loops;
-            sorted by ``child * num_nodes + ancestor``.
-        basic_edges: ``(n_basic, 2)`` int32 array, the transitive reduction: the
+        edges: `(n_edges, 2)` int32 array of unique `(child, ancestor)` pairs of
+            the transitive closure, i.e. `(specific, general)`; no self loops;
+            sorted by `child * num_nodes + ancestor`.
+        basic_edges: `(n_basic, 2)` int32 array, the transitive reduction: the
             direct links (hypernym, instance hypernym, word-to-synset),
-            deduplicated, minus any direct link ``(c, p)`` that is also implied
-            by a longer path (``p`` is an ancestor of another parent of ``c``).
-            Its closure is ``edges``. Same order as ``edges``.
+            deduplicated, minus any direct link `(c, p)` that is also implied
+            by a longer path (`p` is an ancestor of another parent of `c`).
+            Its closure is `edges`. Same order as `edges`.
         num_synsets: Number of synset nodes (all nodes unless lemmas were added).
-        root: Root of the subtree, or ``None`` for the whole hierarchy.
+        root: Root of the subtree, or `None` for the whole hierarchy.
     """
 
     nodes: tuple[str, ...]
@@ -146,11 +146,11 @@ class Hierarchy:
 
     @cached_property
     def index(self) -> EdgeIndex:
-        """:class:`EdgeIndex` over the closure ``edges`` (for negative sampling)."""
+        """`EdgeIndex` over the closure `edges` (for negative sampling)."""
         return EdgeIndex(self.edges, self.num_nodes)
 
     def ids(self, names: Iterable[str]) -> np.ndarray:
-        """Return the int32 ids of the given node names (``KeyError`` for unknown names)."""
+        """Return the int32 ids of the given node names (`KeyError` for unknown names)."""
         return np.array([self.node_ids[name] for name in names], dtype=np.int32)
 
     def __repr__(self) -> str:
@@ -182,18 +182,18 @@ def hierarchy_from_parents(
     the closure size (~0.5 s for WordNet nouns).
 
     Args:
-        parents: Mapping ``node -> direct parents`` (more general nodes). Nodes that
+        parents: Mapping `node -> direct parents` (more general nodes). Nodes that
             only appear as parents are added too.
-        root: If given, keep only ``root`` and its descendants, with the closure
+        root: If given, keep only `root` and its descendants, with the closure
             restricted to them.
         nodes: Optional node order (must name every node); default: sorted names.
-        num_synsets: Number of leading ``nodes`` that are synsets (default: all).
+        num_synsets: Number of leading `nodes` that are synsets (default: all).
 
     Returns:
-        A :class:`Hierarchy`.
+        A `Hierarchy`.
 
     Raises:
-        ValueError: On a cycle or self loop, an unknown ``root``, or a ``root``
+        ValueError: On a cycle or self loop, an unknown `root`, or a `root`
             without descendants ("empty subtree").
 
     Example:
@@ -297,14 +297,14 @@ def _find_cycle(direct: Sequence[Sequence[int]], waiting: Sequence[int]) -> list
 
 
 def transitive_closure(edges: np.ndarray, num_nodes: int) -> np.ndarray:
-    """The transitive closure of any ``(child, parent)`` edge array, as sorted unique int32 edges.
+    """The transitive closure of any `(child, parent)` edge array, as sorted unique int32 edges.
 
     Args:
-        edges: ``(n, 2)`` integer array of ``(specific, general)`` ids (duplicates are fine).
-        num_nodes: Number of nodes; ids lie in ``[0, num_nodes)``.
+        edges: `(n, 2)` integer array of `(specific, general)` ids (duplicates are fine).
+        num_nodes: Number of nodes; ids lie in `[0, num_nodes)`.
 
     Returns:
-        ``(m, 2)`` int32 edges sorted by ``child * num_nodes + parent``, no self pairs.
+        `(m, 2)` int32 edges sorted by `child * num_nodes + parent`, no self pairs.
 
     Raises:
         CycleError: If the edges have a cycle (named by node ids).
@@ -329,7 +329,7 @@ def transitive_closure(edges: np.ndarray, num_nodes: int) -> np.ndarray:
 
 
 def closure_index(edges: np.ndarray, num_nodes: int) -> EdgeIndex:
-    """:class:`EdgeIndex` over the transitive closure of ``edges`` (e.g. a split's training edges).
+    """`EdgeIndex` over the transitive closure of `edges` (e.g. a split's training edges).
 
     Example:
         >>> closure_index(np.array([[2, 1], [1, 0]]), 3).contains([2], [0]).tolist()
@@ -368,23 +368,23 @@ def build_hierarchy(
     Results are memoised (arrays are read-only), so repeated calls are free.
 
     Args:
-        root: Optional synset name, e.g. ``"mammal.n.01"``: keep only the root and
+        root: Optional synset name, e.g. `"mammal.n.01"`: keep only the root and
             all its descendants (following hyponyms and instance hyponyms), with
             the closure restricted to them.
-        include_lemmas: Also add one node per lowercased lemma name (``'dog'``,
-            ``'domestic_dog'``, ``'canis_familiaris'``; synset names always end in
-            ``.n.NN`` so they cannot collide), with edges ``(word, synset)`` to every
-            synset the word belongs to and ``(word, a)`` to every ancestor ``a`` of
-            those synsets. With ``root``, only words of synsets inside the subtree
+        include_lemmas: Also add one node per lowercased lemma name (`'dog'`,
+            `'domestic_dog'`, `'canis_familiaris'`; synset names always end in
+            `.n.NN` so they cannot collide), with edges `(word, synset)` to every
+            synset the word belongs to and `(word, a)` to every ancestor `a` of
+            those synsets. With `root`, only words of synsets inside the subtree
             are kept, and only their edges into the subtree.
-        data_dir: Optional NLTK-style data directory (see :func:`~keras_gauss.hierarchy.wordnet.load_wordnet`).
-        pos: ``"n"`` (nouns) or ``"v"`` (verbs: 13,767 synsets under many roots).
+        data_dir: Optional NLTK-style data directory (see `keras_gauss.hierarchy.wordnet.load_wordnet`).
+        pos: `"n"` (nouns) or `"v"` (verbs: 13,767 synsets under many roots).
 
     Returns:
-        A :class:`Hierarchy`. Without ``root``/lemmas: 82,115 nodes, 743,241 edges.
+        A `Hierarchy`. Without `root`/lemmas: 82,115 nodes, 743,241 edges.
 
     Raises:
-        ValueError: Unknown ``root`` or a root without descendants ("empty subtree").
+        ValueError: Unknown `root` or a root without descendants ("empty subtree").
         keras_gauss.hierarchy.wordnet.WordNetUnavailableError: WordNet cannot be found.
 
     Example:
@@ -400,18 +400,18 @@ def build_hierarchy(
 
 
 def transitive_reduction(index: EdgeIndex) -> np.ndarray:
-    """The direct links of a transitively closed edge set: ``(c, p)`` with no ``q`` between them.
+    """The direct links of a transitively closed edge set: `(c, p)` with no `q` between them.
 
-    An edge ``(c, p)`` of the closure is implied, and dropped, when ``c`` has an
-    ancestor ``q`` of which ``p`` is an ancestor. Vectorised: one pass over
+    An edge `(c, p)` of the closure is implied, and dropped, when `c` has an
+    ancestor `q` of which `p` is an ancestor. Vectorised: one pass over
     the pairs (edge, ancestor of its parent).
 
     Args:
-        index: :class:`EdgeIndex` of a transitively closed edge set, e.g. a
-            split's ``train_index`` (the closure of the training edges).
+        index: `EdgeIndex` of a transitively closed edge set, e.g. a
+            split's `train_index` (the closure of the training edges).
 
     Returns:
-        ``(m, 2)`` int32 ``(child, parent)`` edges, sorted as ``index.keys``.
+        `(m, 2)` int32 `(child, parent)` edges, sorted as `index.keys`.
 
     Example:
         >>> transitive_reduction(closure_index(np.array([[2, 1], [1, 0]]), 3)).tolist()

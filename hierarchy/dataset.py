@@ -1,4 +1,4 @@
-"""``tf.data`` pipeline of positive edges with sampled negatives, for ``model.fit``."""
+"""`tf.data` pipeline of positive edges with sampled negatives, for `model.fit`."""
 
 from __future__ import annotations
 
@@ -28,46 +28,46 @@ def make_dataset(
     seed: int = 0,
     first_pass: int = 0,
 ) -> tf.data.Dataset:
-    """Batches of positive ``(specific, general)`` edges, each with ``k`` negatives.
+    """Batches of positive `(specific, general)` edges, each with `k` negatives.
 
     Every pass over the dataset (one epoch) shuffles the edges and draws fresh
-    negatives with :func:`~keras_gauss.hierarchy.negatives.sample_negatives` in one vectorised
+    negatives with `keras_gauss.hierarchy.negatives.sample_negatives` in one vectorised
     call: one side of the edge is replaced by a random node that is neither an
     ancestor nor a descendant of the kept node (nor the node itself), as in
-    Vilnis & McCallum (2015). Pass ``i`` (counting from 0) of the dataset uses the
-    random stream ``np.random.default_rng([seed, i])``, so runs are reproducible.
+    Vilnis & McCallum (2015). Pass `i` (counting from 0) of the dataset uses the
+    random stream `np.random.default_rng([seed, i])`, so runs are reproducible.
 
     Args:
-        data: A :class:`~keras_gauss.hierarchy.closure.Hierarchy` (all its closure edges) or an
-            ``(n, 2)`` int array of ``(specific, general)`` edges, e.g. ``split.train``.
+        data: A `keras_gauss.hierarchy.closure.Hierarchy` (all its closure edges) or an
+            `(n, 2)` int array of `(specific, general)` edges, e.g. `split.train`.
         known: What the sampler may know, to reject negatives that are true
-            edges. Defaults to ``data`` itself. For a split's training edges pass
-            ``split.train_index`` (the closure of the training edges, with the
-            hierarchy's node count), never the full :class:`Hierarchy`: that
+            edges. Defaults to `data` itself. For a split's training edges pass
+            `split.train_index` (the closure of the training edges, with the
+            hierarchy's node count), never the full `Hierarchy`: that
             would steer negatives away from the held-out edges.
         batch_size: Positive edges per batch.
-        negatives: Corrupted edges ``k`` per positive.
+        negatives: Corrupted edges `k` per positive.
         reversed_negatives: Also use the reversed pair (general as specific,
             specific as general) as one extra, last negative.
-        sibling_negatives: Fraction (0 to 1) of the ``negatives`` that are hard:
-            the general node replaced by a sibling of it in ``known`` (another
+        sibling_negatives: Fraction (0 to 1) of the `negatives` that are hard:
+            the general node replaced by a sibling of it in `known` (another
             child of one of its direct parents, unrelated to the specific node;
-            :func:`~keras_gauss.hierarchy.negatives.sibling_negatives`). Each
+            `keras_gauss.hierarchy.negatives.sibling_negatives`). Each
             negative is hard with this probability when its edge has such a
             sibling, else stays random. 0 (default) draws exactly as before.
-        corrupt: Side to replace: ``"either"`` (coin flip), ``"specific"`` or ``"general"``.
+        corrupt: Side to replace: `"either"` (coin flip), `"specific"` or `"general"`.
         shuffle: Shuffle the edges each epoch.
         drop_remainder: Drop the last, smaller batch.
         seed: Seed of shuffling and sampling.
         first_pass: Number of the first pass (the first iteration uses the
-            stream ``[seed, first_pass]``): a dataset per epoch, as a resumed
+            stream `[seed, first_pass]`): a dataset per epoch, as a resumed
             run needs, passes the epoch.
 
     Returns:
-        A ``tf.data.Dataset`` of ``(x, y)`` with ``K = negatives + reversed_negatives``:
+        A `tf.data.Dataset` of `(x, y)` with `K = negatives + reversed_negatives`:
         ``x = {"specific": (b,), "general": (b,), "neg_specific": (b, K),
         "neg_general": (b, K)}`` (int32 node ids) and ranking labels
-        ``y`` float32 ``(b, 1 + K)`` equal to ``[1, 0, ..., 0]`` (positive first).
+        `y` float32 `(b, 1 + K)` equal to `[1, 0, ..., 0]` (positive first).
 
     Example:
         >>> from keras_gauss.hierarchy.closure import build_hierarchy

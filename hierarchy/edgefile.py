@@ -1,10 +1,10 @@
 """A user's own taxonomy: is-a pairs read from a TSV or CSV file.
 
-One pair a line, ``child<TAB>parent`` or ``child,parent`` (CSV quoting
+One pair a line, `child<TAB>parent` or `child,parent` (CSV quoting
 allowed), meaning *child is-a parent*. Blank lines and lines starting with
-``#`` are skipped. The first pair is read as a header when neither of its
-two names occurs anywhere else in the file (``child,parent``). Self-loops
-(``a, a``) and repeated pairs are dropped and counted; a cycle is an error
+`#` are skipped. The first pair is read as a header when neither of its
+two names occurs anywhere else in the file (`child,parent`). Self-loops
+(`a, a`) and repeated pairs are dropped and counted; a cycle is an error
 that names one.
 """
 
@@ -32,10 +32,10 @@ class EdgeFile:
 
     Attributes:
         path: the file.
-        pairs: unique ``(child, parent)`` name pairs, in file order, no self-loops.
+        pairs: unique `(child, parent)` name pairs, in file order, no self-loops.
         lines: the line number of each pair's first occurrence.
-        header: the header line's two names, or ``None``.
-        self_loops: number of ``a, a`` lines dropped.
+        header: the header line's two names, or `None`.
+        self_loops: number of `a, a` lines dropped.
         duplicates: number of repeated pairs dropped.
     """
 
@@ -47,7 +47,7 @@ class EdgeFile:
     duplicates: int
 
     def parents(self) -> dict[str, list[str]]:
-        """``{child: [parents]}`` of the pairs."""
+        """`{child: [parents]}` of the pairs."""
         out: dict[str, list[str]] = {}
         for child, parent in self.pairs:
             out.setdefault(child, []).append(parent)
@@ -69,7 +69,7 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         path: the file; tab-separated if its first pair line holds a tab, else comma-separated.
 
     Returns:
-        An :class:`EdgeFile`.
+        An `EdgeFile`.
 
     Raises:
         EdgeFileError: the file is missing, not a regular file (a FIFO, a
@@ -138,15 +138,15 @@ def hierarchy_from_edge_file(path: str | os.PathLike, root: str | None = None) -
     """The transitive closure of an edges file, or of one node's subtree.
 
     Args:
-        path: the edges file (see :func:`read_edge_file`).
+        path: the edges file (see `read_edge_file`).
         root: keep only this node and its descendants.
 
     Returns:
-        ``(hierarchy, edge_file)``.
+        `(hierarchy, edge_file)`.
 
     Raises:
-        EdgeFileError: as :func:`read_edge_file`, and on a cycle (naming it and
-            its lines), an unknown ``root`` or one without descendants.
+        EdgeFileError: as `read_edge_file`, and on a cycle (naming it and
+            its lines), an unknown `root` or one without descendants.
 
     Example:
         >>> with open("animals.tsv", "w") as f:

@@ -1,8 +1,8 @@
 """Evaluation of Gaussian embeddings of the WordNet noun hierarchy (NumPy only, no TensorFlow).
 
-Every function takes the trained node table as two NumPy arrays, ``means`` and
-``variances``, both ``(num_nodes, d)`` (row ``i`` is node ``i`` of the
-:class:`~keras_gauss.hierarchy.closure.Hierarchy`; diagonal covariances, variances > 0),
+Every function takes the trained node table as two NumPy arrays, `means` and
+`variances`, both `(num_nodes, d)` (row `i` is node `i` of the
+`keras_gauss.hierarchy.closure.Hierarchy`; diagonal covariances, variances > 0),
 and works in float64.
 
 Energy convention (Vilnis & McCallum, 2015)::
@@ -11,25 +11,31 @@ Energy convention (Vilnis & McCallum, 2015)::
 
 Higher means more likely "specific is-a general": the score is 0 when the two
 Gaussians are equal and close to 0 when the specific Gaussian lies inside the
-broad general one. This is :func:`keras_gauss.ops.kl_energy` ``(general, specific)``.
+broad general one. This is `keras_gauss.ops.kl_energy` `(general, specific)`.
 
-With a *generality term* ``beta >= 0`` (``WordNetConfig.generality``,
-``--generality``) every score below becomes::
+With a *generality term* `beta >= 0` (`WordNetConfig.generality`,
+`--generality`) every score below becomes::
 
     score(specific, general) = -KL(N_specific || N_general)
                                + beta * (log det Sigma_general - log det Sigma_specific)
 
 which rewards a general side broader than the specific side and changes sign
-for the reversed pair. ``beta = 0`` (every function's default) is exactly the
+for the reversed pair. `beta = 0` (every function's default) is exactly the
 KL energy, bit for bit.
+
+With `energy="containment"` (a run trained with `--energy containment`)
+every score is instead `-sum_d max(0, |mu_s - mu_g| + sigma_s - sigma_g)^2`
+(`keras_gauss.layers.containment_energy`): 0 when the specific
+Gaussian's one-sigma box lies inside the general one's.
 
 Protocols:
 
-* :func:`classification` -- held-out edge classification (Vendrov et al., 2016):
-  one score threshold chosen on the validation pairs, applied to the test pairs.
-* :func:`reconstruction` -- mean rank and MAP of every node's ancestors
+* `classification` -- held-out edge classification (Vendrov et al., 2016):
+  one score threshold chosen on the validation pairs, applied to the test pairs
+  (accuracy; F1 with its own validation threshold as Ganea et al., 2018; AUC).
+* `reconstruction` -- mean rank and MAP of every node's ancestors
   (Nickel & Kiela, 2017).
-* :func:`word_pair_scores`, :func:`hyperlex_spearman`, :func:`baroni2012` --
+* `word_pair_scores`, `hyperlex_spearman`, `baroni2012` --
   word-level benchmarks, scoring a word pair by its best synset pair.
 
 Example:
@@ -53,8 +59,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_gauss.metrics import average_precision, best_f1, threshold_classification
-from keras_gauss.runs import pair_energy
+from keras_gauss.metrics import average_precision, best_f1, roc_auc, threshold_classification, threshold_f1
+from keras_gauss.numpy_ops import check_generality
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import HIERARCHY_ENERGIES
 
 from .benchmark_data import read_entailment, read_hyperlex
 from .closure import Hierarchy
@@ -73,6 +81,7 @@ __all__ = [
     "edge_scores",
     "hyperlex_spearman",
     "reconstruction",
+    "scored_classification",
     "threshold_classification",
     "word_pair_scores",
 ]
@@ -107,44 +116,38 @@ def _check_ids(ids, num_nodes: int, name: str) -> np.ndarray:
     return ids
 
 
-def check_generality(beta, name: str = "generality") -> float:
-    """``beta`` as a float, or ``ValueError`` naming ``name`` unless it is finite and ``>= 0``.
-
-    Example:
-        >>> check_generality(0.1)
-        0.1
-        >>> check_generality(-1, "--generality")
-        Traceback (most recent call last):
-        ...
-        ValueError: --generality must be a finite number >= 0, got -1.
-    """
-    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(beta) or beta < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {beta!r}.")
-    return float(beta)
+def check_energy(energy: str, generality: float = 0.0) -> str:
+    """`energy` if it is a hierarchy energy (`"kl"`, `"containment"`), else `ValueError`;
+    the generality term applies to `"kl"` only."""
+    if energy not in HIERARCHY_ENERGIES:
+        raise ValueError(f"--energy must be one of {', '.join(HIERARCHY_ENERGIES)}, got {energy!r}.")
+    if generality and energy != "kl":
+        raise ValueError("--generality applies to --energy kl only.")
+    return energy
 
 
 def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None,
-                generality: float = 0.0) -> np.ndarray:
-    """Energies ``-KL(N_specific || N_general)`` of many node pairs at once.
+                generality: float = 0.0, energy: str = "kl") -> np.ndarray:
+    """Energies `-KL(N_specific || N_general)` of many node pairs at once.
 
-    With ``generality = beta > 0`` each energy gains the generality term
-    ``beta * (log det Sigma_general - log det Sigma_specific)`` (see the module
+    With `generality = beta > 0` each energy gains the generality term
+    `beta * (log det Sigma_general - log det Sigma_specific)` (see the module
     docstring): a broad general side scores higher, the reversed pair lower.
 
     Args:
-        means: ``(num_nodes, d)`` means.
-        variances: ``(num_nodes, d)`` variances (> 0).
+        means: `(num_nodes, d)` means.
+        variances: `(num_nodes, d)` variances (> 0).
         specific: Integer ids of the specific (child) nodes, any shape; or an
-            ``(n, 2)`` array of ``(specific, general)`` edges when ``general`` is ``None``.
-        general: Integer ids of the general (ancestor) nodes, same shape as ``specific``.
+            `(n, 2)` array of `(specific, general)` edges when `general` is `None`.
+        general: Integer ids of the general (ancestor) nodes, same shape as `specific`.
         chunk_size: Pairs per vectorised block (default: about 2M floats per block).
-        generality: ``beta >= 0``, the weight of the generality term (default 0:
+        generality: `beta >= 0`, the weight of the generality term (default 0:
             the plain KL energy, bit for bit).
+        energy: `"kl"` (default) or `"containment"` (see the module docstring).
 
     Returns:
-        float64 array shaped like ``specific`` (``(n,)`` for an edge array), all ``<= 0``
-        when ``generality`` is 0; higher = more likely "specific is-a general".
+        float64 array shaped like `specific` (`(n,)` for an edge array), all `<= 0`
+        when `generality` is 0; higher = more likely "specific is-a general".
 
     Raises:
         ValueError: On mismatched shapes, ids out of range or non-positive variances.
@@ -156,7 +159,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         >>> edge_scores(means, variances, np.array([[0, 1]])).tolist()
         [-0.5]
 
-        A broader general side, with the generality term (``log det`` 2 vs 0):
+        A broader general side, with the generality term (`log det` 2 vs 0):
 
         >>> variances = np.array([[1.0], [np.e ** 2]])
         >>> edge_scores(means, variances, [0, 1], [1, 0]).round(3).tolist()  # beta 0: KL only
@@ -165,6 +168,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         [-0.435, -2.895]
     """
     generality = check_generality(generality)
+    check_energy(energy, generality)
     means, variances = _check_tables(means, variances)
     if general is None:
         edges = np.asarray(specific)
@@ -184,7 +188,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
     for start in range(0, len(specific), chunk):
         s, g = specific[start : start + chunk], general[start : start + chunk]
         out[start : start + chunk] = pair_energy(
-            "kl", means[s], variances[s], means[g], variances[g], generality=generality)
+            energy, means[s], variances[s], means[g], variances[g], generality=generality)
     return out.reshape(shape)
 
 
@@ -192,26 +196,30 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
 
 
 def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
-                   generality: float = 0.0) -> dict:
-    """Held-out edge classification accuracy (Vendrov et al., 2016 protocol).
+                   generality: float = 0.0, energy: str = "kl") -> dict:
+    """Held-out edge classification: accuracy, F1 and AUC (Vendrov et al., 2016; Ganea et al., 2018).
 
-    Each pair ``(specific, general)`` is scored by ``-KL(N_specific || N_general)``
-    and predicted to be an edge iff ``score >= threshold``; the threshold is the
-    one maximising validation accuracy (see :func:`threshold_classification`),
-    so the test pairs never influence it.
+    Each pair `(specific, general)` is scored by `-KL(N_specific || N_general)`
+    and predicted to be an edge iff `score >= threshold`; the threshold is the
+    one maximising validation accuracy (see `threshold_classification`),
+    so the test pairs never influence it. F1 uses the threshold that
+    maximises validation F1 (`f1_threshold`, `threshold_f1`); the
+    test AUC needs no threshold.
 
     Args:
-        val_pos: ``(n, 2)`` int array of positive validation ``(specific, general)`` pairs
-            (e.g. ``EdgeSplit.val``).
-        val_neg: ``(m, 2)`` negative validation pairs (``EdgeSplit.val_neg``).
-        test_pos: ``(k, 2)`` positive test pairs (``EdgeSplit.test``).
-        test_neg: ``(l, 2)`` negative test pairs (``EdgeSplit.test_neg``).
-        means: ``(num_nodes, d)`` means.
-        variances: ``(num_nodes, d)`` variances.
-        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        val_pos: `(n, 2)` int array of positive validation `(specific, general)` pairs
+            (e.g. `EdgeSplit.val`).
+        val_neg: `(m, 2)` negative validation pairs (`EdgeSplit.val_neg`).
+        test_pos: `(k, 2)` positive test pairs (`EdgeSplit.test`).
+        test_neg: `(l, 2)` negative test pairs (`EdgeSplit.test_neg`).
+        means: `(num_nodes, d)` means.
+        variances: `(num_nodes, d)` variances.
+        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
+        energy: `"kl"` or `"containment"` (see `edge_scores`).
 
     Returns:
-        ``{"threshold", "val_accuracy", "test_accuracy"}``.
+        ``{"threshold", "val_accuracy", "test_accuracy", "f1_threshold",
+        "val_f1", "test_f1", "test_precision", "test_recall", "test_auc"}``.
 
     Example:
         >>> import numpy as np
@@ -222,27 +230,47 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         >>> means = np.random.default_rng(0).normal(size=(h.num_nodes, 2))  # untrained
         >>> result = classification(s.val, s.val_neg, s.test, s.test_neg, means,
         ...                         np.ones((h.num_nodes, 2)))
-        >>> sorted(result)  # the threshold is chosen on the validation pairs
-        ['test_accuracy', 'threshold', 'val_accuracy']
+        >>> sorted(result)  # the thresholds are chosen on the validation pairs
+        ['f1_threshold', 'test_accuracy', 'test_auc', 'test_f1', 'test_precision', 'test_recall', 'threshold', 'val_accuracy', 'val_f1']
     """
 
     def scores(edges):
         edges = np.asarray(edges).reshape(-1, 2)
-        return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality)
+        return edge_scores(means, variances, edges[:, 0], edges[:, 1], generality=generality,
+                           energy=energy)
 
-    return threshold_classification(scores(val_pos), scores(val_neg), scores(test_pos), scores(test_neg))
+    return scored_classification(scores(val_pos), scores(val_neg), scores(test_pos),
+                                 scores(test_neg))
 
 
-def kl_scorer(means, variances, generality: float = 0.0):
-    """``pairs -> -KL(N_specific || N_general)`` (plus the generality term with ``generality > 0``,
-    see :func:`edge_scores`): the model's score of ``(n, 2)`` edge arrays."""
+def scored_classification(val_pos, val_neg, test_pos, test_neg) -> dict:
+    """`classification`'s figures from the four sets of scores (higher = edge).
+
+    Example:
+        >>> r = scored_classification([2.0, 1.0], [0.0], [3.0], [0.5, 1.5])
+        >>> r["test_accuracy"], r["test_f1"], r["test_auc"]
+        (0.3333333333333333, 0.6666666666666666, 1.0)
+    """
+    result = threshold_classification(val_pos, val_neg, test_pos, test_neg)
+    result.update(threshold_f1(val_pos, val_neg, test_pos, test_neg))
+    test_pos, test_neg = np.ravel(test_pos), np.ravel(test_neg)
+    result["test_auc"] = roc_auc(np.r_[np.ones(len(test_pos), bool), np.zeros(len(test_neg), bool)],
+                                 np.r_[test_pos, test_neg])
+    return result
+
+
+def kl_scorer(means, variances, generality: float = 0.0, energy: str = "kl"):
+    """`pairs -> -KL(N_specific || N_general)` (plus the generality term with `generality > 0`;
+    or the containment energy with `energy="containment"`, see `edge_scores`): the
+    model's score of `(n, 2)` edge arrays."""
     generality = check_generality(generality)
+    check_energy(energy, generality)
     return lambda pairs: edge_scores(means, variances, np.asarray(pairs).reshape(-1, 2),
-                                     generality=generality)
+                                     generality=generality, energy=energy)
 
 
 def lookup_scorer(index):
-    """Trivial baseline: 1 if the pair is in ``index`` (the closure of the training edges), else 0.
+    """Trivial baseline: 1 if the pair is in `index` (the closure of the training edges), else 0.
 
     Example:
         >>> from keras_gauss.hierarchy.closure import EdgeIndex
@@ -258,9 +286,9 @@ def lookup_scorer(index):
 
 
 def depth_scorer(index):
-    """Trivial baseline: ``depth(specific) - depth(general)``, depth = number of known ancestors.
+    """Trivial baseline: `depth(specific) - depth(general)`, depth = number of known ancestors.
 
-    ``index`` is what the model may know (the closure of the training edges), so
+    `index` is what the model may know (the closure of the training edges), so
     held-out edges change no depth they should not.
 
     Example:
@@ -279,23 +307,24 @@ def depth_scorer(index):
 
 
 NEGATIVE_KINDS = {"random": "", "reversed": "_reversed", "sibling": "_sibling"}
-"""Kinds of negatives of a split (see :meth:`~keras_gauss.hierarchy.split.EdgeSplit.parts`)."""
+"""Kinds of negatives of a split (see `keras_gauss.hierarchy.split.EdgeSplit.parts`)."""
 
 
 def split_classification(parts, score) -> dict:
     """Held-out edge classification for every kind of negatives of a split.
 
-    For each kind (``random``, ``reversed``, ``sibling``) the threshold is chosen
+    For each kind (`random`, `reversed`, `sibling`) the threshold is chosen
     on the validation part of that kind and applied to its test part (see
-    :func:`threshold_classification`).
+    `threshold_classification`).
 
     Args:
-        parts: ``{name: (positives, negatives)}`` as :meth:`EdgeSplit.parts` returns.
-        score: A function from an ``(n, 2)`` pair array to ``n`` scores (higher =
-            more likely an edge), e.g. :func:`kl_scorer`, :func:`lookup_scorer`.
+        parts: `{name: (positives, negatives)}` as `EdgeSplit.parts` returns.
+        score: A function from an `(n, 2)` pair array to `n` scores (higher =
+            more likely an edge), e.g. `kl_scorer`, `lookup_scorer`.
 
     Returns:
-        ``{kind: {"threshold", "val_accuracy", "test_accuracy", "test_size"}}``.
+        ``{kind: {"threshold", "val_accuracy", "test_accuracy", "test_size", and
+        the F1 and AUC figures of `classification`}}``.
 
     Example:
         >>> parts = {"val": (np.array([[1, 0]]), np.array([[0, 1]])),
@@ -310,7 +339,7 @@ def split_classification(parts, score) -> dict:
         (vp, vn), (tp, tn) = parts[f"val{suffix}"], parts[f"test{suffix}"]
         if not len(vp) + len(vn):
             continue
-        result = threshold_classification(score(vp), score(vn), score(tp), score(tn))
+        result = scored_classification(score(vp), score(vn), score(tp), score(tn))
         result["test_size"] = int(len(tp) + len(tn))
         out[kind] = result
     return out
@@ -320,13 +349,13 @@ def split_classification(parts, score) -> dict:
 
 
 def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray]):
-    """Ranking statistics of ``b`` query rows of ``scores`` (``(b, n)``, self entry ``-inf``).
+    """Ranking statistics of `b` query rows of `scores` (`(b, n)`, self entry `-inf`).
 
-    Row ``i``'s relevant entries are ``ancestors[i]`` (non-empty), its negatives all
+    Row `i`'s relevant entries are `ancestors[i]` (non-empty), its negatives all
     other finite entries. Counting, for every (query, ancestor) pair with score
-    ``s``, the entries ``> s`` and ``>= s`` among all and among the ancestors
-    costs ``O(#pairs * n)`` compares and no sort. Returns per row ``(ap,
-    rank_sum, num_ancestors)``, with the conventions of :func:`_ranking_stats`.
+    `s`, the entries `> s` and `>= s` among all and among the ancestors
+    costs `O(#pairs * n)` compares and no sort. Returns per row ``(ap,
+    rank_sum, num_ancestors)``, with the conventions of `_ranking_stats`.
     """
     b, n = scores.shape
     k = np.array([len(a) for a in ancestors], dtype=np.int64)
@@ -354,6 +383,43 @@ def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray]):
     return ap, ranks, k
 
 
+def _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer) -> np.ndarray:
+    """`(len(q), n)` energies `-KL(N_u || N_v)` of queries `q` against every node `v`."""
+    b, (n, d) = len(q), mu.shape
+    mu_q, var_q = mu[q], var[q]
+    # KL(u || v) = 1/2 [sum_d (var_u + (mu_v - mu_u)^2) / var_v + logdet_v - logdet_u - d], summed
+    # element by element in the same order for every v, so identical candidates tie exactly.
+    quad = np.empty((b, n))
+    for r in range(0, b, rows):
+        r_end = min(r + rows, b)
+        for c in range(0, n, cand):
+            c_end = min(c + cand, n)
+            out = buffer[: r_end - r, : c_end - c]
+            np.subtract(mu[None, c:c_end], mu_q[r:r_end, None], out=out)
+            np.square(out, out=out)
+            out += var_q[r:r_end, None]
+            quad[r:r_end, c:c_end] = np.einsum("bnd,nd->bn", out, inv_var[c:c_end])
+    return -0.5 * (quad + log_det[None, :] - log_det[q][:, None] - d)
+
+
+def _containment_block(mu, sigma, q, rows, cand, buffer) -> np.ndarray:
+    """`(len(q), n)` containment energies of queries `q` (specific) against every node."""
+    n = len(mu)
+    out = np.empty((len(q), n))
+    for r in range(0, len(q), rows):
+        r_end = min(r + rows, len(q))
+        for c in range(0, n, cand):
+            c_end = min(c + cand, n)
+            work = buffer[: r_end - r, : c_end - c]
+            np.subtract(mu[None, c:c_end], mu[q[r:r_end], None], out=work)
+            np.abs(work, out=work)
+            work += sigma[q[r:r_end], None]
+            work -= sigma[None, c:c_end]
+            np.maximum(work, 0.0, out=work)
+            out[r:r_end, c:c_end] = -np.einsum("bnd,bnd->bn", work, work)
+    return out
+
+
 def _node_ids(hierarchy: Hierarchy, nodes) -> np.ndarray:
     nodes = list(nodes)
     if nodes and all(isinstance(v, str) for v in nodes):
@@ -370,44 +436,46 @@ def reconstruction(
     seed: int = 0,
     *,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
 
-    For each query node ``u`` with a non-empty set ``A(u)`` of ancestors in the
-    transitive closure, every other node ``v`` is scored by
-    ``-KL(N_u || N_v)`` ("u is-a v"), in one vectorised pass per block of queries.
+    For each query node `u` with a non-empty set `A(u)` of ancestors in the
+    transitive closure, every other node `v` is scored by
+    `-KL(N_u || N_v)` ("u is-a v"), in one vectorised pass per block of queries.
 
-    * Rank: each true ancestor ``a`` is ranked among ``{a}`` and the *negatives*
-      of ``u``, i.e. all nodes that are neither ``u`` nor an ancestor of ``u``
+    * Rank: each true ancestor `a` is ranked among `{a}` and the *negatives*
+      of `u`, i.e. all nodes that are neither `u` nor an ancestor of `u`
       (descendants and unrelated nodes), so the other true ancestors do not push
-      it down: ``rank = 1 + #negatives scoring higher + #negatives tied / 2``.
-      ``mean_rank`` averages over all ``(u, a)`` pairs (1 is perfect).
-    * MAP: the average precision of ranking all nodes except ``u`` by score with
-      ``A(u)`` as the relevant set (tied scores handled as scikit-learn does),
+      it down: `rank = 1 + #negatives scoring higher + #negatives tied / 2`.
+      `mean_rank` averages over all `(u, a)` pairs (1 is perfect).
+    * MAP: the average precision of ranking all nodes except `u` by score with
+      `A(u)` as the relevant set (tied scores handled as scikit-learn does),
       averaged over the query nodes (1 is perfect).
 
-    Cost: ``O(num_nodes * d)`` work per query for the scores plus
-    ``O(|A(u)| * num_nodes)`` compares for the ranks (no sort): about 0.3 s for
-    the whole 1,182-node mammal subtree at ``d = 50``, and roughly 15 ms per
+    Cost: `O(num_nodes * d)` work per query for the scores plus
+    `O(|A(u)| * num_nodes)` compares for the ranks (no sort): about 0.3 s for
+    the whole 1,182-node mammal subtree at `d = 50`, and roughly 15 ms per
     query on the full 82,115-node WordNet (about 20 min for every node), hence
-    ``max_nodes``.
+    `max_nodes`.
 
     Args:
-        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` (its closure is the truth).
-        means: ``(num_nodes, d)`` means, row ``i`` = ``hierarchy.nodes[i]``.
-        variances: ``(num_nodes, d)`` variances.
+        hierarchy: The `keras_gauss.hierarchy.closure.Hierarchy` (its closure is the truth).
+        means: `(num_nodes, d)` means, row `i` = `hierarchy.nodes[i]`.
+        variances: `(num_nodes, d)` variances.
         nodes: Optional query nodes (ids or names); default all nodes. Nodes
             without ancestors (the root) are skipped.
         max_nodes: If set and there are more query nodes, evaluate a uniform
             random subset of this many (without replacement, seeded).
         seed: Seed of that subsample.
-        generality: weight ``beta`` of the generality term in the score (default 0;
-            see :func:`edge_scores`).
+        generality: weight `beta` of the generality term in the score (default 0;
+            see `edge_scores`).
+        energy: `"kl"` or `"containment"` (see `edge_scores`).
 
     Returns:
-        A dict with ``mean_rank`` and ``map`` (``nan`` if no query has ancestors),
-        ``num_queries``, ``num_pairs`` (``(u, a)`` pairs ranked), ``subsampled``
-        (bool) and ``nodes``: the sorted int64 ids of the queries evaluated.
+        A dict with `mean_rank` and `map` (`nan` if no query has ancestors),
+        `num_queries`, `num_pairs` (`(u, a)` pairs ranked), `subsampled`
+        (bool) and `nodes`: the sorted int64 ids of the queries evaluated.
 
     Example:
         >>> import numpy as np
@@ -419,6 +487,7 @@ def reconstruction(
         (10, True, True)
     """
     generality = check_generality(generality)
+    check_energy(energy, generality)
     means, variances = _check_tables(means, variances)
     n = hierarchy.num_nodes
     if means.shape[0] != n:
@@ -439,26 +508,16 @@ def reconstruction(
     cand = min(n, max(1, _CACHE_ELEMENTS // max(d, 1)))  # candidates per cache-sized (rows, cand, d) buffer
     rows = max(1, _CACHE_ELEMENTS // (cand * max(d, 1)))
     buffer = np.empty((rows, cand, d))
+    sigma = np.sqrt(var) if energy == "containment" else None
     ap_sum = rank_sum = 0.0
     num_pairs = 0
     for first in range(0, len(queries), block):
         q = queries[first : first + block]
         b = len(q)
-        mu_q, var_q = mu[q], var[q]
-        # KL(u || v) = 1/2 [sum_d (var_u + (mu_v - mu_u)^2) / var_v + logdet_v - logdet_u - d], summed
-        # element by element in the same order for every v, so identical candidates tie exactly.
-        quad = np.empty((b, n))
-        for r in range(0, b, rows):
-            r_end = min(r + rows, b)
-            for c in range(0, n, cand):
-                c_end = min(c + cand, n)
-                out = buffer[: r_end - r, : c_end - c]
-                np.subtract(mu[None, c:c_end], mu_q[r:r_end, None], out=out)
-                np.square(out, out=out)
-                out += var_q[r:r_end, None]
-                quad[r:r_end, c:c_end] = np.einsum("bnd,nd->bn", out, inv_var[c:c_end])
-        scores = -0.5 * (quad + log_det[None, :] - log_det[q][:, None] - d)
-        del quad
+        if energy == "containment":
+            scores = _containment_block(mu, sigma, q, rows, cand, buffer)
+        else:
+            scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
         if generality:
             scores += generality * (log_det[None, :] - log_det[q][:, None])
         if not np.isfinite(scores).all():
@@ -483,7 +542,7 @@ def reconstruction(
 
 
 class PairScores(NamedTuple):
-    """Scores of word pairs: ``scores`` (float64, NaN where not covered) and ``covered`` (bool)."""
+    """Scores of word pairs: `scores` (float64, NaN where not covered) and `covered` (bool)."""
 
     scores: np.ndarray
     covered: np.ndarray
@@ -534,40 +593,42 @@ def word_pair_scores(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> PairScores:
-    """Score word pairs ``(word1, word2)`` meaning "word1 is-a word2" with the node embeddings.
+    """Score word pairs `(word1, word2)` meaning "word1 is-a word2" with the node embeddings.
 
-    Words are lowercased and spaces become ``_`` (WordNet's multiword lemmas,
-    ``'hot_dog'``). A word is mapped to nodes by ``mode``:
+    Words are lowercased and spaces become `_` (WordNet's multiword lemmas,
+    `'hot_dog'`). A word is mapped to nodes by `mode`:
 
-    * ``"word"``: its lemma node, present when the hierarchy was built with
-      ``build_hierarchy(include_lemmas=True)`` (node ids ``>= num_synsets``).
-    * ``"synset"``: every noun synset of the hierarchy that has the word among
-      its lemma names (WordNet's ``lemma -> synsets``).
-    * ``"auto"`` (default): the lemma node if there is one, else the synsets.
+    * `"word"`: its lemma node, present when the hierarchy was built with
+      `build_hierarchy(include_lemmas=True)` (node ids `>= num_synsets`).
+    * `"synset"`: every noun synset of the hierarchy that has the word among
+      its lemma names (WordNet's `lemma -> synsets`).
+    * `"auto"` (default): the lemma node if there is one, else the synsets.
 
-    A pair is scored by ``-KL(N_x || N_y)`` reduced over all node pairs ``x`` of
-    word1 and ``y`` of word2: ``reduce="max"`` takes the *best synset pair*, as
+    A pair is scored by `-KL(N_x || N_y)` reduced over all node pairs `x` of
+    word1 and `y` of word2: `reduce="max"` takes the *best synset pair*, as
     in the density order embeddings (Athiwaratkun & Wilson, 2018) and HyperLex
-    (Vulić et al., 2017) evaluations; ``"mean"`` averages them. With lemma nodes
+    (Vulić et al., 2017) evaluations; `"mean"` averages them. With lemma nodes
     there is one node per word, so both reductions agree. A pair with a word
     that maps to no node is not covered: its score is NaN (never an error).
 
     Args:
-        pairs: ``(word1, word2)`` pairs (extra items, e.g. a score, are ignored).
-        hierarchy: The :class:`~keras_gauss.hierarchy.closure.Hierarchy` the table belongs to.
-        means: ``(num_nodes, d)`` means.
-        variances: ``(num_nodes, d)`` variances.
-        reduce: ``"max"`` or ``"mean"`` over synset pairs.
-        mode: ``"auto"``, ``"word"`` or ``"synset"`` (see above).
-        lemmas: Optional mapping ``word -> synset names`` replacing WordNet's
-            (lowercased, ``_``-joined words); by default it is read once from
-            :func:`~keras_gauss.hierarchy.wordnet.read_noun_synsets`.
+        pairs: `(word1, word2)` pairs (extra items, e.g. a score, are ignored).
+        hierarchy: The `keras_gauss.hierarchy.closure.Hierarchy` the table belongs to.
+        means: `(num_nodes, d)` means.
+        variances: `(num_nodes, d)` variances.
+        reduce: `"max"` or `"mean"` over synset pairs.
+        mode: `"auto"`, `"word"` or `"synset"` (see above).
+        lemmas: Optional mapping `word -> synset names` replacing WordNet's
+            (lowercased, `_`-joined words); by default it is read once from
+            `keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
-        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
+        energy: `"kl"` or `"containment"` (see `edge_scores`).
 
     Returns:
-        :class:`PairScores` ``(scores, covered)``: float64 scores (higher = more
+        `PairScores` `(scores, covered)`: float64 scores (higher = more
         likely "word1 is-a word2", NaN if not covered) and the boolean coverage mask.
 
     Example:
@@ -606,7 +667,7 @@ def word_pair_scores(
     covered = counts > 0
     if covered.any():
         flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds),
-                           generality=generality)
+                           generality=generality, energy=energy)
         starts = (np.cumsum(counts) - counts)[covered]
         if reduce == "max":
             scores[covered] = np.maximum.reduceat(flat, starts)
@@ -651,30 +712,31 @@ def hyperlex_spearman(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Spearman correlation with the HyperLex noun scores (Vulić et al., 2017).
 
-    Each pair ``(word1, word2)`` ("to what degree is word1 a type of word2") is
-    scored with :func:`word_pair_scores` (best synset pair by default) and
-    ``scipy.stats.spearmanr`` is taken over the *covered* pairs only; pairs with
-    a word missing from the hierarchy are left out and reported via ``coverage``.
+    Each pair `(word1, word2)` ("to what degree is word1 a type of word2") is
+    scored with `word_pair_scores` (best synset pair by default) and
+    `scipy.stats.spearmanr` is taken over the *covered* pairs only; pairs with
+    a word missing from the hierarchy are left out and reported via `coverage`.
 
     Args:
-        path: The HyperLex noun file (see :func:`~keras_gauss.hierarchy.benchmark_data.read_hyperlex`).
+        path: The HyperLex noun file (see `keras_gauss.hierarchy.benchmark_data.read_hyperlex`).
         hierarchy: The hierarchy of the table.
-        means: ``(num_nodes, d)`` means.
-        variances: ``(num_nodes, d)`` variances.
-        reduce: ``"max"`` or ``"mean"`` over synset pairs.
-        mode: Word-to-node mapping, see :func:`word_pair_scores`.
-        lemmas: Optional ``word -> synset names`` mapping (default: WordNet's).
+        means: `(num_nodes, d)` means.
+        variances: `(num_nodes, d)` variances.
+        reduce: `"max"` or `"mean"` over synset pairs.
+        mode: Word-to-node mapping, see `word_pair_scores`.
+        lemmas: Optional `word -> synset names` mapping (default: WordNet's).
         data_dir: WordNet data directory for the default mapping.
-        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
 
     Returns:
-        ``{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}``:
-        ``coverage`` is ``n_covered / n_pairs``; ``spearman`` is ``nan`` when it is
+        `{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}`:
+        `coverage` is `n_covered / n_pairs`; `spearman` is `nan` when it is
         undefined (fewer than 2 covered pairs, equal human or model scores), and
-        ``undefined`` says why (else ``None``).
+        `undefined` says why (else `None`).
 
     Example:
         >>> import numpy as np
@@ -696,7 +758,7 @@ def hyperlex_spearman(
     rows = read_hyperlex(path)
     scores, covered = word_pair_scores(
         rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality,
+        generality=generality, energy=energy,
     )
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())
@@ -730,30 +792,31 @@ def baroni2012(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
+    energy: str = "kl",
 ) -> dict:
     """Lexical entailment detection on Baroni et al. (2012): average precision and best F1.
 
-    Each pair ``(word1, word2, entails)`` is scored with :func:`word_pair_scores`
+    Each pair `(word1, word2, entails)` is scored with `word_pair_scores`
     ("word1 is-a word2", best synset pair by default). Pairs with a word missing
-    from the hierarchy are dropped (reported via ``coverage``); AP (see
-    :func:`average_precision`) and the best F1 over thresholds (:func:`best_f1`)
-    are computed on the covered pairs. ``positive_rate`` (the fraction of
+    from the hierarchy are dropped (reported via `coverage`); AP (see
+    `average_precision`) and the best F1 over thresholds (`best_f1`)
+    are computed on the covered pairs. `positive_rate` (the fraction of
     entailing pairs among them) is the AP of a random ranking.
 
     Args:
-        path: The entailment file (see :func:`~keras_gauss.hierarchy.benchmark_data.read_entailment`).
+        path: The entailment file (see `keras_gauss.hierarchy.benchmark_data.read_entailment`).
         hierarchy: The hierarchy of the table.
-        means: ``(num_nodes, d)`` means.
-        variances: ``(num_nodes, d)`` variances.
-        reduce: ``"max"`` or ``"mean"`` over synset pairs.
-        mode: Word-to-node mapping, see :func:`word_pair_scores`.
-        lemmas: Optional ``word -> synset names`` mapping (default: WordNet's).
+        means: `(num_nodes, d)` means.
+        variances: `(num_nodes, d)` variances.
+        reduce: `"max"` or `"mean"` over synset pairs.
+        mode: Word-to-node mapping, see `word_pair_scores`.
+        lemmas: Optional `word -> synset names` mapping (default: WordNet's).
         data_dir: WordNet data directory for the default mapping.
-        generality: weight ``beta`` of the generality term (default 0; see :func:`edge_scores`).
+        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
 
     Returns:
-        ``{"ap", "best_f1", "f1_threshold", "positive_rate", "coverage", "n_pairs", "n_covered"}``
-        (``nan`` metrics if no covered pair is positive).
+        `{"ap", "best_f1", "f1_threshold", "positive_rate", "coverage", "n_pairs", "n_covered"}`
+        (`nan` metrics if no covered pair is positive).
 
     Example:
         >>> import numpy as np
@@ -771,7 +834,7 @@ def baroni2012(
     rows = read_entailment(path)
     scores, covered = word_pair_scores(
         rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality,
+        generality=generality, energy=energy,
     )
     labels = np.array([label for _, _, label in rows], dtype=bool)
     y, s = labels[covered], scores[covered]

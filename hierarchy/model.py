@@ -3,11 +3,13 @@
 import keras
 from keras import ops
 
+from keras_gauss.layers import ContainmentEnergy
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.layers import KLEnergy
 from keras_gauss.models import GaussianModel
 
 INPUTS = ("general", "specific", "neg_general", "neg_specific")
+ENERGY_LAYERS = {"kl": KLEnergy, "containment": ContainmentEnergy}
 
 
 def build_kl_model(
@@ -20,6 +22,7 @@ def build_kl_model(
     max_variance=5.0,
     mean_initializer="uniform",
     variance_initializer="ones",
+    energy="kl",
 ):
     """Builds the paper's hierarchy model (Section 5.3) as a Keras model.
 
@@ -28,7 +31,9 @@ def build_kl_model(
     variances up without bound. A positive edge `(specific, general)` (for
     example `dog.n.01 is-a mammal.n.01`) is scored
     `E = -KL(N_specific || N_general)` (`keras_gauss.layers.KLEnergy`) and
-    listed first, followed by its `negatives` corrupted edges.
+    listed first, followed by its `negatives` corrupted edges. With
+    `energy="containment"` the pairs are scored by
+    `keras_gauss.layers.ContainmentEnergy` instead (nested one-sigma boxes).
 
     Args:
         num_nodes: number of nodes (rows of the table).
@@ -40,6 +45,7 @@ def build_kl_model(
         max_variance: the variance upper bound `M`.
         mean_initializer: initializer of the means.
         variance_initializer: initializer of the variances.
+        energy: `"kl"` or `"containment"`.
 
     Returns:
         A `keras.Model` taking a dict of int32 ids `{"general": (batch,),
@@ -55,6 +61,8 @@ def build_kl_model(
     """
     if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
+    if energy not in ENERGY_LAYERS:
+        raise ValueError(f"`energy` must be one of {', '.join(ENERGY_LAYERS)}, got {energy!r}.")
     nodes = GaussianEmbedding(
         num_nodes,
         dim,
@@ -72,7 +80,8 @@ def build_kl_model(
     neg_specific = keras.Input((negatives,), dtype="int32", name="neg_specific")
     general_ids = ops.concatenate([ops.expand_dims(general, -1), neg_general], -1)
     specific_ids = ops.concatenate([ops.expand_dims(specific, -1), neg_specific], -1)
-    energy = KLEnergy(name="kl_energy")(*nodes(general_ids), *nodes(specific_ids))
+    layer = ENERGY_LAYERS[energy](name=f"{energy}_energy")
+    energy = layer(*nodes(general_ids), *nodes(specific_ids))
     inputs = {
         "general": general,
         "specific": specific,

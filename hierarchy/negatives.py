@@ -24,32 +24,32 @@ def sample_negatives(
     exclude: str = "related",
     rng: np.random.Generator | int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Corrupt one side of each ``(specific, general)`` edge with a uniformly random node.
+    """Corrupt one side of each `(specific, general)` edge with a uniformly random node.
 
     Rejection sampling runs on the whole batch at once and then only on the rows
     that were rejected; after a few rounds the remaining (hard) rows are drawn
     exactly from the allowed nodes. If the chosen side cannot be corrupted at all
     (e.g. the kept node is the root, to which every node is related) the other side
-    is corrupted instead when ``corrupt="either"``.
+    is corrupted instead when `corrupt="either"`.
 
     Args:
-        edges: ``(n, 2)`` int array of ``(specific, general)`` = ``(child, ancestor)`` ids.
-        known: The edges the sampler may know (:class:`Hierarchy` or :class:`EdgeIndex`),
+        edges: `(n, 2)` int array of `(specific, general)` = `(child, ancestor)` ids.
+        known: The edges the sampler may know (`Hierarchy` or `EdgeIndex`),
             used to reject candidates; its node count is the sampling range. For
             training on a split this is the closure of the training edges
-            (``EdgeSplit.train_index``); for evaluation negatives, the full hierarchy.
-        num_negatives: Negatives ``k`` per edge.
-        corrupt: ``"either"`` (a fair coin per negative), ``"specific"`` or ``"general"``:
+            (`EdgeSplit.train_index`); for evaluation negatives, the full hierarchy.
+        num_negatives: Negatives `k` per edge.
+        corrupt: `"either"` (a fair coin per negative), `"specific"` or `"general"`:
             the side that is replaced.
-        exclude: ``"related"`` (the paper's rule for training: the new node is neither
+        exclude: `"related"` (the paper's rule for training: the new node is neither
             an ancestor nor a descendant of the kept node, nor the node itself) or
-            ``"edges"`` (weaker, for evaluation: the corrupted pair is not an edge of
-            ``known`` and not a self pair).
-        rng: A ``np.random.Generator`` or a seed.
+            `"edges"` (weaker, for evaluation: the corrupted pair is not an edge of
+            `known` and not a self pair).
+        rng: A `np.random.Generator` or a seed.
 
     Returns:
-        ``(neg_specific, neg_general)``, two int32 arrays of shape ``(n, k)``;
-        ``(neg_specific[i, j], neg_general[i, j])`` is the j-th negative of edge ``i``.
+        `(neg_specific, neg_general)`, two int32 arrays of shape `(n, k)`;
+        `(neg_specific[i, j], neg_general[i, j])` is the j-th negative of edge `i`.
 
     Raises:
         ValueError: If an edge has no valid negative on the allowed side(s).
@@ -142,28 +142,28 @@ def sibling_negatives(
     rounds: int = 8,
     rng: np.random.Generator | int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hard negatives: the general node of each ``(c, p)`` edge replaced by a sibling of ``p``.
+    """Hard negatives: the general node of each `(c, p)` edge replaced by a sibling of `p`.
 
-    A sibling of ``p`` is another child of one of ``p``'s direct parents in
-    ``known`` (a random direct parent, then a random child of it), kept only if
-    it is unrelated to ``c`` in ``known``. The specific side is never replaced:
-    a sibling of ``c`` usually lies below ``p`` (it shares ``c``'s parent), so
-    it would be a positive. Everything comes from ``known``: given a split's
-    ``train_index``, no held-out edge is seen.
+    A sibling of `p` is another child of one of `p`'s direct parents in
+    `known` (a random direct parent, then a random child of it), kept only if
+    it is unrelated to `c` in `known`. The specific side is never replaced:
+    a sibling of `c` usually lies below `p` (it shares `c`'s parent), so
+    it would be a positive. Everything comes from `known`: given a split's
+    `train_index`, no held-out edge is seen.
 
     Args:
-        edges: ``(n, 2)`` int array of ``(specific, general)`` ids.
+        edges: `(n, 2)` int array of `(specific, general)` ids.
         known: What the sampler may know (the closure of the training edges).
-        num_negatives: Negatives ``k`` per edge.
-        direct: The direct links of ``known`` as an :class:`EdgeIndex`
-            (``EdgeIndex(transitive_reduction(known), n)``); computed when ``None``.
+        num_negatives: Negatives `k` per edge.
+        direct: The direct links of `known` as an `EdgeIndex`
+            (`EdgeIndex(transitive_reduction(known), n)`); computed when `None`.
         rounds: Draws per negative before giving up on it.
-        rng: A ``np.random.Generator`` or a seed.
+        rng: A `np.random.Generator` or a seed.
 
     Returns:
-        ``(neg_specific, neg_general, found)``: int32 arrays of shape ``(n, k)`` and a
-        bool array of the same shape; where ``found`` is False (``p`` has no
-        sibling unrelated to ``c``) the row holds the edge itself and the caller
+        `(neg_specific, neg_general, found)`: int32 arrays of shape `(n, k)` and a
+        bool array of the same shape; where `found` is False (`p` has no
+        sibling unrelated to `c`) the row holds the edge itself and the caller
         must use another negative.
 
     Example:

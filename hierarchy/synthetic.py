@@ -123,7 +123,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.plot import plot_gaussians
-    from keras_gauss.runs import write_run_info
+    from keras_gauss.run_format import write_run_info
 
     from keras_gauss.io import atomic_directory, check_output_dir
 

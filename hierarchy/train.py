@@ -1,7 +1,6 @@
 """Training and evaluating Gaussian embeddings of a hierarchy: WordNet nouns or verbs, or a user's own is-a pairs."""
 
 import dataclasses
-import importlib.util
 
 import numpy as np
 
@@ -9,6 +8,9 @@ from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
 from keras_gauss.hierarchy.benchmark_data import read_entailment
 from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+from keras_gauss.hierarchy.selection import BestEpoch
+from keras_gauss.hierarchy.selection import monitor_of
+from keras_gauss.hierarchy.selection import validation_scorer
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
@@ -21,12 +23,14 @@ class WordNetConfig:
     """Settings of a WordNet run (all saved in `metrics.json`).
 
     Defaults embed the full noun closure in 50-d diagonal Gaussians with one
-    shared table, the paper's KL energy and max-margin loss and
-    `SparseAdagrad`. Each positive edge gets five negatives (one side
-    replaced by a random node that is neither ancestor nor descendant of the
-    kept side, the paper's rule) plus its reversal, which teaches direction:
-    with one plain negative HyperLex and Baroni 2012 suffer
-    (`benchmarks/README.md` has the figures).
+    shared table, the containment energy (each specific Gaussian's one-sigma
+    box inside its general ones') and density order embeddings' thresholded
+    loss, and `SparseAdagrad`. Each positive edge gets ten negatives (one
+    side replaced by a random node that is neither ancestor nor descendant
+    of the kept side, the paper's rule). `energy="kl"` trains the paper's
+    KL energy with its max-margin loss, five negatives and the reversed
+    edge (`ENERGY_DEFAULTS`); containment scores better on every split and
+    on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -36,16 +40,33 @@ class WordNetConfig:
         include_lemmas: add word nodes linked to their synsets.
         dim: embedding dimension.
         covariance: `"diagonal"` or `"spherical"`.
-        epochs: passes over the training edges.
+        epochs: the most passes over the training edges (`None`: the
+            default of the split and dimension, `default_schedule`). With
+            validation edges, the run keeps the tables of the epoch with the
+            best validation score and stops after `patience` epochs without
+            improvement (`keras_gauss.hierarchy.selection.BestEpoch`).
+        patience: epochs without a better validation score before training
+            stops (`None`: the default of the split and dimension; 0: never
+            stop early, still keep the best epoch).
         batch_size: positive edges per step.
-        negatives: corrupted edges per positive.
-        reversed_negatives: also use each reversed edge as a negative.
+        negatives: corrupted edges per positive (`None`: 5 with KL, 10 with
+            containment).
+        reversed_negatives: also use each reversed edge as a negative
+            (`None`: with KL yes, with containment no).
         sibling_negatives: fraction (0 to 1) of the `negatives` whose general
             node is replaced by one of its siblings in the training closure
             (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.
+        energy: `"kl"` (the paper's `-KL(N_specific || N_general)`) or
+            `"containment"` (`keras_gauss.layers.ContainmentEnergy`: how far
+            the specific Gaussian's one-sigma box sticks out of the general
+            one's; nested boxes are transitive, so it infers the edges the
+            training edges imply). The run is scored and served with it.
+            `None`: containment, which beats KL on every split (`benchmarks/README.md`,
+            "Ganea et al.'s WordNet split").
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
-            order embeddings' thresholded divergence).
-        margin: margin of the loss.
+            order embeddings' thresholded divergence); `None`: ranking with
+            KL, threshold with containment.
+        margin: margin of the loss (`None`: 1 with KL, 0.25 with containment).
         threshold: divergence tolerance of the `"threshold"` loss.
         learning_rate: `SparseAdagrad` learning rate (the first step's).
         learning_rate_schedule: `"constant"` (default: `learning_rate` every
@@ -56,13 +77,27 @@ class WordNetConfig:
         max_variance: variance bound `M`.
         split: `"closure"` holds out closure edges that two training edges
             imply (Vendrov et al.); `"reduction"` holds out edges of the
-            transitive reduction, which no training edge implies.
+            transitive reduction, which no training edge implies; `"ganea"`
+            the split of Ganea et al. (2018): 5% + 5% of the non-basic edges
+            held out with ten negatives each, training = the transitive
+            reduction + `non_basic_percent` % of the non-basic edges, nothing
+            else (`keras_gauss.hierarchy.split.ganea_split`).
+        non_basic_percent: `--split ganea`: percent of the non-basic edges
+            trained on (the published 0, 10, 25, 50).
+        drop_root: a top node removed before splitting (Ganea et al. drop
+            `entity.n.01`); `None`: with `--split ganea` the root (`root`,
+            WordNet's `entity.n.01`, or an edges file's only top node), else
+            none; `"none"`: keep every node.
+        train_edges: a file of `child, parent` pairs trained exactly as
+            given (no closure added), with `val_edges` and `test_edges`
+            (`child, parent, label` lines) as the held-out parts
+            (`keras_gauss.hierarchy.given_split`); instead of `edges` and `split`.
+        val_edges: the validation pairs of `train_edges`.
+        test_edges: the test pairs of `train_edges`.
         val_size: held-out validation edges (count, or fraction of the
             eligible edges; `None`: the smaller of 4,000 and 10% of them);
             0 with `test_size` 0 trains on every edge.
         test_size: held-out test edges (count, fraction or `None`).
-        poincare_seconds: if > 0, also train gensim's `PoincareModel` (50-d)
-            on the same split for about this long and score it beside ours.
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
@@ -76,9 +111,9 @@ class WordNetConfig:
             neighbors`, the serving export). Training (the loss) is
             unchanged. 0 (default): the plain KL energy.
 
-    Example: the generality term, recorded in the config.
+    Example: the generality term of a KL run, recorded in the config.
 
-    >>> config = WordNetConfig(root="mammal.n.01", generality=0.1)
+    >>> config = WordNetConfig(root="mammal.n.01", energy="kl", generality=0.1)
     >>> config.validate()
     >>> config.generality
     0.1
@@ -94,13 +129,15 @@ class WordNetConfig:
     include_lemmas: bool = False
     dim: int = 50
     covariance: str = "diagonal"
-    epochs: int = 10
+    epochs: int | None = None
+    patience: int | None = None
     batch_size: int = 1024
-    negatives: int = 5
-    reversed_negatives: bool = True
+    negatives: int | None = None
+    reversed_negatives: bool | None = None
     sibling_negatives: float = 0.0
-    loss: str = "ranking"
-    margin: float = 1.0
+    energy: str | None = None
+    loss: str | None = None
+    margin: float | None = None
     threshold: float = 0.0
     learning_rate: float = 0.3
     learning_rate_schedule: str = "constant"
@@ -112,15 +149,33 @@ class WordNetConfig:
     test_size: float | None = None
     reconstruction_nodes: int | None = 2000
     seed: int = 0
-    poincare_seconds: float = 0.0
     generality: float = 0.0
+    non_basic_percent: float | None = None
+    drop_root: str | None = None
+    train_edges: str | None = None
+    val_edges: str | None = None
+    test_edges: str | None = None
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.runs import check_config
+        from keras_gauss.hierarchy.evaluate import check_energy
 
-        check_config(self, ("dim", "epochs", "batch_size", "negatives", "learning_rate",
+        if self.energy is not None:
+            check_energy(self.energy)
+        self._validate_split()
+        self.resolved()._validate()
+
+    def _validate(self):
+        from keras_gauss.checks import check_config
+
+        check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
+        for name in ("epochs", "patience"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < (1 if name == "epochs" else 0)):
+                raise ValueError(f"--{name} must be an integer >= {1 if name == 'epochs' else 0}, "
+                                 f"got {value!r}.")
         if self.learning_rate_schedule not in SCHEDULES:
             raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
                              f"got {self.learning_rate_schedule!r}.")
@@ -135,20 +190,124 @@ class WordNetConfig:
         if self.edges is not None and self.include_lemmas:
             raise ValueError("--lemmas adds WordNet words: it does not apply to --edges.")
         sizes = [0.0 if v is None else v for v in (self.val_size, self.test_size)]
-        if min(sizes) < 0 or self.threshold < 0 or self.poincare_seconds < 0:
-            raise ValueError("--val-size, --test-size, --threshold and --poincare-seconds must be >= 0.")
+        if min(sizes) < 0 or self.threshold < 0:
+            raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         from keras_gauss.hierarchy.evaluate import check_generality
 
         check_generality(self.generality, "--generality")
+        from keras_gauss.hierarchy.evaluate import check_energy
+
+        check_energy(self.energy, self.generality)
         if not 0 <= self.sibling_negatives <= 1:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
 
+    def _validate_split(self):
+        given = [self.train_edges, self.val_edges, self.test_edges]
+        if any(f is not None for f in given):
+            if any(f is None for f in given):
+                missing = [flag for flag, f in zip(("--train-edges", "--val-edges",
+                                                    "--test-edges"), given) if f is None]
+                raise ValueError(f"--train-edges, --val-edges and --test-edges go together: "
+                                 f"give {' and '.join(missing)} too.")
+            for flag, value in (("--edges", self.edges), ("--root", self.root),
+                                ("--drop-root", self.drop_root),
+                                ("--non-basic-percent", self.non_basic_percent),
+                                ("--val-size", self.val_size), ("--test-size", self.test_size)):
+                if value is not None:
+                    raise ValueError(f"{flag} does not apply to --train-edges (the files are "
+                                     "the split).")
+            if self.split != "closure":
+                raise ValueError(f"--split {self.split} does not apply to --train-edges "
+                                 "(the files are the split).")
+        if self.split == "ganea":
+            if self.non_basic_percent is None:
+                raise ValueError("--split ganea needs --non-basic-percent X: the percent of the "
+                                 "non-basic edges to train on (the published 0, 10, 25, 50).")
+            if isinstance(self.non_basic_percent, bool) or not isinstance(
+                    self.non_basic_percent, (int, float)) or not 0 <= self.non_basic_percent <= 90:
+                raise ValueError("--non-basic-percent must lie in [0, 90] (10% of the non-basic "
+                                 f"edges are held out), got {self.non_basic_percent!r}.")
+            for flag, value in (("--val-size", self.val_size), ("--test-size", self.test_size)):
+                if value is not None:
+                    raise ValueError(f"{flag} does not apply to --split ganea (it holds out 5% "
+                                     "+ 5% of the non-basic edges).")
+        elif self.non_basic_percent is not None:
+            raise ValueError("--non-basic-percent applies to --split ganea only.")
+        if self.drop_root is not None and self.include_lemmas:
+            raise ValueError("--drop-root does not apply with --lemmas (word nodes have no root).")
+
+    @property
+    def method(self):
+        """The split the run makes: `"given"` with `train_edges`, else `split`
+        (`None` without held-out edges)."""
+        if self.train_edges is not None:
+            return "given"
+        if self.split != "ganea" and self.val_size == 0:
+            return None
+        return self.split
+
+    def resolved(self):
+        """This config with every `None` default set: the energy (containment),
+        the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
+        `patience` by the split (`default_schedule`).
+
+        Example:
+
+        >>> config = WordNetConfig(split="ganea", non_basic_percent=25).resolved()
+        >>> config.energy, config.loss, config.margin, config.epochs
+        ('containment', 'threshold', 0.25, 200)
+        >>> WordNetConfig(energy="kl").resolved().loss
+        'ranking'
+        """
+        energy = self.energy or "containment"
+        values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
+                                       if getattr(self, k) is None}}
+        epochs, patience = default_schedule(self.method, self.dim)
+        if self.epochs is None:
+            values["epochs"] = epochs
+        if self.patience is None:
+            values["patience"] = patience
+        return dataclasses.replace(self, **values)
+
+
+def default_schedule(method, dim):
+    """`(epochs, patience)` by default for a split method and dimension.
+
+    Without held-out edges, and on the closure split: 10 epochs (keeping
+    the best on validation). The reduction split: up to 20, stopping after 5
+    without a better validation accuracy. `"ganea"` and given splits (the
+    model infers the held-out edges from the reduction; 5-d still gains at
+    200 epochs): up to 200, stopping after 20 without a better validation F1.
+
+    Example:
+
+    >>> default_schedule("ganea", 10)
+    (200, 20)
+    >>> default_schedule(None, 50)
+    (10, 0)
+    """
+    if method in ("ganea", "given"):
+        return 200, 20
+    if method == "reduction":
+        return 20, 5
+    return 10, 0
+
 
 SCHEDULES = ("constant", "linear", "cosine")
+# The loss settings each energy trains with unless told otherwise (chosen on
+# validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
+ENERGY_DEFAULTS = {
+    "kl": {"loss": "ranking", "margin": 1.0, "negatives": 5, "reversed_negatives": True},
+    "containment": {"loss": "threshold", "margin": 0.25, "negatives": 10,
+                    "reversed_negatives": False},
+}
+# Settings added after checkpoints were first written, as those checkpoints ran.
+NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": "kl"}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -194,7 +353,8 @@ def _size(value):
 
 
 def load_hierarchy(config):
-    """The hierarchy a config names: its `--edges` file, else WordNet.
+    """The hierarchy a config names: its `--train-edges` or `--edges` file, else
+    WordNet; without the root it drops (`drop_root`).
 
     Returns:
         `(hierarchy, source)`: `source` is a line saying where it came from.
@@ -206,18 +366,79 @@ def load_hierarchy(config):
     from keras_gauss.hierarchy import build_hierarchy
     from keras_gauss.hierarchy.edgefile import hierarchy_from_edge_file
 
+    if config.train_edges is not None:
+        given = _given(config)
+        return given.hierarchy, given.summary
     if config.edges is not None:
         hierarchy, edge_file = hierarchy_from_edge_file(config.edges, root=config.root)
-        return hierarchy, edge_file.summary()
-    hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas, pos=config.pos)
-    kind = {"n": "nouns", "v": "verbs"}[config.pos]
-    return hierarchy, f"WordNet 3.0 {kind}" + (f" under {config.root}" if config.root else "")
+        source = edge_file.summary()
+    else:
+        hierarchy = build_hierarchy(config.root, include_lemmas=config.include_lemmas,
+                                    pos=config.pos)
+        kind = {"n": "nouns", "v": "verbs"}[config.pos]
+        source = f"WordNet 3.0 {kind}" + (f" under {config.root}" if config.root else "")
+    root = root_to_drop(config, hierarchy)
+    if root is not None:
+        from keras_gauss.hierarchy.split import drop_root
+
+        hierarchy = drop_root(hierarchy, root)
+        source += f"; root {root} dropped: {hierarchy.num_nodes:,} nodes, {len(hierarchy.edges):,} closure edges"
+    return hierarchy, source
 
 
-def make_split(hierarchy, config):
-    """The split of a config (`None` when `val_size` is 0), and a line describing it."""
-    from keras_gauss.hierarchy.split import DEFAULT_HELD_OUT, split_edges
+def root_to_drop(config, hierarchy):
+    """The node `config.drop_root` removes (`None`: none): by default, with
+    `--split ganea`, the hierarchy's root (`--root`, WordNet nouns'
+    `entity.n.01`, or the only node without parents)."""
+    if config.drop_root is not None:
+        return None if config.drop_root == "none" else config.drop_root
+    if config.split != "ganea" or config.train_edges is not None:
+        return None
+    tops = np.flatnonzero(hierarchy.index.num_ancestors == 0)
+    if config.root is not None:
+        return config.root
+    if len(tops) == 1:
+        return hierarchy.nodes[int(tops[0])]
+    return None
 
+
+def _given(config):
+    from keras_gauss.hierarchy.given_split import read_given_split
+
+    return read_given_split(config.train_edges, config.val_edges, config.test_edges)
+
+
+def load_data(config):
+    """`(hierarchy, source, split, split_line)`: `load_hierarchy` and `make_split`
+    (a given split's files read once)."""
+    if config.train_edges is not None:
+        given = _given(config)
+        return given.hierarchy, given.summary, *make_split(given.hierarchy, config, given)
+    hierarchy, source = load_hierarchy(config)
+    return hierarchy, source, *make_split(hierarchy, config)
+
+
+def make_split(hierarchy, config, given=None):
+    """The split of a config (`None` without held-out edges), and a line
+    describing it (`given`: the `GivenSplit` of `--train-edges`, if read)."""
+    from keras_gauss.hierarchy.split import DEFAULT_HELD_OUT, ganea_split, split_edges
+
+    if config.train_edges is not None:
+        given = given or _given(config)
+        return given.split, ("held out: the labelled pairs of --val-edges and --test-edges; "
+                             "negatives of training avoid the closure of the training pairs")
+    if config.split == "ganea":
+        split = ganea_split(hierarchy, config.non_basic_percent, seed=config.seed)
+        extra = len(split.train) - split.num_basic
+        line = (f"--split ganea --non-basic-percent {config.non_basic_percent:g}: training = the "
+                f"{split.num_basic:,} basic edges (transitive reduction) + {extra:,} of the "
+                f"{split.eligible:,} non-basic edges; held out: {len(split.val):,} validation + "
+                f"{len(split.test):,} test non-basic edges (5% + 5%), with {len(split.val_neg):,} + "
+                f"{len(split.test_neg):,} negatives (5 a side: child or parent corrupted, none in "
+                "the closure). Not added to training: the other non-basic edges, i.e. no closure "
+                "of the training edges (their closure is every edge: a lookup in it scores 1.0); "
+                "negatives of training avoid it")
+        return split, line
     if config.val_size == 0:
         return None, f"no held-out edges: training on all {len(hierarchy.edges):,}"
     split = split_edges(hierarchy, val_size=_size(config.val_size),
@@ -245,33 +466,27 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, hierarchy, poincare_seconds=0.0, seed=0,
-                   generality=0.0):
+def evaluate_split(split, means, variances, generality=0.0, energy="kl"):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with
-    `generality > 0`, the generality term (`evaluate.edge_scores`).
+    `generality > 0`, the generality term, or the containment energy
+    (`energy`; `evaluate.edge_scores`).
 
     Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
-    "depth_difference"[, "poincare"]}`, each scorer's entry as
+    "depth_difference"}`, each scorer's entry as
     `keras_gauss.hierarchy.evaluate.split_classification` gives it.
     """
     from keras_gauss.hierarchy import evaluate
 
     parts = split.parts()
     known = split.train_index
-    result = {"split": split.method, "eligible": split.eligible,
+    result = {"split": split.method, "eligible": split.eligible, "energy": energy,
               "sizes": {name: [int(len(pos)), int(len(neg))] for name, (pos, neg) in parts.items()},
               "model": evaluate.split_classification(
-                  parts, evaluate.kl_scorer(means, variances, generality)),
+                  parts, evaluate.kl_scorer(means, variances, generality, energy)),
               "closure_lookup": evaluate.split_classification(parts, evaluate.lookup_scorer(known)),
               "depth_difference": evaluate.split_classification(parts, evaluate.depth_scorer(known))}
-    if poincare_seconds > 0:
-        from keras_gauss.hierarchy.poincare import train_poincare
-
-        score, info = train_poincare(split.train, hierarchy.nodes, seconds=poincare_seconds,
-                                     seed=seed)
-        result["poincare"] = {**evaluate.split_classification(parts, score), "training": info}
     return result
 
 
@@ -332,6 +547,7 @@ def shard_edges(config, edges, known, job, epoch, steps):
     """
     from keras_gauss.hierarchy import make_dataset
 
+    config = config.resolved()
     local = config.batch_size // job.num_processes
     data = make_dataset(edges[job.process_id::job.num_processes], known=known,
                         batch_size=local, negatives=config.negatives,
@@ -353,13 +569,15 @@ def hierarchy_model(config, num_nodes, k, total_steps=1):
     """
     import keras
 
+    config = config.resolved()
+
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.losses import MaxMarginRanking
     from keras_gauss.losses import ThresholdedDivergence
     from keras_gauss.optimizers import SparseAdagrad
 
     model = build_kl_model(
-        num_nodes, config.dim, negatives=k, covariance=config.covariance,
+        num_nodes, config.dim, negatives=k, covariance=config.covariance, energy=config.energy,
         max_norm=config.max_norm, min_variance=config.min_variance,
         max_variance=config.max_variance,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
@@ -384,8 +602,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     training edges and every evaluation part as node names, see
     `write_split`) and `metrics.json` (test/val accuracy with the threshold
     chosen on validation; `evaluation`: every kind of negatives scored by the
-    model, the closure lookup and depth difference baselines and, with
-    `poincare_seconds`, gensim's Poincaré model; reconstruction mean rank and
+    model, the closure lookup and depth difference baselines; reconstruction mean rank and
     MAP, HyperLex and Baroni 2012 scores when their files are given,
     `train_seconds`, and the config), and last the marker of a run of ours
     (`.keras-gauss`). It is a `keras_gauss.job.Job` with `HierarchyEngine`:
@@ -441,25 +658,25 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     """
     def check():  # every setting, before anything is read or imported
         config.validate()
-        if config.poincare_seconds > 0 and importlib.util.find_spec("gensim") is None:
-            raise ValueError("--poincare-seconds trains gensim's PoincareModel: pip install "
-                             "gensim.")
         # The benchmark files too: a malformed one fails before training.
         if hyperlex is not None:
             read_hyperlex(hyperlex)
         if entailment is not None:
             read_entailment(entailment)
 
+    config = config.resolved()  # the default energy, loss, epochs and patience
     # What the checkpoint must match: every setting of training. The
     # generality term only scores the trained tables, so a run may be resumed
     # with another --generality (and from a checkpoint written before it).
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}
     job = Job("hierarchy", out_dir, settings, check=check,
-              data_name="hierarchy" if config.edges is None else f"hierarchy of {config.edges}",
+              data_name=("hierarchy" if config.edges is None and config.train_edges is None
+                         else f"hierarchy of {config.edges or config.train_edges}"),
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
-              # Checkpoints written before --learning-rate-schedule trained with a constant rate.
-              defaults={"learning_rate_schedule": "constant"})
+              # Checkpoints written before --learning-rate-schedule trained with a
+              # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
+              defaults={"learning_rate_schedule": "constant", **NEW_SETTINGS})
     return job.run(lambda state: [HierarchyEngine(config, hyperlex, entailment)])
 
 
@@ -507,8 +724,7 @@ class HierarchyEngine(Engine):
         what = config.edges or "WordNet ({})".format(
             config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
         preparing = Phase(f"preparing {what}", job.verbose)
-        self.hierarchy, source = load_hierarchy(config)
-        self.split, split_line = make_split(self.hierarchy, config)
+        self.hierarchy, source, self.split, split_line = load_data(config)
         self.train_edges, self.known = training_edges(self.hierarchy, self.split)
         edges = len(self.train_edges)
         if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:
@@ -533,13 +749,23 @@ class HierarchyEngine(Engine):
 
     def build(self, job, arrays):
         """The compiled model and its trainer, the checkpoint's tables and
-        optimizer state restored."""
+        optimizer state restored; with held-out edges on one process, the
+        best-epoch selection (`BestEpoch`, its checkpointed state restored)."""
         import keras
 
         from keras_gauss.checkpoint import restore_model
         from keras_gauss.hierarchy.model import FusedKLTrainer
 
         config = self.config
+        self.selection = None
+        if self.split is not None and job.distribution.num_processes == 1:
+            monitor = monitor_of(self.split.method)
+            self.selection = BestEpoch(config.patience or None, monitor=monitor,
+                                       # the trained energy: the generality term only rescores
+                                       score=validation_scorer(self.split, monitor, 0.0,
+                                                               config.energy))
+            if arrays is not None:
+                self.selection.restore(job.state.get("selection"), arrays)
         k = config.negatives + int(config.reversed_negatives)
         with job.distribution.scope():  # build, compile and fit in the distribution's scope
             self.model = model = hierarchy_model(config, self.hierarchy.num_nodes, k,
@@ -549,13 +775,20 @@ class HierarchyEngine(Engine):
             # step); the trainer shares `model`'s table and optimizer.
             self.trainer = model
             # (Not under a distribution: the fused op writes the tables itself.)
-            if (config.loss == "ranking" and keras.backend.backend() == "tensorflow"
+            if (config.loss == "ranking" and config.energy == "kl"
+                    and keras.backend.backend() == "tensorflow"
                     and not job.distribution.active):
                 self.trainer = FusedKLTrainer(model, margin=config.margin)
                 self.trainer.compile(optimizer=optimizer)
             if job.verbose:
+                epochs, selection = f"{config.epochs} epochs", self.selection
+                if selection is not None:
+                    epochs = (f"at most {config.epochs} epochs, keeping the best "
+                              f"{selection.monitor}"
+                              + (f", stopping after {selection.patience} without a better one"
+                                 if selection.patience else ""))
                 print(f"{self.hierarchy.num_nodes:,} nodes, {len(self.train_edges):,} training "
-                      f"edges, {config.dim}-d {config.covariance}, {config.epochs} epochs")
+                      f"edges, {config.dim}-d {config.covariance}, {epochs}")
             optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, optimizer, arrays)
@@ -579,7 +812,9 @@ class HierarchyEngine(Engine):
         return distribution.local_batches(data, config.batch_size)
 
     def train(self, job):
-        """The epochs through `fit`, a checkpoint between two steps when due."""
+        """The epochs through `fit`, a checkpoint between two steps when due;
+        with a selection, stopping on its patience and ending with the best
+        epoch's tables."""
         import keras
 
         from keras_gauss.callbacks import FiniteLoss
@@ -590,7 +825,11 @@ class HierarchyEngine(Engine):
         config, state = self.config, job.state
         self.losses = losses = list(state.get("losses", []))
         first = (state.get("epoch", 0), state.get("step", 0))
-        saving = fit_checkpoint(job.checkpointer, self.model, self.trainer, first, job.arrays,
+        checkpointer, callbacks = job.checkpointer, []
+        if self.selection is not None:  # its state travels with the checkpoints
+            checkpointer = checkpointer and self.selection.wrap(checkpointer)
+            callbacks = [self.selection.callback(self.model, self.trainer)]
+        saving = fit_checkpoint(checkpointer, self.model, self.trainer, first, job.arrays,
                                 lambda: {"losses": list(losses), "train_seconds": job.elapsed()})
         record = keras.callbacks.LambdaCallback(
             on_epoch_end=lambda epoch, logs: losses.append(float(logs["loss"])))
@@ -599,8 +838,11 @@ class HierarchyEngine(Engine):
                                                epoch_size=len(self.train_edges))
         with job.distribution.scope():
             fit_by_epoch(self.trainer, lambda epoch: self.epoch_dataset(job, epoch),
-                         config.epochs, [saving, progress, FiniteLoss(), record], start=first)
+                         config.epochs, [saving, progress, FiniteLoss(), record, *callbacks],
+                         start=first)
         self.train_seconds = job.elapsed()
+        if self.selection is not None:
+            self.selection.restore_best(self.model)
 
     def metrics(self, job):
         """Training figures, and on process 0 the evaluation: held-out edges
@@ -613,10 +855,12 @@ class HierarchyEngine(Engine):
         means = table.means.numpy()
         variances = np.broadcast_to(table.variances.numpy(), means.shape)
         metrics = {"train_seconds": self.train_seconds,
-                   "seconds_per_epoch": self.train_seconds / config.epochs,
+                   "seconds_per_epoch": self.train_seconds / max(len(self.losses), 1),
                    "final_loss": self.losses[-1],
                    "num_nodes": hierarchy.num_nodes,
                    "num_train_edges": int(len(train_edges))}
+        if self.selection is not None:
+            metrics["selection"] = self.selection.summary()
         if distribution.active:
             metrics["distribution"] = job.distribution_info()
         if self.steps is not None:  # what each process trained on, and the steps they took
@@ -634,31 +878,32 @@ class HierarchyEngine(Engine):
         if split is not None:
             result = evaluate.classification(split.val, split.val_neg, split.test,
                                              split.test_neg, means, variances,
-                                             generality=config.generality)
+                                             generality=config.generality, energy=config.energy)
             metrics.update({key: result[key] for key in
-                            ("test_accuracy", "val_accuracy", "threshold")})
-            metrics["evaluation"] = evaluate_split(split, means, variances, hierarchy,
-                                                   config.poincare_seconds, config.seed,
-                                                   config.generality)
+                            ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
+                             "f1_threshold", "test_auc")})
+            metrics["evaluation"] = evaluate_split(split, means, variances,
+                                                   config.generality, config.energy)
             for kind in ("reversed", "sibling"):
                 if kind in metrics["evaluation"]["model"]:
                     metrics[f"test_{kind}_accuracy"] = \
                         metrics["evaluation"]["model"][kind]["test_accuracy"]
         recon = evaluate.reconstruction(hierarchy, means, variances,
                                         max_nodes=config.reconstruction_nodes, seed=config.seed,
-                                        generality=config.generality)
+                                        generality=config.generality, energy=config.energy)
         metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
                         "reconstruction_queries": recon["num_queries"]})
         if self.hyperlex is not None:
             result = evaluate.hyperlex_spearman(self.hyperlex, hierarchy, means, variances,
-                                                generality=config.generality)
+                                                generality=config.generality,
+                                                energy=config.energy)
             metrics.update({"hyperlex_spearman": result["spearman"],
                             "hyperlex_coverage": result["coverage"]})
             if result["undefined"]:
                 metrics["hyperlex_undefined"] = result["undefined"]
         if self.entailment is not None:
             result = evaluate.baroni2012(self.entailment, hierarchy, means, variances,
-                                         generality=config.generality)
+                                         generality=config.generality, energy=config.energy)
             metrics.update({"baroni2012_ap": result["ap"],
                             "baroni2012_best_f1": result["best_f1"],
                             "baroni2012_coverage": result["coverage"]})
@@ -673,10 +918,12 @@ class HierarchyEngine(Engine):
         (directory / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         if self.split is not None:
             write_split(directory / "split", self.split, hierarchy.nodes)
-        return {"kind": "wordnet" if config.edges is None else "hierarchy", "energy": "kl",
+        source = ({"edges": str(config.edges)} if config.edges else
+                  {"train_edges": str(config.train_edges)} if config.train_edges else
+                  {"pos": config.pos})
+        return {"kind": "wordnet" if "pos" in source else "hierarchy", "energy": config.energy,
                 "table": "nodes", "vocabulary": "nodes.tsv", "root": config.root,
-                "generality": config.generality,
-                **({"edges": str(config.edges)} if config.edges else {"pos": config.pos})}
+                "generality": config.generality, **source}
 
 
 train_hierarchy = train_wordnet

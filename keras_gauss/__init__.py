@@ -16,6 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # subpackages `keras_gauss.hierarchy` and `keras_gauss.pipelines`, and the
 # `keras-gauss` command start without importing TensorFlow or Keras.
 _EXPORTS = {
+    "ContainmentEnergy": "keras_gauss.layers",
     "ELEnergy": "keras_gauss.layers",
     "GaussianModel": "keras_gauss.models",
     "GaussianEmbedding": "keras_gauss.layers",

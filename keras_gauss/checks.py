@@ -4,7 +4,9 @@ Every float setting is checked when it is given: a NaN or an infinity never
 gets into a table, and a message names the setting.
 """
 
+import dataclasses
 import math
+import os
 
 import numpy as np
 
@@ -146,3 +148,64 @@ def check_model_finite(model):
                 raise TrainingDivergedError(
                     f"training diverged: {error} No run was written; try a lower "
                     "--learning-rate.") from None
+
+
+INT32_MAX = 2**31 - 1
+
+
+def check_config(config, positive):
+    """Validates the settings every trainer shares; errors name the flag.
+
+    Every number must be finite (and an integer field at most 2^31 - 1),
+    the fields in `positive` `> 0`, and `min_variance <= max_variance`.
+
+    Args:
+        config: a config dataclass with `min_variance`, `max_variance` and
+            `covariance` fields.
+        positive: names of fields that must be `> 0`.
+
+    Raises:
+        ValueError: naming the first bad setting as its command-line flag.
+    """
+    def flag(name):
+        return f"--{name.replace('_', '-')}"
+
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        try:
+            if isinstance(value, (int, np.integer)):
+                check_number(value, flag(field.name), integer=True, at_most=INT32_MAX)
+            else:
+                check_number(value, flag(field.name))
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+    for name in positive:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not value > 0:
+            raise ValueError(f"{flag(name)} must be > 0, got {value}.")
+    if config.min_variance > config.max_variance:
+        raise ValueError(
+            f"--min-variance ({config.min_variance}) must not exceed "
+            f"--max-variance ({config.max_variance})."
+        )
+    if config.covariance not in ("diagonal", "spherical"):
+        raise ValueError(
+            f"--covariance must be 'diagonal' or 'spherical', got {config.covariance!r}."
+        )
+
+
+def check_table_memory(rows, dim, tables, what="--dim"):
+    """Raises `ValueError` when `tables` float32 tables of `rows x dim` with
+    their AdaGrad accumulators (and the variances') cannot fit in memory."""
+    need = 4 * 4 * rows * dim * tables  # means + variances, each with an accumulator
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return
+    if need > total:
+        raise ValueError(
+            f"{what} {dim}: {tables} table(s) of {rows:,} rows need "
+            f"{need / 2**30:.1f} GiB, more than this machine's {total / 2**30:.1f} GiB "
+            "of memory.")

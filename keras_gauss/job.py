@@ -83,9 +83,9 @@ from keras_gauss.io import OutputClaim
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_writable
 from keras_gauss.io import output_content
-from keras_gauss.runs import check_table_memory
-from keras_gauss.runs import jsonable
-from keras_gauss.runs import write_run_info
+from keras_gauss.checks import check_table_memory
+from keras_gauss.run_format import jsonable
+from keras_gauss.run_format import write_run_info
 
 
 class Digest:
@@ -192,7 +192,7 @@ class Engine:
     def write(self, job, directory):
         """Writes the engine's run files into `directory` (the job adds
         `metrics.json`, `run.json` and the marker); returns `run.json`'s
-        entries (`keras_gauss.runs.write_run_info`)."""
+        entries (`keras_gauss.run_format.write_run_info`)."""
         raise NotImplementedError
 
 

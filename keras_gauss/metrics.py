@@ -2,7 +2,9 @@
 
 * `threshold_classification`: accuracy with one score threshold chosen
   on validation pairs (the held-out edge protocol of Vendrov et al., 2016).
-* `average_precision`, `best_f1`: ranking metrics of scored,
+* `threshold_f1`: F1 with the threshold chosen on validation pairs
+  (the WordNet protocol of Ganea et al., 2018).
+* `average_precision`, `best_f1`, `roc_auc`: ranking metrics of scored,
   labelled items (lexical entailment, Baroni et al., 2012).
 """
 
@@ -12,7 +14,7 @@ import math
 
 import numpy as np
 
-__all__ = ["average_precision", "best_f1", "threshold_classification"]
+__all__ = ["average_precision", "best_f1", "roc_auc", "threshold_classification", "threshold_f1"]
 
 
 def threshold_classification(val_pos_scores, val_neg_scores, test_pos_scores, test_neg_scores) -> dict:
@@ -93,8 +95,8 @@ def _ranking_stats(scores: np.ndarray, relevant: np.ndarray, ignore: np.ndarray)
     `(ap, rank_sum, num_relevant)` per row where `ap` is the average
     precision of ranking all non-ignored entries (ties as in scikit-learn: all
     tied entries share the precision at the end of their group) and `rank_sum`
-    sums, over the relevant entries, ``1 + #negatives scored higher + #negatives
-    tied / 2``, the (mid-)rank among itself and the non-relevant entries.
+    sums, over the relevant entries, `1 + #negatives scored higher + #negatives
+    tied / 2`, the (mid-)rank among itself and the non-relevant entries.
     """
     b, n = scores.shape
     order = np.argsort(-scores, axis=1, kind="stable")
@@ -182,3 +184,79 @@ def best_f1(labels, scores) -> tuple[float, float]:
     f1 = 2.0 * tp / (predicted + num_pos)  # 2TP / (2TP + FP + FN)
     k = int(np.argmax(f1))  # on a tie, the highest threshold
     return float(f1[k]), float(s[is_end][k])
+
+
+def threshold_f1(val_pos_scores, val_neg_scores, test_pos_scores, test_neg_scores) -> dict:
+    """F1 of the positives with the threshold that maximises validation F1.
+
+    The protocol of Ganea et al. (2018) and order embeddings: the threshold
+    is chosen on the validation pairs only (`best_f1`: a pair is
+    predicted positive iff `score >= threshold`) and applied to the test
+    pairs.
+
+    Args:
+        val_pos_scores: Scores of the positive validation pairs.
+        val_neg_scores: Scores of the negative validation pairs.
+        test_pos_scores: Scores of the positive test pairs.
+        test_neg_scores: Scores of the negative test pairs.
+
+    Returns:
+        `{"f1_threshold", "val_f1", "test_f1", "test_precision", "test_recall"}`
+        (`nan` where undefined: no positive, or nothing predicted positive).
+
+    Raises:
+        ValueError: If there is no positive validation score or a score is NaN.
+
+    Example:
+        >>> r = threshold_f1([3.0, 1.0], [2.0, 0.0], [1.5, 0.5], [1.2, 0.2])
+        >>> r["f1_threshold"], r["val_f1"], r["test_f1"]  # 1.0 beats 3.0 on validation
+        (1.0, 0.8, 0.5)
+    """
+    val_pos, val_neg, test_pos, test_neg = (
+        np.asarray(x, dtype=np.float64).ravel()
+        for x in (val_pos_scores, val_neg_scores, test_pos_scores, test_neg_scores)
+    )
+    if not len(val_pos):
+        raise ValueError("no positive validation scores to choose a threshold on")
+    if np.isnan(test_pos).any() or np.isnan(test_neg).any():
+        raise ValueError("scores must not be NaN")
+    labels = np.concatenate([np.ones(len(val_pos), bool), np.zeros(len(val_neg), bool)])
+    val_f1, threshold = best_f1(labels, np.concatenate([val_pos, val_neg]))
+    tp = int((test_pos >= threshold).sum())
+    predicted = tp + int((test_neg >= threshold).sum())
+    precision = tp / predicted if predicted else math.nan
+    recall = tp / len(test_pos) if len(test_pos) else math.nan
+    f1 = 2.0 * tp / (predicted + len(test_pos)) if predicted + len(test_pos) else math.nan
+    return {"f1_threshold": threshold, "val_f1": val_f1, "test_f1": float(f1),
+            "test_precision": precision, "test_recall": recall}
+
+
+def roc_auc(labels, scores) -> float:
+    """Area under the ROC curve: the chance that a random positive outscores a random
+    negative, ties counted half (the Mann-Whitney statistic, as scikit-learn's
+    `roc_auc_score`).
+
+    Args:
+        labels: Booleans (or 0/1), `True` for the positives.
+        scores: Scores, higher = more likely positive; no NaN.
+
+    Returns:
+        The AUC, or `nan` without positives or without negatives.
+
+    Example:
+        >>> roc_auc([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1])  # 3 of the 4 pairs ordered
+        0.75
+    """
+    labels, scores = _labels_and_scores(labels, scores)
+    num_pos, num_neg = int(labels.sum()), int((~labels).sum())
+    if not num_pos or not num_neg:
+        return math.nan
+    order = np.argsort(scores, kind="stable")
+    s = scores[order]
+    first = np.concatenate([[True], s[1:] != s[:-1]])
+    group = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], len(s))
+    ranks = np.empty(len(s))
+    ranks[order] = ((starts + ends - 1) / 2.0 + 1.0)[group]  # average ranks, 1-based
+    return float((ranks[labels].sum() - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))

@@ -1,21 +1,6 @@
-"""The run directory format shared by the trainers, evaluation and export.
-
-A run directory holds:
-
-- `model.keras`: the trained Keras model;
-- a vocabulary file, one entry a line in table order: `word` or
-  `word<TAB>count`;
-- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": "kl" | "el",
-  "table": <name of the GaussianEmbedding layer that embeds the vocabulary
-  for queries and serving>, "vocabulary": <file name>, ...}`;
-- optionally `metrics.json` (training metrics and config; for hierarchy
-  runs with validation edges, `threshold`: the energy above which a pair is
-  predicted is-a, chosen on the validation edges);
-- `.keras-gauss`, the marker that makes the directory a run of ours
-  (`keras_gauss.io`), written last.
-
-`load_run(DIR)` returns a `Run`, which answers queries with numpy:
-`run.energy(a, b)`, `run.neighbors(x, by=..., k=...)`, `run.is_a(a, b)`.
+"""Loaded runs: `load_run(DIR)` returns a `Run`, which answers queries with
+numpy: `run.energy(a, b)`, `run.neighbors(x, by=..., k=...)`, `run.is_a(a, b)`.
+The files are `keras_gauss.run_format`'s.
 
 KL direction: `energy(query, candidate) = -KL(N_query || N_candidate)`, high
 when the query lies inside the candidate, i.e. "query is-a candidate"
@@ -23,12 +8,12 @@ when the query lies inside the candidate, i.e. "query is-a candidate"
 `--generality BETA` (`run.json`: `"generality": BETA`) adds the generality
 term `BETA * (log det Sigma_candidate - log det Sigma_query)` to that energy,
 in `energy`, `neighbors`, `is_a` and the serving export alike; a run without
-the entry uses 0.
+the entry uses 0. A hierarchy run trained with `--energy containment` scores
+`energy(query, candidate) = -sum_d max(0, |mu_q - mu_c| + sigma_q -
+sigma_c)^2` (`keras_gauss.layers.containment_energy`): 0 when the query's
+one-sigma box lies inside the candidate's.
 """
 
-import dataclasses
-import json
-import math
 import os
 from pathlib import Path
 
@@ -36,9 +21,16 @@ import numpy as np
 
 from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import check_input_file
-from keras_gauss.inputs import read_text
-
-RUN_FILE = "run.json"
+from keras_gauss.numpy_ops import containment_rank
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import ENERGY_NAMES
+from keras_gauss.run_format import HIERARCHY_ENERGIES
+from keras_gauss.run_format import RUN_FILE
+from keras_gauss.run_format import DamagedRunError
+from keras_gauss.run_format import generality_of
+from keras_gauss.run_format import read_json
+from keras_gauss.run_format import read_vocabulary
+from keras_gauss.run_format import write_run_info  # noqa: F401 - Run's example writes a run
 
 
 class UnknownWordError(KeyError):
@@ -71,7 +63,7 @@ class Run:
         words: vocabulary entries in table order.
         counts: corpus counts (`None` when the vocabulary has none).
         kind: `"wordnet"`, `"hierarchy"` or `"corpus"`.
-        energy_name: `"kl"` or `"el"` (`energy` is the method).
+        energy_name: `"kl"`, `"el"` or `"containment"` (`energy` is the method).
         table: the `GaussianEmbedding` layer of the vocabulary.
         info: the whole `run.json`.
         metrics: `metrics.json`, or `{}`.
@@ -112,7 +104,7 @@ class Run:
 
     def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
         self.path = path
-        self.generality = _generality(info) if energy == "kl" else 0.0
+        self.generality = generality_of(info) if energy == "kl" else 0.0
         self.model = model
         self.words = words
         self.counts = counts
@@ -206,7 +198,9 @@ class Run:
         KL runs: `energy(query, candidate) = -KL(N_query || N_candidate)`,
         high (near 0) when the query lies inside the candidate ("query is-a
         candidate"), plus `generality * (log det Sigma_candidate - log det
-        Sigma_query)` for a run trained with `--generality`. EL runs: the log expected-likelihood kernel
+        Sigma_query)` for a run trained with `--generality`. Containment
+        runs: `-sum_d max(0, |mu_q - mu_c| + sigma_q - sigma_c)^2`, 0 when
+        the query's one-sigma box lies inside the candidate's. EL runs: the log expected-likelihood kernel
         `log N(0; mu_a - mu_b, Sigma_a + Sigma_b)` (with the `-d/2 log 2 pi`
         term when the model's `ELEnergy` keeps it). Computed with numpy in
         float64 from the query table on both sides.
@@ -237,9 +231,7 @@ class Run:
     def _include_constant(self):
         if self.energy_name != "el":
             return False
-        from keras_gauss.export.serving import _el_include_constant
-
-        return _el_include_constant(self.model)
+        return el_include_constant(self.model)
 
     def neighbors(self, x, by=None, k=10):
         """The `k` entries nearest to `x`, `x` itself left out.
@@ -248,7 +240,11 @@ class Run:
             x: a vocabulary entry.
             by: `"energy"` (highest `energy(x, candidate)` first, as the
                 serving `neighbors` signature ranks them: with KL, what `x`
-                most plausibly is-a), `"similarity"` (cosine between means,
+                most plausibly is-a; with containment, the boxes that hold
+                `x` (energy at least the run's threshold, else 0) smallest
+                first, so the nearest hypernyms lead, then the others by
+                energy: `containment_rank`),
+                `"similarity"` (cosine between means,
                 most similar first) or `"variance"` (the `k` most similar by
                 cosine, broadest first: the paper's specificity table).
                 Default: `"energy"` for hierarchy runs, `"similarity"` for
@@ -283,7 +279,11 @@ class Run:
             scores = mean64 @ mean64[i] / (norms * norms[i])
         scores[i] = -np.inf
         k = min(int(k), len(scores) - 1)
-        top = np.argsort(-scores, kind="stable")[:k]
+        if by == "energy" and self.energy_name == "containment":
+            key = containment_rank(scores, self.log_det(), self.threshold or 0.0)
+            top = np.argsort(-key, kind="stable")[:k]
+        else:
+            top = np.argsort(-scores, kind="stable")[:k]
         if by == "variance":
             log_det = self.log_det()
             top = top[np.argsort(-log_det[top], kind="stable")]
@@ -313,14 +313,15 @@ class Run:
             A bool for two words, else a bool array.
 
         Raises:
-            ValueError: not a KL hierarchy run, or no threshold recorded (a
-                run trained with `--val-size 0`) and none given.
+            ValueError: not a KL or containment hierarchy run, or no
+                threshold recorded (a run trained with `--val-size 0`) and
+                none given.
             UnknownWordError: a word is not in the vocabulary.
 
         Example: see `Run`.
         """
-        if self.energy_name != "kl":
-            raise ValueError(f"is_a needs a KL run; {self.path} uses "
+        if self.energy_name not in HIERARCHY_ENERGIES:
+            raise ValueError(f"is_a needs a KL or containment run; {self.path} uses "
                              f"{self.energy_name.upper()} energy.")
         if threshold is None:
             threshold = self.threshold
@@ -330,18 +331,6 @@ class Run:
                     "(trained without validation edges); pass threshold=.")
         values = self.energy(a, b)
         return bool(values >= threshold) if np.ndim(values) == 0 else values >= threshold
-
-
-def _generality(info, where=RUN_FILE):
-    """`run.json`'s generality weight (0 when absent); `DamagedRunError` if not finite `>= 0`."""
-    value = info.get("generality", 0.0)
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
-        raise DamagedRunError(f"{where}: 'generality' must be a finite number >= 0, "
-                              f"got {value!r}.")
-    return float(value)
 
 
 def _lemma(name):
@@ -355,128 +344,6 @@ def _lemma(name):
 def _listing(words, limit=8):
     shown = ", ".join(words[:limit])
     return shown + (f" (and {len(words) - limit} more)" if len(words) > limit else "")
-
-
-def generality_term(var_specific, var_general, beta):
-    """The generality term of a hierarchy energy: `beta * (log det Sigma_general -
-    log det Sigma_specific)`, in the dtype of the variances.
-
-    Added to `-KL(N_specific || N_general)` by a run trained with
-    `--generality BETA`: "specific is-a general" gains when the general side
-    is broader, and the reversed pair loses as much.
-
-    Args:
-        var_specific, var_general: `(..., d)` diagonal variances (> 0).
-        beta: the weight (`>= 0`).
-
-    Returns:
-        `(...)` array.
-
-    Example:
-
-    >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
-    1.0
-    """
-    return beta * (np.log(var_general).sum(axis=-1) - np.log(var_specific).sum(axis=-1))
-
-
-def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
-                generality=0.0):
-    """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
-
-    Args:
-        energy: `"kl"` (`-KL(N_a || N_b)`) or `"el"` (log expected
-            likelihood).
-        mean_a, var_a: `(..., d)` means and variances of the first side.
-        mean_b, var_b: `(..., d)` of the second side.
-        include_constant: EL's `-d/2 log 2 pi` term.
-        generality: with `"kl"`, the weight `beta >= 0` of the generality
-            term `beta * (log det Sigma_b - log det Sigma_a)` added to the
-            energy ("a is-a b" gains when `b` is broader); default 0.
-
-    Returns:
-        `(...)` float64 energies.
-
-    Example:
-
-    >>> float(pair_energy("kl", [0.0], [1.0], [1.0], [1.0]))
-    -0.5
-    >>> round(float(pair_energy("kl", [0.0], [1.0], [0.0], [4.0], generality=0.5)), 4)
-    0.375
-    """
-    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
-                                    for v in (mean_a, var_a, mean_b, var_b))
-    diff = mean_b - mean_a
-    if energy == "kl":
-        ratio = var_a / var_b
-        value = -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
-        if generality:
-            value = value + generality_term(var_a, var_b, generality)
-        return value
-    if energy == "el":
-        total = var_a + var_b
-        value = -0.5 * np.sum(np.log(total) + np.square(diff) / total, axis=-1)
-        if include_constant:
-            value = value - 0.5 * diff.shape[-1] * math.log(2 * math.pi)
-        return value
-    raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
-
-
-def write_run_info(directory, kind, energy, table, vocabulary, **extra):
-    """Writes `run.json` into `directory` (see the module docstring)."""
-    if energy not in ("kl", "el"):  # keras_gauss.layers.ENERGIES, without importing Keras
-        raise ValueError(f"energy must be 'kl' or 'el', got {energy!r}.")
-    info = {"kind": kind, "energy": energy, "table": table,
-            "vocabulary": vocabulary, "format": 1, **extra}
-    (Path(directory) / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
-
-
-class DamagedRunError(ValueError):
-    """A run file is unreadable or inconsistent; the message names the file."""
-
-
-def read_vocabulary(path):
-    """Reads a vocabulary file: `(words, counts or None)`.
-
-    Raises:
-        DamagedRunError: not UTF-8 text, or a count that is not an integer
-            (naming the file and line).
-    """
-    words, counts = [], []
-    text = _read_run_file(path)
-    lines = text.split("\n")  # not splitlines: a word may hold \r, \x1c, ...
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        word, _, count = line.rpartition("\t") if "\t" in line else (line, "", "")
-        words.append(word)
-        try:
-            counts.append(int(count) if count else None)
-        except ValueError:
-            raise DamagedRunError(f"{path}, line {number}: the count {count!r} is not "
-                                  "an integer.") from None
-    has_counts = bool(counts) and all(c is not None for c in counts)
-    return words, (np.array(counts, dtype=np.int64) if has_counts else None)
-
-
-def _read_run_file(path):
-    """The text of a run file; `DamagedRunError` for a FIFO, device or
-    directory (never opened for reading), a NUL byte or invalid UTF-8."""
-    try:
-        return read_text(path)
-    except InputFileError as error:
-        raise DamagedRunError(str(error)) from None
-
-
-def _read_json(path):
-    try:
-        value = json.loads(_read_run_file(path))
-    except json.JSONDecodeError as error:
-        raise DamagedRunError(f"{path}: not valid JSON ({error}).") from None
-    if not isinstance(value, dict):
-        raise DamagedRunError(f"{path}: expected a JSON object, got "
-                              f"{type(value).__name__}.")
-    return value
 
 
 def _load_model(path):
@@ -541,14 +408,14 @@ def load_run(run_dir):
             "create one with `keras-gauss train-wordnet` or `train-corpus`)."
         )
     info_path = run_dir / RUN_FILE
-    info = _read_json(info_path)
+    info = read_json(info_path)
     for key in ("kind", "energy", "table", "vocabulary"):
         if not isinstance(info.get(key), str) or not info[key]:
             raise DamagedRunError(f"{info_path}: {key!r} is missing or not a string.")
-    if info["energy"] not in ("kl", "el"):
-        raise DamagedRunError(f"{info_path}: energy must be 'kl' or 'el', got "
-                              f"{info['energy']!r}.")
-    _generality(info, info_path)
+    if info["energy"] not in ENERGY_NAMES:
+        raise DamagedRunError(f"{info_path}: energy must be one of {', '.join(ENERGY_NAMES)}, "
+                              f"got {info['energy']!r}.")
+    generality_of(info, info_path)
     vocabulary = run_dir / info["vocabulary"]
     if Path(info["vocabulary"]).name != info["vocabulary"]:
         raise DamagedRunError(f"{info_path}: vocabulary must be a file name in the run "
@@ -558,7 +425,7 @@ def load_run(run_dir):
                                 "missing.")
     words, counts = read_vocabulary(vocabulary)
     metrics_path = run_dir / "metrics.json"
-    metrics = _read_json(metrics_path) if os.path.lexists(metrics_path) else {}
+    metrics = read_json(metrics_path) if os.path.lexists(metrics_path) else {}
     model_path = run_dir / "model.keras"
     model = _load_model(model_path)
     try:
@@ -583,78 +450,18 @@ def load_run(run_dir):
                table=table, info=info, metrics=metrics)
 
 
-INT32_MAX = 2**31 - 1
+def el_include_constant(model):
+    """The `include_constant` of a model's `ELEnergy` layers (default True)."""
+    from keras_gauss.layers import ELEnergy
+
+    flags = {layer.include_constant for layer in walk_layers(model)
+             if isinstance(layer, ELEnergy)}
+    return flags != {False}
 
 
-def check_config(config, positive):
-    """Validates the settings every trainer shares; errors name the flag.
-
-    Every number must be finite (and an integer field at most 2^31 - 1),
-    the fields in `positive` `> 0`, and `min_variance <= max_variance`.
-
-    Args:
-        config: a config dataclass with `min_variance`, `max_variance` and
-            `covariance` fields.
-        positive: names of fields that must be `> 0`.
-
-    Raises:
-        ValueError: naming the first bad setting as its command-line flag.
-    """
-    from keras_gauss.checks import check_number
-
-    def flag(name):
-        return f"--{name.replace('_', '-')}"
-
-    for field in dataclasses.fields(config):
-        value = getattr(config, field.name)
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            continue
-        try:
-            if isinstance(value, (int, np.integer)):
-                check_number(value, flag(field.name), integer=True, at_most=INT32_MAX)
-            else:
-                check_number(value, flag(field.name))
-        except TypeError as error:
-            raise ValueError(str(error)) from None
-    for name in positive:
-        value = getattr(config, name)
-        if isinstance(value, bool) or not value > 0:
-            raise ValueError(f"{flag(name)} must be > 0, got {value}.")
-    if config.min_variance > config.max_variance:
-        raise ValueError(
-            f"--min-variance ({config.min_variance}) must not exceed "
-            f"--max-variance ({config.max_variance})."
-        )
-    if config.covariance not in ("diagonal", "spherical"):
-        raise ValueError(
-            f"--covariance must be 'diagonal' or 'spherical', got {config.covariance!r}."
-        )
-
-
-def check_table_memory(rows, dim, tables, what="--dim"):
-    """Raises `ValueError` when `tables` float32 tables of `rows x dim` with
-    their AdaGrad accumulators (and the variances') cannot fit in memory."""
-    need = 4 * 4 * rows * dim * tables  # means + variances, each with an accumulator
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return
-    if need > total:
-        raise ValueError(
-            f"{what} {dim}: {tables} table(s) of {rows:,} rows need "
-            f"{need / 2**30:.1f} GiB, more than this machine's {total / 2**30:.1f} GiB "
-            "of memory.")
-
-
-def jsonable(value):
-    """Converts numpy scalars (and NaN, to `None`) inside dicts and lists for JSON."""
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return None if math.isnan(value) else value
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+def walk_layers(layer):
+    """`layer` and every layer inside it, depth first."""
+    yield layer
+    for child in getattr(layer, "layers", []) or []:
+        if child is not layer:
+            yield from walk_layers(child)

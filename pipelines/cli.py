@@ -157,7 +157,8 @@ def _load(run_dir, verbose=False):
     from keras_gauss.checks import CommandError
 
     loading = Phase(f"loading {run_dir}", verbose)
-    from keras_gauss.runs import DamagedRunError, load_run
+    from keras_gauss.run_format import DamagedRunError
+    from keras_gauss.runs import load_run
     from keras_gauss.pipelines.evaluate import Embeddings
 
     try:
@@ -225,7 +226,8 @@ def _write_eval(run_dir, results):
 
 def run_neighbors(args):
     from keras_gauss.checks import CommandError
-    from keras_gauss.runs import DamagedRunError, UnknownWordError, load_run
+    from keras_gauss.run_format import DamagedRunError
+    from keras_gauss.runs import UnknownWordError, load_run
 
     if args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")

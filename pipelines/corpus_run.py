@@ -30,6 +30,6 @@ def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):
 
 
 def corpus_run_info(config):
-    """`run.json`'s entries of a corpus run (`keras_gauss.runs.write_run_info`)."""
+    """`run.json`'s entries of a corpus run (`keras_gauss.run_format.write_run_info`)."""
     return {"kind": "corpus", "energy": config.energy, "table": "words",
             "vocabulary": "vocab.tsv", "context_table": "contexts"}

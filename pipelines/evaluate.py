@@ -268,7 +268,7 @@ def pair_scores(emb, left, right, measure):
         `(n,)` float64 scores, higher = more similar / more entailing.
     """
     from keras_gauss import ops as gauss_ops
-    from keras_gauss.runs import generality_term
+    from keras_gauss.numpy_ops import generality_term
 
     ml, vl = emb.means[left], emb.variances[left]
     mr, vr = emb.means[right], emb.variances[right]

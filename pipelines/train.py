@@ -117,7 +117,7 @@ class CorpusConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.runs import check_config
+        from keras_gauss.checks import check_config
 
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
                             "batch_size", "learning_rate", "margin", "max_norm",

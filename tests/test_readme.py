@@ -296,6 +296,18 @@ def check_wordnet_cli(blocks, project):
             assert len(printed.splitlines()) == len(shown.splitlines()), printed
 
 
+def check_ganea(blocks, project):
+    """The command on the mammal subtree, for two epochs: an F1-scored run that says what
+    training holds."""
+    (block,) = blocks
+    (command,) = [line for line in block.text.splitlines() if line.strip()]
+    printed = keras_gauss(command + " --root mammal.n.01 --epochs 2 --batch-size 256",
+                          project)
+    assert "training = the 1,176 basic edges (transitive reduction)" in printed, printed
+    metrics = json.loads((project / "runs/ganea/metrics.json").read_text())
+    assert metrics["config"]["energy"] == "containment" and 0 <= metrics["test_f1"] <= 1
+
+
 def check_serving(blocks, project):
     (block,) = blocks
     check_readme.run_bash(block, project, keras_gauss)
@@ -363,6 +375,7 @@ TEST_CHECKS = {
     "corpus": check_corpus,
     "load-run": check_load_run,
     "wordnet-cli": check_wordnet_cli,
+    "ganea": check_ganea,
     "serving": check_serving,
     "serving-request": check_serving_request,
     "export-formats": check_export_formats,

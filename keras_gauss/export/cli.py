@@ -20,7 +20,8 @@ formats (--format):
                    Energy is the run's: EL (symmetric log expected
                    likelihood) or KL, energy(query, candidate) =
                    -KL(N_query || N_candidate), high when "query is-a
-                   candidate". Unknown strings never fail a request: they get
+                   candidate" (or a hierarchy run's containment energy).
+                   Unknown strings never fail a request: they get
                    in_vocabulary=false, energy -3.4028235e38 (lowest float32,
                    ranks last), zero mean/variance, empty neighbours.
   word2vec         the means as a word2vec text file OUT (gensim:

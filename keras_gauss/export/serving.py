@@ -15,14 +15,19 @@ TensorFlow only, never `keras_gauss`:
   (`energy(["dog.n.01"], ["mammal.n.01"])` is high, the reverse is low),
   plus `generality * (log det Sigma_candidate - log det Sigma_query)` for a
   hierarchy run trained with `--generality` (the same numbers as
-  `keras_gauss.load_run(DIR).energy`).
+  `keras_gauss.load_run(DIR).energy`); with containment energy (a hierarchy
+  run trained with `--energy containment`) it is `-sum_d max(0, |mu_q -
+  mu_c| + sigma_q - sigma_c)^2`, 0 when the query's one-sigma box lies
+  inside the candidate's.
 - `embed`: input `word`; outputs `mean` and `variance` (float32,
   `(batch, d)`, a spherical variance repeated over the `d` columns) and
   `in_vocabulary`.
 - `neighbors`: input `query`; outputs `candidates` (string, `(batch, k)`) and
   `energies` (float32, `(batch, k)`), the `k` vocabulary entries with the
-  highest `energy(query, candidate)` in decreasing order, the query itself
-  left out, and `in_vocabulary`. `k` is fixed when exporting (at most the
+  highest `energy(query, candidate)` in decreasing order (with containment,
+  the boxes holding the query smallest first, the nearest hypernyms, as
+  `keras_gauss.load_run(DIR).neighbors`), the query itself left out, and
+  `in_vocabulary`. `k` is fixed when exporting (at most the
   vocabulary size minus one). With KL these are the entries the query most
   plausibly is-a: its hypernyms.
 
@@ -40,7 +45,15 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_gauss.layers.candidate_energies import ENERGIES
+from keras_gauss.checks import check_tables_finite
+from keras_gauss.io import SERVING
+from keras_gauss.io import atomic_directory
+from keras_gauss.io import check_output_dir
+from keras_gauss.numpy_ops import check_generality
+from keras_gauss.run_format import ENERGY_NAMES as ENERGIES
+from keras_gauss.runs import el_include_constant
+from keras_gauss.runs import load_run
+from keras_gauss.runs import walk_layers
 
 OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
@@ -126,7 +139,7 @@ def _make_vocabulary(asset_path, size):
 
 def _endpoint_functions(vocabulary, gather_query, gather_candidate,
                         all_candidates, energy, k, include_constant=True,
-                        generality=0.0):
+                        generality=0.0, rank_threshold=0.0):
     """Builds the endpoint bodies (plain Python functions of string tensors).
 
     Args:
@@ -134,11 +147,13 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         gather_query: `ids (batch,) -> (mean, variance)`, each `(batch, d)`.
         gather_candidate: the same for the candidate side.
         all_candidates: `() -> (means, variances)`, each `(n, d)`.
-        energy: `"el"` or `"kl"`.
+        energy: `"el"`, `"kl"` or `"containment"`.
         k: neighbours returned by `neighbors`.
         include_constant: keep EL's `-d/2 log 2 pi` term.
         generality: with `"kl"`, the weight of the generality term
             `generality * (log det Sigma_candidate - log det Sigma_query)`.
+        rank_threshold: with `"containment"`, the energy from which a
+            candidate holds the query (`keras_gauss.numpy_ops.containment_rank`).
 
     Returns:
         `{"energy": fn(query, candidate), "embed": fn(word),
@@ -147,11 +162,14 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
     import tensorflow as tf
 
     from keras_gauss import ops as gauss_ops
+    from keras_gauss.layers.containment_energy import containment_energy
 
     def score(query_mean, query_var, cand_mean, cand_var):
         if energy == "el":
             return gauss_ops.el_energy(query_mean, query_var, cand_mean,
                                        cand_var, include_constant=include_constant)
+        if energy == "containment":  # the query's box inside the candidate's
+            return containment_energy(cand_mean, cand_var, query_mean, query_var)
         # -KL(N_query || N_candidate): the candidate is the general concept.
         value = gauss_ops.kl_energy(cand_mean, cand_var, query_mean, query_var)
         if generality:
@@ -192,6 +210,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         ids, known = vocabulary.lookup(query)
         query_mean, query_var = gather_query(ids)
         cand_mean, cand_var = all_candidates()
+        log_det = tf.reduce_sum(tf.math.log(tf.cast(cand_var, tf.float64)), axis=-1)
 
         def one(args):
             mean, var, own = args
@@ -201,8 +220,12 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
             values = tf.tensor_scatter_nd_update(
                 values, tf.reshape(own, (1, 1)),
                 tf.constant([-np.inf], tf.float32))
-            top = tf.math.top_k(values, k=k)
-            return top.values, tf.cast(top.indices, tf.int64)
+            key = values
+            if energy == "containment":  # keras_gauss.numpy_ops.containment_rank
+                wide = tf.cast(values, tf.float64)
+                key = tf.where(wide >= rank_threshold, 1e6 - log_det, wide)
+            top = tf.math.top_k(key, k=k)
+            return tf.gather(values, top.indices), tf.cast(top.indices, tf.int64)
 
         values, indices = tf.map_fn(
             one, (query_mean, query_var, ids),
@@ -234,8 +257,7 @@ def _input_signatures():
 
 def _check_options(energy, k, size, generality=0.0):
     if energy not in ENERGIES:
-        raise ValueError(f"energy must be 'el' or 'kl', got {energy!r}.")
-    from keras_gauss.hierarchy.evaluate import check_generality
+        raise ValueError(f"energy must be one of {', '.join(ENERGIES)}, got {energy!r}.")
 
     if check_generality(generality) and energy != "kl":
         raise ValueError(f"generality applies to KL energy only, not {energy!r}.")
@@ -248,6 +270,9 @@ def _check_options(energy, k, size, generality=0.0):
 
 def _export_info(energy, k, size, dim, generality=0.0, **extra):
     direction = "energy(query, candidate) = -KL(N_query || N_candidate)"
+    if energy == "containment":
+        direction = ("energy(query, candidate) = -sum_d max(0, |mu_query - mu_candidate| "
+                     "+ sigma_query - sigma_candidate)^2")
     if generality:
         direction += (f" + {generality!r} * (log det Sigma_candidate "
                       "- log det Sigma_query)")
@@ -273,7 +298,8 @@ def _write_info(directory, info):
 
 def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                   candidate_means=None, candidate_variances=None,
-                  include_constant=True, overwrite=False, info=None, generality=0.0):
+                  include_constant=True, overwrite=False, info=None, generality=0.0,
+                  rank_threshold=0.0):
     """Exports Gaussian tables as a SavedModel with string endpoints.
 
     The SavedModel is built from a `tf.Module` holding the tables as
@@ -302,6 +328,9 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             term added to the energy (`beta * (log det Sigma_candidate -
             log det Sigma_query)`; a hierarchy run's `--generality`);
             default 0.
+        rank_threshold: with `"containment"`, the energy from which a
+            candidate's box holds the query: `neighbors` lists those first,
+            smallest first (a run's validation threshold; default 0).
 
     Returns:
         The export directory as a `Path`.
@@ -320,8 +349,6 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     """
     import tensorflow as tf
 
-    from keras_gauss.checks import check_tables_finite
-    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     means = np.asarray(means, np.float32)
     variances = np.asarray(variances, np.float32)
@@ -384,7 +411,8 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                 bodies = _endpoint_functions(
                     self.vocabulary, gather(self.means, self.variances),
                     gather(self.candidate_means, self.candidate_variances),
-                    all_candidates, energy, k, include_constant, float(generality))
+                    all_candidates, energy, k, include_constant, float(generality),
+                    float(rank_threshold))
                 specs = _input_signatures()
                 self.energy = tf.function(bodies["energy"], input_signature=specs["energy"])
                 self.embed = tf.function(bodies["embed"], input_signature=specs["embed"])
@@ -405,22 +433,6 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                                           include_constant=include_constant,
                                           **(info or {})))
     return Path(path)
-
-
-def _el_include_constant(model):
-    """The `include_constant` of a model's `ELEnergy` layers (default True)."""
-    from keras_gauss.layers import ELEnergy
-
-    flags = {layer.include_constant for layer in _walk_layers(model)
-             if isinstance(layer, ELEnergy)}
-    return flags != {False}
-
-
-def _walk_layers(layer):
-    yield layer
-    for child in getattr(layer, "layers", []) or []:
-        if child is not layer:
-            yield from _walk_layers(child)
 
 
 def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
@@ -466,9 +478,6 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """
-    from keras_gauss.io import SERVING, check_output_dir
-    from keras_gauss.runs import load_run
-
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
     target = Path(serve_dir) / str(int(version))
@@ -483,8 +492,9 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     return export_tables(
         means, variances, run.words, target, run.energy_name, k=k,
         candidate_means=cand_means, candidate_variances=cand_vars,
-        include_constant=_el_include_constant(run.model), overwrite=overwrite,
-        generality=run.generality, info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
+        include_constant=el_include_constant(run.model), overwrite=overwrite,
+        generality=run.generality, rank_threshold=run.threshold or 0.0,
+        info={"run": str(Path(run_dir).resolve()), "kind": run.kind,
               "table": run.table.name,
               "candidate_table": candidate_table or run.table.name})
 
@@ -498,7 +508,7 @@ def _find_table(source, name=None):
         return source
     if isinstance(name, GaussianEmbedding):
         return name
-    tables = [layer for layer in _walk_layers(source)
+    tables = [layer for layer in walk_layers(source)
               if isinstance(layer, GaussianEmbedding)]
     if name is not None:
         matching = [layer for layer in tables if layer.name == name]
@@ -578,7 +588,6 @@ def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
     import keras
     import tensorflow as tf
 
-    from keras_gauss.io import SERVING, atomic_directory, check_output_dir
 
     if keras.backend.backend() != "tensorflow":
         raise ValueError("export_energy_model needs the TensorFlow backend.")

@@ -1,6 +1,8 @@
 from keras_gauss.layers.candidate_energies import ENERGIES
 from keras_gauss.layers.candidate_energies import ENERGY_LAYERS
 from keras_gauss.layers.candidate_energies import candidate_energies
+from keras_gauss.layers.containment_energy import ContainmentEnergy
+from keras_gauss.layers.containment_energy import containment_energy
 from keras_gauss.layers.el_energy import ELEnergy
 from keras_gauss.layers.gaussian_embedding import GaussianEmbedding
 from keras_gauss.layers.kl_energy import KLEnergy
@@ -8,8 +10,10 @@ from keras_gauss.layers.kl_energy import KLEnergy
 __all__ = [
     "ENERGIES",
     "ENERGY_LAYERS",
+    "ContainmentEnergy",
     "ELEnergy",
     "GaussianEmbedding",
     "KLEnergy",
     "candidate_energies",
+    "containment_energy",
 ]

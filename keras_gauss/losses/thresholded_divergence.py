@@ -5,19 +5,28 @@ from keras import ops
 def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     """Density order embeddings' loss on energies `E = -divergence`.
 
-    With `d = max(0, -E - threshold)` (the divergence beyond a tolerance
-    `threshold`), positive items (`y_true > 0`) pay `d` and negative items
-    (`y_true <= 0`) pay `max(0, margin - d)` (Athiwaratkun & Wilson, ICLR
-    2018). Unlike a ranking loss, it asks for absolute inclusion: a true
-    `(specific, general)` pair must reach `KL <= threshold`, however far its
-    corrupted pairs are.
+    With `D = -E` the divergence, positive items (`y_true > 0`) pay
+    `max(0, D - threshold)` (the divergence beyond a tolerance) and negative
+    items (`y_true <= 0`) pay `max(0, threshold + margin - D)` (Athiwaratkun
+    & Wilson, ICLR 2018). Unlike a ranking loss, it asks for absolute
+    inclusion: a true `(specific, general)` pair must reach `D <= threshold`
+    and a corrupted one `D >= threshold + margin`, however the other items
+    of its list score, so one threshold separates them all.
+
+    The paper writes the negatives' term `max(0, margin - max(0, D -
+    threshold))`: equal wherever `D >= threshold`, but flat below it, so a
+    negative inside the tolerance gets no gradient. From the usual start
+    (all Gaussians alike, every `D` near 0) that stalls training with
+    `threshold > 0`: every pair, positive or negative, sits in the flat
+    part and the embedding stays collapsed. Here the negatives' term keeps
+    its slope there.
 
     Args:
         y_true: `(batch, list_size)` labels, `> 0` for positive items.
         y_pred: `(batch, list_size)` energies, such as `KLEnergy` outputs.
         threshold: the tolerance `gamma >= 0` on the divergence of positives.
-        margin: the divergence `m > 0` that negatives must exceed (beyond
-            the threshold).
+        margin: the divergence `m > 0` that negatives must exceed beyond the
+            threshold.
 
     Returns:
         `(batch,)` losses summed over each list.
@@ -32,8 +41,9 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     """
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
     positive = ops.cast(ops.greater(ops.convert_to_tensor(y_true), 0), "float32")
-    excess = ops.relu(-y_pred - threshold)
-    losses = positive * excess + (1.0 - positive) * ops.relu(margin - excess)
+    divergence = -y_pred
+    losses = (positive * ops.relu(divergence - threshold)
+              + (1.0 - positive) * ops.relu(threshold + margin - divergence))
     return ops.sum(losses, axis=-1)
 
 
@@ -42,9 +52,10 @@ class ThresholdedDivergence(keras.losses.Loss):
     """Thresholded divergence loss of density order embeddings.
 
     Positives pay `max(0, D - threshold)`, negatives pay
-    `max(0, margin - max(0, D - threshold))`, with `D = -E` the divergence
-    (for `KLEnergy`, `KL(N_specific || N_general)`). See
-    `keras_gauss.losses.thresholded_divergence`.
+    `max(0, threshold + margin - D)`, with `D = -E` the divergence (for
+    `KLEnergy`, `KL(N_specific || N_general)`). See
+    `keras_gauss.losses.thresholded_divergence` (and why the negatives' term
+    differs from the paper's below the threshold).
 
     Args:
         threshold: tolerance `gamma >= 0` on positive divergences.

@@ -156,7 +156,7 @@ def _train_tree(tmp_path, name, *args):
         path.write_text("".join(f"{c},{p}\n" for c, p in tree_pairs()))
     out = tmp_path / name
     assert main(["train-hierarchy", "--edges", str(path), "--out", str(out), "--split", "reduction",
-                 "--dim", "4", "--epochs", "3", "--batch-size", "64", "-q",
+                 "--dim", "4", "--epochs", "3", "--batch-size", "64", "-q", "--energy", "kl",
                  "--checkpoint-every", "0", *args]) == 0
     return out
 

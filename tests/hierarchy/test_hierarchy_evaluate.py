@@ -13,6 +13,7 @@ from keras_gauss.hierarchy.evaluate import (
     edge_scores,
     hyperlex_spearman,
     reconstruction,
+    scored_classification,
     word_pair_scores,
 )
 
@@ -145,7 +146,30 @@ def test_classification_with_embeddings():
     val_pos, val_neg = np.array([[0, 1], [1, 2]]), np.array([[0, 2], [0, 3]])  # scores -.5 -.5 | -2 -8
     test_pos, test_neg = np.array([[1, 3]]), np.array([[2, 1]])  # scores -4.5 | -0.5
     result = classification(val_pos, val_neg, test_pos, test_neg, means, variances)
-    assert result == {"threshold": -1.25, "val_accuracy": 1.0, "test_accuracy": 0.0}
+    assert result == {"threshold": -1.25, "val_accuracy": 1.0, "test_accuracy": 0.0,
+                      # F1: the highest best-F1 threshold on validation, -0.5 (F1 1.0);
+                      # the test edge scores below it, the test negative at it.
+                      "f1_threshold": -0.5, "val_f1": 1.0, "test_f1": 0.0,
+                      "test_precision": 0.0, "test_recall": 0.0, "test_auc": 0.0}
+
+
+def test_f1_and_auc_against_a_brute_force_count():
+    rng = np.random.default_rng(4)
+    val_pos, val_neg = rng.normal(1, 1, 30), rng.normal(0, 1, 300)
+    test_pos, test_neg = rng.normal(1, 1, 40), rng.normal(0, 1, 400)
+    result = scored_classification(val_pos, val_neg, test_pos, test_neg)
+
+    def f1(pos, neg, t):
+        tp, fp = (pos >= t).sum(), (neg >= t).sum()
+        return 2 * tp / (tp + fp + len(pos))
+
+    candidates = np.r_[val_pos, val_neg]
+    best = max(f1(val_pos, val_neg, t) for t in candidates)
+    assert result["val_f1"] == pytest.approx(best)
+    assert f1(val_pos, val_neg, result["f1_threshold"]) == pytest.approx(best)
+    assert result["test_f1"] == pytest.approx(f1(test_pos, test_neg, result["f1_threshold"]))
+    pairs = (test_pos[:, None] > test_neg[None, :]) + 0.5 * (test_pos[:, None] == test_neg[None, :])
+    assert result["test_auc"] == pytest.approx(pairs.mean())
 
 
 # --------------------------------------------------------------------------- reconstruction
@@ -192,15 +216,29 @@ def random_dag(rng, n):
     return hierarchy_from_parents(parents)
 
 
-def brute_force_reconstruction(h, means, variances, beta=0.0):
+def reference_containment(ms, vs, mg, vg):
+    """Minus the squared lengths by which the interval [ms - sd_s, ms + sd_s] sticks out of
+    [mg - sd_g, mg + sd_g], dimension by dimension, written with interval ends."""
+    total = 0.0
+    for m1, v1, m2, v2 in zip(ms, vs, mg, vg):
+        lo1, hi1, lo2, hi2 = m1 - v1 ** 0.5, m1 + v1 ** 0.5, m2 - v2 ** 0.5, m2 + v2 ** 0.5
+        total += max(0.0, lo2 - lo1, hi1 - hi2) ** 2
+    return -total
+
+
+def brute_force_reconstruction(h, means, variances, beta=0.0, energy="kl"):
     ranks, aps = [], []
     for u in range(h.num_nodes):
         ancestors = set(h.index.ancestors(u).tolist())
         if not ancestors:
             continue
         others = [v for v in range(h.num_nodes) if v != u]
-        score = {v: reference_energy(means[u], variances[u], means[v], variances[v], beta)
-                 for v in others}
+        if energy == "containment":
+            score = {v: reference_containment(means[u], variances[u], means[v], variances[v])
+                     for v in others}
+        else:
+            score = {v: reference_energy(means[u], variances[u], means[v], variances[v], beta)
+                     for v in others}
         negatives = [v for v in others if v not in ancestors]
         for a in ancestors:
             higher = sum(score[v] > score[a] for v in negatives)
@@ -244,6 +282,41 @@ def test_reconstruction_with_the_generality_term_matches_brute_force():
     assert (result["mean_rank"], result["map"]) != (plain["mean_rank"], plain["map"])
     zero = reconstruction(h, means, variances, generality=0.0)
     assert (zero["mean_rank"], zero["map"]) == (plain["mean_rank"], plain["map"])
+
+
+def test_containment_energy_is_how_far_the_one_sigma_intervals_stick_out():
+    rng = np.random.default_rng(6)
+    means, variances = random_tables(20, 3, rng)
+    pairs = rng.integers(0, 20, size=(50, 2))
+    want = [reference_containment(means[s], variances[s], means[g], variances[g])
+            for s, g in pairs]
+    got = edge_scores(means, variances, pairs, energy="containment")
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # Nested boxes score 0, and so do the pairs nesting implies (transitivity).
+    means, variances = np.zeros((3, 2)), np.array([[4.0, 4.0], [1.0, 1.0], [0.25, 0.25]])
+    means[2] = [0.4, -0.4]
+    assert (edge_scores(means, variances, [[1, 0], [2, 1], [2, 0]], energy="containment") == 0).all()
+    assert (edge_scores(means, variances, [[0, 1], [1, 2]], energy="containment") < 0).all()
+    with pytest.raises(ValueError, match="--energy"):
+        edge_scores(means, variances, [[0, 1]], energy="el")
+    with pytest.raises(ValueError, match="--generality applies to --energy kl only"):
+        edge_scores(means, variances, [[0, 1]], energy="containment", generality=0.1)
+
+
+def test_reconstruction_with_containment_matches_brute_force(monkeypatch):
+    rng = np.random.default_rng(3)
+    h = random_dag(rng, 30)
+    means = rng.integers(-2, 3, size=(30, 2)).astype(float)  # ties: many pairs nested exactly
+    variances = rng.choice([0.25, 1.0, 4.0], size=(30, 2))
+    expected_rank, expected_map = brute_force_reconstruction(h, means, variances,
+                                                             energy="containment")
+    result = reconstruction(h, means, variances, energy="containment")
+    assert result["mean_rank"] == pytest.approx(expected_rank, rel=1e-12)
+    assert result["map"] == pytest.approx(expected_map, rel=1e-12)
+    monkeypatch.setattr(evaluate, "_ELEMENTS_PER_CHUNK", 50)
+    monkeypatch.setattr(evaluate, "_CACHE_ELEMENTS", 20)
+    small = reconstruction(h, means, variances, energy="containment")
+    assert (small["mean_rank"], small["map"]) == (result["mean_rank"], result["map"])
 
 
 def test_reconstruction_all_tied():

@@ -37,7 +37,7 @@ def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):
     out, _ = mammal_run
     run = load_run(out)
-    assert run.kind == "wordnet" and run.energy_name == "kl"
+    assert run.kind == "wordnet" and run.energy_name == "containment"
     means, variances = run.tables()
     assert means.shape == (len(run.words), 5)
     assert run.words[run.ids(["dog.n.01"])[0]] == "dog.n.01"
@@ -179,17 +179,6 @@ def test_split_files_let_anyone_rescore_the_run(mammal_run):
         result = threshold_classification(scores[0][vl], scores[0][~vl], scores[1][tl], scores[1][~tl])
         assert result["test_accuracy"] == metrics["evaluation"]["closure_lookup"][kind]["test_accuracy"]
         assert len(tp) == sum(metrics["evaluation"]["sizes"][f"test{suffix}"])
-
-
-def test_poincare_peer_on_the_same_split(tmp_path):
-    pytest.importorskip("gensim")
-    config = WordNetConfig(**{**SMALL, "epochs": 1, "split": "reduction", "poincare_seconds": 0.1})
-    metrics = train_wordnet(config, tmp_path / "run", verbose=0)
-    poincare = metrics["evaluation"]["poincare"]
-    assert poincare["training"]["epochs"] >= 1 and poincare["training"]["dim"] == 50
-    assert set(poincare) == {"random", "reversed", "sibling", "training"}
-    # A distance is symmetric: a reversed edge scores exactly as the edge.
-    assert poincare["reversed"]["test_accuracy"] == 0.5
 
 
 def test_subtree_default_split_fits_and_says_so(tmp_path, capsys):

@@ -108,7 +108,7 @@ def reference(kind, data):
         return {"words": list(vocab.words), "steps": steps}
     import keras_gauss.hierarchy.train as train
 
-    config = WordNetConfig(**{**HIERARCHY.__dict__, "edges": data})
+    config = WordNetConfig(**{**HIERARCHY.__dict__, "edges": data}).resolved()
     hierarchy, _ = train.load_hierarchy(config)
     edges, known = train.training_edges(hierarchy, None)
     steps = min(train.shard_steps(len(edges), config.batch_size, job) for job in jobs)

@@ -210,7 +210,9 @@ def run(tmp_path_factory):
 def test_a_fifo_in_a_run_is_one_line_for_every_reader(run, tmp_path, capsys, name):
     import shutil
 
-    from keras_gauss.runs import DamagedRunError, load_run
+    from keras_gauss.run_format import DamagedRunError
+
+    from keras_gauss.runs import load_run
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy)

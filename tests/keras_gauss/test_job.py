@@ -84,7 +84,8 @@ def test_settings_are_refused_before_tensorflow_or_any_reading(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat\n")
     for argv, message in [
-            (["train-hierarchy", "--edges", edges, "--epochs", "0"], "--epochs must be > 0"),
+            (["train-hierarchy", "--edges", edges, "--epochs", "0"],
+             "--epochs must be an integer >= 1, got 0"),
             (["train-corpus", "--corpus", corpus, "--init-variance", "100",
               "--max-variance", "5"], "--init-variance 100.0 must lie in [--min-variance, "
                                       "--max-variance] = [0.05, 5.0]"),

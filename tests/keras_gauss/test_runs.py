@@ -18,7 +18,9 @@ from keras import ops
 import keras_gauss as kg
 from keras_gauss.cli import main
 from keras_gauss.export import export_run
-from keras_gauss.runs import UnknownWordError, pair_energy, write_run_info
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import write_run_info
+from keras_gauss.runs import UnknownWordError
 
 NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "dog.n.03", "cat.n.01",
          "vehicle.n.01", "car.n.01", "a_synset_with_a_long_name.n.01"]
@@ -281,7 +283,7 @@ def test_generality_energy_is_used_by_energy_is_a_neighbors_and_serving(
 def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, value):
     import shutil
 
-    from keras_gauss.runs import DamagedRunError
+    from keras_gauss.run_format import DamagedRunError
 
     path = tmp_path / "damaged"
     shutil.copytree(generality_run, path)
@@ -289,3 +291,39 @@ def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, v
     (path / "run.json").write_text(json.dumps({**info, "generality": value}))
     with pytest.raises(DamagedRunError, match="run.json: 'generality' must be a finite number >= 0"):
         kg.load_run(path)
+
+
+def test_containment_neighbors_nearest_holding_box_first(tmp_path):
+    """With containment, every box holding the query scores about 0: the
+    holders come first, smallest first (the nearest hypernyms), the others by
+    energy, and the serving `neighbors` gives the same list."""
+    from keras_gauss.hierarchy.model import build_kl_model
+    from keras_gauss.numpy_ops import containment_rank
+
+    path = tmp_path / "containment"
+    path.mkdir()
+    model = build_kl_model(len(NODES), dim=3, energy="containment")
+    model.get_layer("nodes").means.assign(np.array(MEANS, "float32"))
+    model.get_layer("nodes").variances.assign(np.array(VARS, "float32"))
+    model.save(path / "model.keras")
+    (path / "nodes.tsv").write_text("\n".join(NODES) + "\n")
+    (path / "metrics.json").write_text(json.dumps({"threshold": -0.05}))
+    write_run_info(path, kind="wordnet", energy="containment", table="nodes",
+                   vocabulary="nodes.tsv")
+    run = kg.load_run(path)
+    near = run.neighbors("dog.n.01", k=4)
+    holders = [w for w, e in near if e >= -0.05]
+    assert holders[:3] == ["mammal.n.01", "a_synset_with_a_long_name.n.01", "animal.n.01"]
+    log_det = run.log_det()
+    assert [log_det[run.words.index(w)] for w in holders] == sorted(
+        log_det[run.words.index(w)] for w in holders)
+    np.testing.assert_array_equal(
+        containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1),
+        [1e6 - 30.0, 1e6 - 11.0, -2.0])
+    served = tf.saved_model.load(str(export_run(path, tmp_path / "serve", k=4)))
+    for word in run.words:
+        mine = run.neighbors(word, k=4)
+        theirs = served.signatures["neighbors"](query=tf.constant([word]))
+        assert [w for w, _ in mine] == [w.decode() for w in theirs["candidates"].numpy()[0]]
+        np.testing.assert_allclose([e for _, e in mine], theirs["energies"].numpy()[0],
+                                   rtol=1e-5, atol=1e-5)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from keras_gauss.cli import main
-from keras_gauss.runs import DamagedRunError, load_run
+from keras_gauss.run_format import DamagedRunError
+from keras_gauss.runs import load_run
 
 TRAIN = ["--dim", "4", "--epochs", "1", "--window", "2", "--min-count", "1",
          "--sample", "0", "--batch-size", "64", "--seed", "0"]

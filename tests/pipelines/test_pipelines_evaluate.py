@@ -108,7 +108,7 @@ def test_evaluate_names_rows_after_files(tmp_path, emb):
 def test_embeddings_from_run_directory(tmp_path):
     import json
 
-    from keras_gauss.runs import write_run_info
+    from keras_gauss.run_format import write_run_info
     from keras_gauss.pipelines.model import build_corpus_model
 
     model = build_corpus_model(3, dim=4)

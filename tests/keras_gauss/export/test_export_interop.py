@@ -8,7 +8,8 @@ from keras_gauss import ops as gauss_ops
 from keras_gauss.cli import main
 from keras_gauss.export import save_word2vec, write_projector
 from keras_gauss.io import OutputExistsError
-from keras_gauss.runs import load_run, write_run_info
+from keras_gauss.run_format import write_run_info
+from keras_gauss.runs import load_run
 
 WORDS = ["the", "café", "naïve", "dog", "ran"]
 COUNTS = [40, 3, 2, 9, 5]

@@ -24,7 +24,7 @@ from keras_gauss import ops as gauss_ops
 from keras_gauss.cli import main
 from keras_gauss.export import OOV_ENERGY, export_energy_model, export_run
 from keras_gauss.io import OutputExistsError
-from keras_gauss.runs import write_run_info
+from keras_gauss.run_format import write_run_info
 
 NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "cat.n.01",
          "vehicle.n.01", "car.n.01"]

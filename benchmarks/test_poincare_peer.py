@@ -1,9 +1,11 @@
-"""The gensim Poincaré peer: its distance against gensim's own, and its scores."""
+"""The gensim Poincaré peer of `benchmarks/wordnet.py`: its distance against
+gensim's own, and its scores. Not part of the product's suite:
+`python -m pytest benchmarks/test_poincare_peer.py`."""
 
 import numpy as np
 import pytest
 
-from keras_gauss.hierarchy.poincare import poincare_distance, train_poincare
+from poincare_peer import poincare_distance, train_poincare  # benchmarks/ (pytest puts it on the path)
 
 
 def test_distance_matches_gensim_and_the_closed_form():
@@ -29,3 +31,20 @@ def test_scores_are_negative_distances_and_symmetric():
     assert np.allclose(s, score(edges[:, ::-1]))
     with pytest.raises(ValueError, match="no training edge"):
         train_poincare(edges[:2], nodes, dim=5, seconds=0, negative=1)[0](np.array([[5, 0]]))
+
+
+def test_the_peer_trains_on_a_runs_split_and_scores_its_parts(tmp_path):
+    """`benchmarks/wordnet.py`'s peer: trained on RUN/split/train.tsv, scored on every part."""
+    pytest.importorskip("gensim")
+    from wordnet import poincare_evaluation
+
+    from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
+
+    config = WordNetConfig(root="mammal.n.01", dim=4, epochs=1, batch_size=64,
+                           split="reduction", val_size=0.2, test_size=0.2)
+    train_wordnet(config, tmp_path / "run", verbose=0)
+    poincare = poincare_evaluation(tmp_path / "run", seconds=0.1)
+    assert poincare["training"]["epochs"] >= 1 and poincare["training"]["dim"] == 50
+    assert set(poincare) == {"random", "reversed", "sibling", "training"}
+    # A distance is symmetric: a reversed edge scores exactly as the edge.
+    assert poincare["reversed"]["test_accuracy"] == 0.5

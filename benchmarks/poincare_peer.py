@@ -1,6 +1,6 @@
-"""gensim's Poincaré embeddings (Nickel & Kiela, 2017) trained on a split's edges: the peer.
-
-gensim is a test/benchmark extra, imported only here.
+"""gensim's Poincaré embeddings (Nickel & Kiela, 2017) trained on a split's
+edges: the peer of `benchmarks/wordnet.py`, trained on a run's own split
+(`RUN/split/train.tsv`) and scored on its held-out parts.
 """
 
 from __future__ import annotations

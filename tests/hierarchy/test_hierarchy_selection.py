@@ -1,0 +1,135 @@
+"""Best-epoch selection and early stopping on validation (issue 24, item 2): the unit,
+the tables a run writes, and a killed and resumed run selecting the same epoch."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cli_process import killed
+from fault_injection import KILL_AFTER
+from keras_gauss.cli import main
+from keras_gauss.hierarchy import hierarchy_from_parents
+from keras_gauss.hierarchy import train as train_module
+from keras_gauss.hierarchy.split import drop_root, ganea_split
+from keras_gauss.hierarchy.selection import BestEpoch
+from keras_gauss.runs import load_run
+
+
+def test_best_epoch_keeps_the_best_weights_and_stops_after_patience():
+    best = BestEpoch(patience=3)
+    scores = [0.2, 0.6, 0.5, 0.6, 0.7, 0.1, 0.1, 0.1]
+    stops = [best.update(e, s, [np.full(3, float(e))]) for e, s in enumerate(scores)]
+    # Epoch 3 ties epoch 1 (no improvement); epoch 4 improves; 5, 6, 7 do not.
+    assert stops == [False] * 7 + [True]
+    assert best.best_epoch == 4 and best.weights[0].tolist() == [4.0] * 3
+    assert best.summary()["stopped_early"] and best.stopped_epoch == 7
+    assert best.summary()["best_epoch"] == 5  # counted from 1 in what the run records
+
+
+def test_without_patience_it_only_selects_and_nan_never_wins():
+    best = BestEpoch(patience=None)
+    assert not any(best.update(e, s, [np.zeros(1)]) for e, s in
+                   enumerate([math.nan, 0.3, math.nan, 0.2]))
+    assert best.best_epoch == 1
+    assert best.summary()["history"] == [None, 0.3, None, 0.2]
+
+
+def test_state_and_arrays_restore_the_selection():
+    best = BestEpoch(patience=2)
+    for e, s in enumerate([0.1, 0.4, 0.3]):
+        best.update(e, s, [np.arange(4.0) + e, np.ones((2, 2)) * e])
+    state = json.loads(json.dumps(best.state()))  # as a checkpoint saves it
+    again = BestEpoch(patience=2)
+    again.restore(state, {**best.arrays(), "table/0": np.zeros(3)})
+    assert (again.best_epoch, again.best_score, again.history) == (1, 0.4, [0.1, 0.4, 0.3])
+    for a, b in zip(again.weights, best.weights):
+        np.testing.assert_array_equal(a, b)
+    assert again.update(3, 0.35, [np.zeros(4), np.zeros((2, 2))])  # the patience continues
+
+
+@pytest.mark.parametrize("patience", [0, -2, 1.5, True])
+def test_bad_patience(patience):
+    with pytest.raises(ValueError, match="--patience"):
+        BestEpoch(patience=patience)
+
+
+# --- through train-hierarchy ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A ternary tree of 300 nodes: 299 basic and 1,022 non-basic closure edges."""
+    path = tmp_path_factory.mktemp("tree") / "edges.tsv"
+    path.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 300)))
+    return path
+
+
+# --split ganea at 50% on the tree without its root (296 basic + 363 non-basic
+# training edges): STEPS steps of 16 an epoch.
+TRAIN = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batch-size", "16",
+         "--seed", "1", "--reconstruction-nodes", "10", "--quiet"]
+_TREE = drop_root(hierarchy_from_parents({f"n{i}": [f"n{(i - 1) // 3}"] for i in range(1, 300)}),
+                  "n0")
+STEPS = -(-len(ganea_split(_TREE, 50, seed=1).train) // 16)
+# The validation score of the epoch that just ended, scripted by the
+# optimizer's step count: the best epoch is the second of five.
+SCRIPTED = [0.3, 0.8, 0.5, 0.7, 0.6]
+SCORER = f"""
+def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
+    def score(model):
+        return {SCRIPTED!r}[int(model.optimizer.iterations.numpy()) // {STEPS} - 1]
+    return score
+"""
+PRELUDE = SCORER + """
+import keras_gauss.hierarchy.train
+keras_gauss.hierarchy.train.validation_scorer = scripted_scorer
+"""
+exec(SCORER)
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setattr(train_module, "validation_scorer", scripted_scorer)  # noqa: F821
+
+
+def _tables(run):
+    return [w.numpy() for w in load_run(run).model.weights]
+
+
+def test_a_run_writes_the_best_epochs_tables(tree, tmp_path, scripted):
+    argv = ["train-hierarchy", "--edges", str(tree), *TRAIN]
+    assert main([*argv, "--epochs", "5", "--patience", "4", "--out", str(tmp_path / "a")]) == 0
+    assert main([*argv, "--epochs", "2", "--patience", "4", "--out", str(tmp_path / "b")]) == 0
+    selection = json.loads((tmp_path / "a" / "metrics.json").read_text())["selection"]
+    assert selection["history"] == SCRIPTED and selection["best_epoch"] == 2
+    assert selection["epochs_trained"] == 5 and not selection["stopped_early"]
+    # The five-epoch run kept the tables of its second epoch: those of a two-epoch run.
+    for a, b in zip(_tables(tmp_path / "a"), _tables(tmp_path / "b")):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_training_stops_after_patience_epochs_without_improvement(tree, tmp_path, scripted):
+    out = tmp_path / "run"
+    assert main(["train-hierarchy", "--edges", str(tree), *TRAIN, "--epochs", "5",
+                 "--patience", "2", "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["selection"]["history"] == SCRIPTED[:4]  # epochs 3 and 4 are not better
+    assert metrics["selection"]["stopped_early"] and metrics["selection"]["best_epoch"] == 2
+
+
+def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(tree, tmp_path, scripted):
+    argv = ["train-hierarchy", "--edges", str(tree), *TRAIN, "--epochs", "5", "--patience", "4"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    out = tmp_path / "b"
+    # Killed in the fourth epoch, after the best (second) epoch's tables were replaced.
+    state, _ = killed(argv, out, KILL_AFTER, 3 * STEPS + 20, prelude=PRELUDE)
+    assert (state["epoch"], state["step"]) == (3, 20)
+    assert state["selection"]["best_epoch"] == 1 and state["selection"]["history"] == SCRIPTED[:3]
+    assert main([*argv, "--resume", str(out)]) == 0
+    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
+        np.testing.assert_array_equal(a, b)
+    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
+    assert a["selection"] == b["selection"]
+    for key in ("test_f1", "val_f1", "test_auc", "final_loss", "config"):
+        assert a[key] == b[key], key

@@ -1,9 +1,10 @@
-"""Runs the README's long commands and checks what they print against what the README shows.
+"""Runs the long commands of README.md and docs/*.md and checks what they print against what is shown.
 
     nice -n 19 python benchmarks/check_readme.py [--only ID ...] [--skip ID ...]
         [--workdir DIR] [--keep]
 
-Every fenced block of README.md carries a marker on the line before it (or,
+Every fenced block of README.md and of docs/*.md (`documents()`: "the
+README" below means all of them) carries a marker on the line before it (or,
 where the text before a block must stay as it is, on the line right after
 its closing fence):
 
@@ -65,11 +66,23 @@ class Block:
     line: int
     kinds: tuple = ()
     id: str = ""
+    file: str = "README.md"
+
+    @property
+    def where(self):
+        """`FILE line N`, for messages."""
+        return f"{self.file} line {self.line}"
+
+
+def documents():
+    """The Markdown files whose blocks are checked: README.md, then docs/*.md."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def readme_blocks(path=ROOT / "README.md"):
     """Every fenced block of `path` (a Markdown file), in order."""
-    lines = Path(path).read_text().splitlines()
+    path = Path(path)
+    lines = path.read_text().splitlines()
     blocks, i = [], 0
     while i < len(lines):
         match = FENCE.match(lines[i])
@@ -79,7 +92,9 @@ def readme_blocks(path=ROOT / "README.md"):
         start, i = i, i + 1
         while i < len(lines) and lines[i].rstrip() != "```":
             i += 1
-        block = Block(match["lang"], "\n".join(lines[start + 1:i]) + "\n", start + 1)
+        block = Block(match["lang"], "\n".join(lines[start + 1:i]) + "\n", start + 1,
+                      file=path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT)
+                      else path.name)
         marker = MARKER.match(lines[start - 1]) if start else None
         after = lines[i + 1] if i + 1 < len(lines) else ""
         if marker is None and MARKER.match(after) and not (
@@ -93,12 +108,14 @@ def readme_blocks(path=ROOT / "README.md"):
     return blocks
 
 
-def blocks_by_id(kind, path=ROOT / "README.md"):
-    """`{id: [blocks]}` of the blocks marked with `kind` ("test" or "script")."""
+def blocks_by_id(kind, paths=None):
+    """`{id: [blocks]}` of the blocks marked with `kind` ("test" or "script") in
+    `paths` (default: `documents()`)."""
     found = {}
-    for block in readme_blocks(path):
-        if kind in block.kinds:
-            found.setdefault(block.id, []).append(block)
+    for path in documents() if paths is None else paths:
+        for block in readme_blocks(path):
+            if kind in block.kinds:
+                found.setdefault(block.id, []).append(block)
     return found
 
 
@@ -254,7 +271,7 @@ def run_console(blocks, workdir, tol):
             printed = run(command, workdir)
             problem = same_output(shown, printed, tol)
             if problem:
-                problems.append(f"README.md line {block.line}: `{command}`:\n{problem}\n"
+                problems.append(f"{block.where}: `{command}`:\n{problem}\n"
                                 f"--- printed ---\n{printed}")
     assert not problems, "\n".join(problems)
 
@@ -267,7 +284,7 @@ def run_python(blocks, workdir, tol):
     script.write_text("".join(b.text for b in code))
     printed = run(f"python {script.name}", workdir)
     problem = same_output("".join(b.text for b in shown), printed, tol)
-    assert problem is None, f"README.md line {code[0].line}:\n{problem}\n--- printed ---\n{printed}"
+    assert problem is None, f"{code[0].where}:\n{problem}\n--- printed ---\n{printed}"
 
 
 def run_bash(block, workdir, runner=None):
@@ -284,7 +301,7 @@ def run_bash(block, workdir, runner=None):
             host = mount.split(":")[0].replace("$PWD", str(workdir))
             assert Path(host).is_dir(), f"`{command}` mounts {host}, which does not exist"
             continue
-        assert argv[0] == "keras-gauss", f"README.md line {block.line}: cannot run `{command}`"
+        assert argv[0] == "keras-gauss", f"{block.where}: cannot run `{command}`"
         runner(command, workdir)
 
 
@@ -397,10 +414,11 @@ CAPTION = re.compile(r"^\*`(?P<command>python examples/[\w.]+\.py)`: (?P<text>.*
                      re.M | re.S)
 
 
-def readme_captions(path=ROOT / "README.md"):
-    """`{command: caption text}` of the README's italic figure captions."""
-    text = Path(path).read_text()
-    return {m["command"]: " ".join(m["text"].split()) for m in CAPTION.finditer(text)}
+def readme_captions(paths=None):
+    """`{command: caption text}` of the italic figure captions in `paths` (default: `documents()`)."""
+    return {m["command"]: " ".join(m["text"].split())
+            for path in (documents() if paths is None else paths)
+            for m in CAPTION.finditer(Path(path).read_text())}
 
 
 def check_mammals_caption(caption, workdir):

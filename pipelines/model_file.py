@@ -8,9 +8,9 @@ file Keras writes for `build_corpus_model(...)` compiled with
 model's serialized config for EL, diagonal, one negative, with `"@NAME"`
 placeholders for the settings), `metadata.json`, and `model.weights.h5`
 (the four tables and the optimizer's iterations, learning rate and four
-accumulators, in Keras's layout). `tests/pipelines/test_pipelines_model_file.py`
-checks the file against the one Keras writes, for each energy and
-covariance, so a Keras release that changes the format fails there.
+accumulators, in Keras's layout). `tests/pipelines/test_pipelines_native_corpus.py`
+(`test_model_file_equals_what_keras_writes`) checks the file against the one
+Keras writes, for each energy and covariance, so a Keras release that changes the format fails there.
 
 Example: see `write_corpus_model`.
 """

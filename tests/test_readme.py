@@ -1,4 +1,4 @@
-"""Every code block of README.md is run, by this file or by `benchmarks/check_readme.py`.
+"""Every code block of README.md and docs/*.md is run, by this file or by `benchmarks/check_readme.py`.
 
 A block is marked on the line before it with `<!-- check: test ID -->`
 (checked here, by `TEST_CHECKS[ID]`), `<!-- check: script ID -->` (checked
@@ -8,7 +8,8 @@ the real run with the figures). `test_every_block_is_checked` fails on an
 unmarked block or a marker without its check. The commands run in a
 temporary directory where `../shared/data` is the project's shared data;
 `keras-gauss` commands run in this process (`keras_gauss.cli.main`), so
-TensorFlow is imported once.
+TensorFlow is imported once. The documents are `check_readme.documents()`:
+README.md, then docs/*.md; a check's blocks may sit in any of them.
 """
 
 import contextlib
@@ -60,7 +61,7 @@ def run_console(blocks, workdir, tol=Tolerance(), compare=True):
             printed = keras_gauss(command, workdir)
             if compare:
                 problem = check_readme.same_output(shown, printed, tol)
-                assert problem is None, (f"README.md line {block.line}: `{command}`\n{problem}\n"
+                assert problem is None, (f"{block.where}: `{command}`\n{problem}\n"
                                          f"--- printed ---\n{printed}")
 
 
@@ -107,7 +108,7 @@ def unchecked_blocks(path, test_checks, script_checks):
     """Why each block of the Markdown file `path` is not checked (empty: all are)."""
     problems = []
     for block in check_readme.readme_blocks(path):
-        where = f"{pathlib.Path(path).name} line {block.line}"
+        where = block.where
         if not block.kinds:
             problems.append(f"{where}: no `<!-- check: test|script ID -->` marker")
         for kind in block.kinds:
@@ -120,17 +121,19 @@ def unchecked_blocks(path, test_checks, script_checks):
 
 
 def test_every_block_is_checked():
-    assert unchecked_blocks(ROOT / "README.md", TEST_CHECKS, check_readme.CHECKS) == []
+    documents = check_readme.documents()
+    assert ROOT / "docs" / "reliability.md" in documents and len(documents) >= 4
+    assert [problem for path in documents
+            for problem in unchecked_blocks(path, TEST_CHECKS, check_readme.CHECKS)] == []
     # and no check is left without its block
     assert set(TEST_CHECKS) == set(check_readme.blocks_by_id("test"))
     assert set(check_readme.CHECKS) == set(check_readme.blocks_by_id("script"))
 
 
-def reliability_tests(readme):
-    """`(file, test)` of every `tests/...py::test_name` the "Reliability" section names,
-    and the section's guarantees (lines starting with `- `) that name none."""
-    section = readme.split("\n## Reliability\n", 1)[1].split("\n## ", 1)[0]
-    items = ["- " + item for item in ("\n" + section).split("\n- ")[1:]]
+def reliability_tests(text):
+    """`(file, test)` of every `tests/...py::test_name` that docs/reliability.md names,
+    and its guarantees (lines starting with `- `) that name none."""
+    items = ["- " + item for item in ("\n" + text).split("\n- ")[1:]]
     named = [re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", item) for item in items]
     return [pair for pairs in named for pair in pairs], \
         [item.splitlines()[0] for item, pairs in zip(items, named)
@@ -138,7 +141,7 @@ def reliability_tests(readme):
 
 
 def test_every_reliability_guarantee_names_tests_that_exist():
-    named, without = reliability_tests((ROOT / "README.md").read_text(encoding="utf-8"))
+    named, without = reliability_tests((ROOT / "docs" / "reliability.md").read_text(encoding="utf-8"))
     assert len(named) >= 20 and without == []
     missing = [f"{file}::{test}" for file, test in named
                if not re.search(rf"^def {test}\(", (ROOT / file).read_text(encoding="utf-8"),
@@ -162,6 +165,39 @@ def test_an_unmarked_block_fails(tmp_path):
     problems = unchecked_blocks(readme, TEST_CHECKS, check_readme.CHECKS)
     assert problems == ["README.md line 6: no `<!-- check: test|script ID -->` marker",
                         "README.md line 11: no script check 'nowhere'"]
+
+
+LINK = re.compile(r"\[[^\]]*\]\((?!https?:|mailto:)(?P<target>[^)#\s]*)(?:#(?P<anchor>[^)\s]*))?\)")
+
+
+def anchors(path):
+    """The `#anchors` of a Markdown file's headings, as GitHub makes them."""
+    return {re.sub(r"[^\w\- ]", "", m[1].strip().lower()).replace(" ", "-")
+            for m in re.finditer(r"^#+ (.*)$", path.read_text(encoding="utf-8"), re.MULTILINE)}
+
+
+def broken_links(path):
+    """The relative links `[text](target#anchor)` of `path` whose file or heading is missing."""
+    broken = []
+    for m in LINK.finditer(path.read_text(encoding="utf-8")):
+        target = (path.parent / m["target"]) if m["target"] else path
+        if not target.exists():
+            broken.append(m[0])
+        elif m["anchor"] and (target.is_dir() or m["anchor"] not in anchors(target)):
+            broken.append(m[0])
+    return broken
+
+
+def test_every_link_between_the_documents_resolves(tmp_path):
+    """A relative link of README.md, docs/*.md or benchmarks/README.md names a file that
+    exists and, after `#`, one of its headings (sections moved between them)."""
+    documents = [*check_readme.documents(), ROOT / "benchmarks" / "README.md"]
+    assert sum(len(LINK.findall(p.read_text(encoding="utf-8"))) for p in documents) >= 10
+    assert {str(p.relative_to(ROOT)): broken_links(p) for p in documents} == {
+        str(p.relative_to(ROOT)): [] for p in documents}
+    # and it can fail
+    (tmp_path / "a.md").write_text("# A heading: `x`\n[ok](#a-heading-x) [no](#b) [gone](b.md)\n")
+    assert broken_links(tmp_path / "a.md") == ["[no](#b)", "[gone](b.md)"]
 
 
 def test_same_output():
@@ -352,7 +388,7 @@ NEEDS_WORDNET_RUN = {"load-run", "wordnet-cli", "serving", "serving-request", "e
 @pytest.mark.parametrize("check_id", sorted(TEST_CHECKS))
 def test_readme_block(check_id, blocks, project, request):
     if check_id not in blocks:
-        pytest.fail(f"README.md has no block marked `<!-- check: test {check_id} -->`")
+        pytest.fail(f"no block of README.md or docs/*.md is marked `<!-- check: test {check_id} -->`")
     if check_id in NEEDS_WORDNET_RUN:
         request.getfixturevalue("wordnet_run")
     TEST_CHECKS[check_id](blocks[check_id], project)

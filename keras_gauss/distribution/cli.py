@@ -20,7 +20,7 @@ def add_arguments(parser):
     """
     defaults = DistributionConfig()
     group = parser.add_argument_group(
-        "several devices and processes (KERAS_BACKEND=jax; see README 'Scaling out')")
+        "several devices and processes (KERAS_BACKEND=jax; see docs/scaling-out.md)")
     group.add_argument("--distribution", choices=KINDS, default=None,
                        help="data: DataParallel over every device of every process; model: "
                             "ModelParallel, the tables split by rows over --model-shards "

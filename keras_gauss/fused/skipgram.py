@@ -22,11 +22,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_gauss.fused.sampling import alias_table  # noqa: F401 - re-exported
-from keras_gauss.fused.step import _check_settings
-from keras_gauss.fused.step import _inputs
-from keras_gauss.fused.step import _pair
-from keras_gauss.fused.step import _require_op
-from keras_gauss.fused.step import _spherical
+from keras_gauss.fused.step import check_step_settings
+from keras_gauss.fused.step import check_tables
+from keras_gauss.fused.step import setting_pair
+from keras_gauss.fused.step import require_op
+from keras_gauss.fused.step import is_spherical
 from keras_gauss.fused.step import int32_ids
 from keras_gauss.layers.candidate_energies import ENERGIES
 
@@ -102,7 +102,7 @@ def skipgram_triples(
     """
     _check_window(window, negatives)
     inputs = _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed)
-    return _require_op().keras_gauss_skipgram_triples(
+    return require_op().keras_gauss_skipgram_triples(
         *_fused_inputs(inputs), window=window, dynamic_window=dynamic_window,
         num_negatives=negatives, shuffle=shuffle,
     )
@@ -196,18 +196,18 @@ def skipgram_train(
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) \
             or num_threads < 0:
         raise ValueError(f"`num_threads` must be an integer >= 0, got {num_threads!r}.")
-    tables, accumulators = _inputs(tables, accumulators)
+    tables, accumulators = check_tables(tables, accumulators)
     inputs = _chunk_inputs(tokens, row_splits, keep, negative_probs, negative_alias, seed)
     bounds = dict(
-        max_norm=_pair(max_norm, "max_norm"),
-        min_variance=_pair(min_variance, "min_variance"),
-        max_variance=_pair(max_variance, "max_variance"),
+        max_norm=setting_pair(max_norm, "max_norm"),
+        min_variance=setting_pair(min_variance, "min_variance"),
+        max_variance=setting_pair(max_variance, "max_variance"),
     )
-    _check_settings(learning_rate, margin, epsilon, bounds)
+    check_step_settings(learning_rate, margin, epsilon, bounds)
     if variance_learning_rate is not None:
-        _check_settings(variance_learning_rate, margin, epsilon, bounds)
+        check_step_settings(variance_learning_rate, margin, epsilon, bounds)
     inf = float("inf")
-    return _require_op().keras_gauss_skipgram_train(
+    return require_op().keras_gauss_skipgram_train(
         *[v.handle for v in tables],
         *[v.handle for v in accumulators],
         *_fused_inputs(inputs),
@@ -224,7 +224,7 @@ def skipgram_train(
         batch_size=batch_size,
         num_threads=num_threads,
         energy=energy,
-        spherical=_spherical(tables),
+        spherical=is_spherical(tables),
         variance_learning_rate=-1.0 if variance_learning_rate is None
         else float(variance_learning_rate),
     )

@@ -42,7 +42,7 @@ def fused_available():
     return _build.load() is not None
 
 
-def _require_op():
+def require_op():
     """The loaded op library; `RuntimeError` (one line) when it cannot be built."""
     if not fused_available():
         raise RuntimeError(f"The fused op is unavailable: {_build.error()}.")
@@ -56,7 +56,7 @@ def _tf_var(variable):
     return variable
 
 
-def _pair(value, name):
+def setting_pair(value, name):
     """`(word, context)` floats from a scalar, a pair or None (-> None)."""
     if value is None:
         return None
@@ -67,7 +67,7 @@ def _pair(value, name):
     return (value, value)
 
 
-def _check_settings(learning_rate, margin, epsilon, bounds):
+def check_step_settings(learning_rate, margin, epsilon, bounds):
     """Checks the Python-number settings of a step (tensors are the caller's):
     finite, `learning_rate >= 0` (0: the loss alone), `margin >= 0`, `epsilon >= 0`, bounds
     finite, variance bounds `> 0` and `min <= max`."""
@@ -115,7 +115,8 @@ def int32_ids(ids, name):
         return tf.cast(wide, tf.int32)
 
 
-def _inputs(tables, accumulators):
+def check_tables(tables, accumulators):
+    """`ValueError` unless `tables` and `accumulators` are the four float32 variables of a step."""
     if len(tables) != 4 or len(accumulators) != 4:
         raise ValueError(
             "`tables` and `accumulators` must each hold 4 variables: word means, "
@@ -183,7 +184,7 @@ def ranking_step(
     """
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
-    tables, accumulators = _inputs(tables, accumulators)
+    tables, accumulators = check_tables(tables, accumulators)
     word = int32_ids(word, "word")
     context = int32_ids(context, "context")
     negatives = int32_ids(negatives, "negatives")
@@ -191,17 +192,18 @@ def ranking_step(
         learning_rate=learning_rate,
         margin=margin,
         epsilon=epsilon,
-        max_norm=_pair(max_norm, "max_norm"),
-        min_variance=_pair(min_variance, "min_variance"),
-        max_variance=_pair(max_variance, "max_variance"),
+        max_norm=setting_pair(max_norm, "max_norm"),
+        min_variance=setting_pair(min_variance, "min_variance"),
+        max_variance=setting_pair(max_variance, "max_variance"),
         energy=energy,
     )
-    _check_settings(learning_rate, margin, epsilon,
-                    {k: kwargs[k] for k in ("max_norm", "min_variance", "max_variance")})
+    check_step_settings(learning_rate, margin, epsilon,
+                        {k: kwargs[k] for k in ("max_norm", "min_variance", "max_variance")})
     return _fused_step(tables, accumulators, word, context, negatives, **kwargs)
 
 
-def _spherical(tables):
+def is_spherical(tables):
+    """Whether the variance tables have one column (spherical); `ValueError` when mixed."""
     columns = {int(tables[1].shape[-1]), int(tables[3].shape[-1])}
     dim = int(tables[0].shape[-1])
     if columns == {1} and dim != 1:
@@ -229,7 +231,7 @@ def _fused_step(
     max_variance,
     energy,
 ):
-    module = _require_op()
+    module = require_op()
     inf = float("inf")
     return module.keras_gauss_ranking_step(
         *[v.handle for v in tables],
@@ -244,7 +246,7 @@ def _fused_step(
         min_variance=tf.constant(min_variance or (-inf, -inf), tf.float32),
         max_variance=tf.constant(max_variance or (inf, inf), tf.float32),
         energy=energy,
-        spherical=_spherical(tables),
+        spherical=is_spherical(tables),
     )
 
 
@@ -298,19 +300,19 @@ def pair_ranking_step(
     """
     if energy not in ENERGIES:
         raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
-    tables, accumulators = _inputs(tables, accumulators)
+    tables, accumulators = check_tables(tables, accumulators)
     general = tf.convert_to_tensor(general, tf.int32)
     specific = tf.convert_to_tensor(specific, tf.int32)
     kwargs = dict(
         learning_rate=learning_rate,
         margin=margin,
         epsilon=epsilon,
-        max_norm=_pair(max_norm, "max_norm"),
-        min_variance=_pair(min_variance, "min_variance"),
-        max_variance=_pair(max_variance, "max_variance"),
+        max_norm=setting_pair(max_norm, "max_norm"),
+        min_variance=setting_pair(min_variance, "min_variance"),
+        max_variance=setting_pair(max_variance, "max_variance"),
         energy=energy,
     )
-    module = _require_op()
+    module = require_op()
     inf = float("inf")
     return module.keras_gauss_pair_ranking_step(
         *[v.handle for v in tables],
@@ -324,5 +326,5 @@ def pair_ranking_step(
         min_variance=tf.constant(kwargs["min_variance"] or (-inf, -inf), tf.float32),
         max_variance=tf.constant(kwargs["max_variance"] or (inf, inf), tf.float32),
         energy=energy,
-        spherical=_spherical(tables),
+        spherical=is_spherical(tables),
     )

@@ -98,17 +98,21 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     raise ValueError(f"energy must be one of {', '.join(ENERGY_NAMES)}, got {energy!r}.")
 
 
-def containment_rank(energies, log_det, threshold=0.0):
+def containment_rank(energies, log_det, threshold=0.0, query_log_det=-np.inf):
     """The order of a containment run's neighbours: a key, higher first.
 
-    Candidates whose energy reaches `threshold` (their box holds the query)
-    come first, the smallest box (lowest `log_det`) first: the nearest
-    hypernyms, where every holding box scores about 0. The others follow by
-    energy.
+    Candidates whose energy reaches `threshold` and whose box is at least as
+    large as the query's (`log_det >= query_log_det`: a smaller box cannot
+    hold it) come first, the smallest box (lowest `log_det`) first: the
+    nearest hypernyms, where every holding box scores about 0. The others
+    follow by energy.
 
     Example:
 
     >>> containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1).tolist()
     [999970.0, 999989.0, -2.0]
+    >>> containment_rank(np.array([0.0, -1e-3]), np.array([30.0, 11.0]), -0.1, 12.0).tolist()
+    [999970.0, -0.001]
     """
-    return np.where(energies >= threshold, 1e6 - log_det, energies)
+    holds = (energies >= threshold) & (log_det >= query_log_det)
+    return np.where(holds, 1e6 - log_det, energies)

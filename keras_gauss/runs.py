@@ -280,7 +280,8 @@ class Run:
         scores[i] = -np.inf
         k = min(int(k), len(scores) - 1)
         if by == "energy" and self.energy_name == "containment":
-            key = containment_rank(scores, self.log_det(), self.threshold or 0.0)
+            log_det = self.log_det()
+            key = containment_rank(scores, log_det, self.threshold or 0.0, log_det[i])
             top = np.argsort(-key, kind="stable")[:k]
         else:
             top = np.argsort(-scores, kind="stable")[:k]

@@ -223,7 +223,9 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
             key = values
             if energy == "containment":  # keras_gauss.numpy_ops.containment_rank
                 wide = tf.cast(values, tf.float64)
-                key = tf.where(wide >= rank_threshold, 1e6 - log_det, wide)
+                own_log_det = tf.gather(log_det, own)
+                holds = tf.logical_and(wide >= rank_threshold, log_det >= own_log_det)
+                key = tf.where(holds, 1e6 - log_det, wide)
             top = tf.math.top_k(key, k=k)
             return tf.gather(values, top.indices), tf.cast(top.indices, tf.int64)
 

@@ -62,6 +62,30 @@ class EdgeFile:
                 + (f" ({', '.join(dropped)} dropped)" if dropped else ""))
 
 
+def csv_rows(text, where):
+    """`(line number, stripped line, delimiter, stripped fields)` of each line of
+    an edge-like file that is not blank or a `#` comment: fields split by TAB
+    when the first such line holds one, else by comma; a malformed line is an
+    `EdgeFileError` naming `where` and the line.
+
+    Example:
+        >>> [fields for _, _, _, fields in csv_rows("# pairs\\ndog, animal\\n", "f")]
+        [['dog', 'animal']]
+    """
+    delimiter = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if delimiter is None:
+            delimiter = "\t" if "\t" in line else ","
+        try:
+            fields = next(csv.reader([line], delimiter=delimiter, strict=True))
+        except csv.Error as error:
+            raise EdgeFileError(f"{where}: line {number}: {error}.") from None
+        yield number, stripped, delimiter, [f.strip() for f in fields]
+
+
 def read_edge_file(path: str | os.PathLike) -> EdgeFile:
     """Reads the is-a pairs of a TSV or CSV file (see the module docstring).
 
@@ -90,22 +114,11 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         raise EdgeFileError(str(error)) from None
 
     rows: list[tuple[int, list[str]]] = []
-    delimiter = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if delimiter is None:
-            delimiter = "\t" if "\t" in line else ","
-        try:
-            fields = next(csv.reader([line], delimiter=delimiter, strict=True))
-        except csv.Error as error:
-            raise EdgeFileError(f"--edges {name}: line {number}: {error}.") from None
-        fields = [f.strip() for f in fields]
+    for number, stripped, delimiter, fields in csv_rows(text, f"--edges {name}"):
         if len(fields) != 2 or not all(fields):
             form = "child<TAB>parent" if delimiter == "\t" else "child,parent"
             raise EdgeFileError(
-                f"--edges {name}: line {number}: expected two names, {form}; got {line.strip()[:80]!r}."
+                f"--edges {name}: line {number}: expected two names, {form}; got {stripped[:80]!r}."
             )
         if any("\t" in f for f in fields):
             raise EdgeFileError(f"--edges {name}: line {number}: a name holds a TAB; "

@@ -11,7 +11,6 @@ and a first line whose label is not `0`/`1` is a header.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +19,7 @@ from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import read_text
 
 from .closure import Hierarchy
-from .edgefile import EdgeFileError, hierarchy_from_edge_file
+from .edgefile import EdgeFileError, csv_rows, hierarchy_from_edge_file
 from .split import EdgeSplit
 
 __all__ = ["GivenSplit", "read_given_split", "read_labelled_pairs"]
@@ -70,17 +69,8 @@ def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
     where = f"{option} {path}"
     text = _text(path, option)
     pairs, labels, lines = [], [], []
-    delimiter, first = None, True
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if delimiter is None:
-            delimiter = "\t" if "\t" in line else ","
-        try:
-            fields = [f.strip() for f in next(csv.reader([line], delimiter=delimiter, strict=True))]
-        except csv.Error as error:
-            raise EdgeFileError(f"{where}: line {number}: {error}.") from None
+    first = True
+    for number, stripped, delimiter, fields in csv_rows(text, where):
         form = "child<TAB>parent<TAB>label" if delimiter == "\t" else "child,parent,label"
         if len(fields) != 3 or not all(fields):
             raise EdgeFileError(f"{where}: line {number}: expected {form} (label 1 or 0); "

@@ -229,6 +229,11 @@ def read_corpus(files, digest=None):
             tokenizer.add(block.lower())
             if len(tokenizer) > MAX_TOKENS:
                 return None
+    return _tokenized(tokenizer)
+
+
+def _tokenized(tokenizer):
+    """`(types, counts, ids, splits)` of a filled `NativeTokenizer`."""
     types, ids, lengths = tokenizer.result()
     splits = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=splits[1:])
@@ -260,11 +265,7 @@ def read_lines(corpus, digest=None):
         tokenizer.add(text.lower())
         if len(tokenizer) > MAX_TOKENS:
             return None
-    types, ids, lengths = tokenizer.result()
-    splits = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=splits[1:])
-    counts = np.bincount(ids, minlength=len(types)).astype(np.int64)
-    return types, counts, ids, splits
+    return _tokenized(tokenizer)
 
 
 def given_vocabulary(types, vocab):

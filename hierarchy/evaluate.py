@@ -59,7 +59,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_gauss.metrics import average_precision, best_f1, roc_auc, threshold_classification, threshold_f1
+from keras_gauss.metrics import average_precision, average_ranks, best_f1, roc_auc
+from keras_gauss.metrics import threshold_classification, threshold_f1
 from keras_gauss.numpy_ops import check_generality
 from keras_gauss.numpy_ops import pair_energy
 from keras_gauss.run_format import HIERARCHY_ENERGIES
@@ -681,19 +682,8 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         return math.nan, math.nan  # undefined: nothing to rank (no scipy warning)
     try:
         from scipy.stats import spearmanr
-    except ImportError:  # scipy is a test extra: fall back to Pearson on average ranks (no p-value)
-        def ranks(v):
-            order = np.argsort(v, kind="stable")
-            sv = v[order]
-            first = np.concatenate([[True], sv[1:] != sv[:-1]])
-            group = np.cumsum(first) - 1
-            starts = np.flatnonzero(first)
-            ends = np.append(starts[1:], len(v))
-            out = np.empty(len(v))
-            out[order] = ((starts + ends - 1) / 2.0 + 1.0)[group]
-            return out
-
-        rx, ry = ranks(x), ranks(y)
+    except ImportError:  # without scipy: Pearson on average ranks (no p-value)
+        rx, ry = average_ranks(x), average_ranks(y)
         if rx.std() == 0 or ry.std() == 0:
             return math.nan, math.nan
         return float(np.corrcoef(rx, ry)[0, 1]), math.nan

@@ -4,7 +4,7 @@
   on validation pairs (the held-out edge protocol of Vendrov et al., 2016).
 * `threshold_f1`: F1 with the threshold chosen on validation pairs
   (the WordNet protocol of Ganea et al., 2018).
-* `average_precision`, `best_f1`, `roc_auc`: ranking metrics of scored,
+* `average_precision`, `best_f1`, `roc_auc` (with `average_ranks`): ranking metrics of scored,
   labelled items (lexical entailment, Baroni et al., 2012).
 """
 
@@ -251,12 +251,25 @@ def roc_auc(labels, scores) -> float:
     num_pos, num_neg = int(labels.sum()), int((~labels).sum())
     if not num_pos or not num_neg:
         return math.nan
-    order = np.argsort(scores, kind="stable")
-    s = scores[order]
+    ranks = average_ranks(scores)
+    return float((ranks[labels].sum() - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))
+
+
+def average_ranks(values) -> np.ndarray:
+    """1-based ranks of `values`, ties sharing their average rank (as
+    `scipy.stats.rankdata`).
+
+    Example:
+        >>> average_ranks([0.5, 0.1, 0.5]).tolist()
+        [2.5, 1.0, 2.5]
+    """
+    values = np.asarray(values)
+    order = np.argsort(values, kind="stable")
+    s = values[order]
     first = np.concatenate([[True], s[1:] != s[:-1]])
     group = np.cumsum(first) - 1
     starts = np.flatnonzero(first)
     ends = np.append(starts[1:], len(s))
     ranks = np.empty(len(s))
-    ranks[order] = ((starts + ends - 1) / 2.0 + 1.0)[group]  # average ranks, 1-based
-    return float((ranks[labels].sum() - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))
+    ranks[order] = ((starts + ends - 1) / 2.0 + 1.0)[group]
+    return ranks

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from keras_gauss.metrics import average_precision, best_f1, threshold_classification
+from keras_gauss.metrics import average_precision, average_ranks, best_f1, threshold_classification
 
 
 def test_threshold_classification_hand_checked():
@@ -52,3 +52,9 @@ def test_average_precision_matches_a_direct_computation():
         recall_gain = (labels & (scores == t)).sum() / labels.sum()
         expected += recall_gain * (labels & chosen).sum() / chosen.sum()
     assert average_precision(labels, scores) == pytest.approx(expected)
+
+
+def test_average_ranks_match_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    values = np.random.default_rng(0).integers(0, 5, 50).astype(float)
+    np.testing.assert_array_equal(average_ranks(values), stats.rankdata(values))

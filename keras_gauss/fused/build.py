@@ -48,9 +48,9 @@ the C++ compiler and jaxlib's FFI headers (no TensorFlow) into
 compiler and its flags, and the CPU. The TensorFlow library holds the
 layers' kernels too (`layer_ops.cc`), so it is still one compile.
 
-`build_native()` / `load_native()` do the same for the native skip-gram
-trainer (`native.cc`: the op's kernel behind a plain C ABI, loaded with
-`ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
+`build_native()` / `load_native()` do the same for the native trainers
+(`native.cc`: the skip-gram op's kernel behind a plain C ABI, and
+`pairs.cc`: the hierarchy model's step and negatives; loaded with `ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
 few seconds) into `keras_gauss_native.so` under the same cache, with the
 same records, checks and lock; its key hashes the source, the compiler and
 its flags, and the CPU.
@@ -81,8 +81,8 @@ SOURCES = tuple(os.path.join(_HERE, name)
                 for name in ("kernels.cc", "skipgram.cc", "layer_ops.cc"))
 HEADERS = tuple(os.path.join(_HERE, name)
                 for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
-NATIVE_SOURCES = (os.path.join(_HERE, "native.cc"),)
-NATIVE_HEADERS = HEADERS[:2]
+NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc"))
+NATIVE_HEADERS = HEADERS
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
 JAX_HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
 
@@ -454,7 +454,7 @@ def build_native(path=None):
             library does not load.
     """
     return _build(path or native_library_path(), native_compile_command, _NATIVE_CHECK,
-                  "the native skip-gram trainer", NATIVE_SOURCES)
+                  "the native trainers", NATIVE_SOURCES)
 
 
 def build_jax(path=None):

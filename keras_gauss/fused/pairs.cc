@@ -1,0 +1,490 @@
+// The native trainer of ranked pairs on one shared table (the hierarchy
+// model of keras_gauss.hierarchy.model.build_kl_model, compiled with its loss
+// and SparseAdagrad), as a plain C ABI library (no TensorFlow), loaded with
+// ctypes by keras_gauss.fused.pairs. Built into the native library by
+// keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+//
+// A step takes B positive (specific, general) pairs, each with K negative
+// pairs, and does what `model.train_on_batch` does: the energies of the 1 + K
+// pairs of every row on the current table, the loss averaged over the B rows
+// (MaxMarginRanking or ThresholdedDivergence), the gradients summed per table
+// row over repeated ids, one SparseAdagrad update of every touched row
+// (acc += g^2; w -= lr g / sqrt(acc + eps)) and the table's constraints (the
+// means' max norm, the variances' bounds) on those rows.
+//
+// Energies (a = general, b = specific): KL, -KL(N_b || N_a)
+// (layers::KlPair, layer_kernels.h), and containment,
+//   E = -sum_i max(0, |mu_b - mu_a| + sigma_b - sigma_a)^2,  sigma = sqrt(v),
+//   dE/dmu_b = -2 r sign(mu_b - mu_a) = -dE/dmu_a,
+//   dE/dv_b = -r / sigma_b,  dE/dv_a = r / sigma_a,
+// with r = max(0, ...) per dimension (keras_gauss.layers.ContainmentEnergy).
+// Spherical tables (one variance a row) sum the variance gradient over i.
+//
+// Negatives (the rule of keras_gauss.hierarchy.negatives.sample_negatives
+// with exclude="related", corrupt="either"): a fair coin picks the side to
+// replace; the new node is uniform over the nodes that are neither the kept
+// node, nor an ancestor, nor a descendant of it (rejection sampling, then an
+// exact draw after kRounds rejections); when the chosen side cannot be
+// replaced (the kept node is related to every node), the other side is. With
+// `reversed`, the reversed positive is the last negative. The draws come from
+// a generator seeded by (seed, epoch, step): an epoch's batches are a function
+// of the seed, the epoch and the step only.
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "gauss_math.h"
+#include "layer_kernels.h"
+
+namespace {
+
+namespace kg = tensorflow::keras_gauss;
+namespace kl = tensorflow::keras_gauss::layers;
+
+// Indices into the settings arrays of every entry.
+enum FloatSetting {
+  kLearningRate, kEpsilon, kMargin, kThreshold, kMaxNorm, kMinVariance, kMaxVariance,
+  kFloatSettings
+};
+enum IntSetting {
+  kRows, kDim, kSpherical, kEnergy, kLoss, kSchedule, kTotalSteps, kIntSettings
+};
+enum EnergyKind { kKL = 0, kContainment = 1 };
+enum LossKind { kRankingLoss = 0, kThresholdLoss = 1 };
+enum ScheduleKind { kConstant = 0, kLinear = 1, kCosine = 2 };
+
+constexpr int kRounds = 32;  // rejections before the exact draw
+
+// splitmix64: the generator of the draws, and the mixer of their seeds.
+inline uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    state_ += 0x9E3779B97F4A7C15ull;
+    return Mix(state_);
+  }
+  // Uniform in [0, n) (Lemire's multiply; bias below n / 2^64).
+  int64_t Below(int64_t n) {
+    return static_cast<int64_t>((static_cast<unsigned __int128>(Next()) *
+                                 static_cast<uint64_t>(n)) >> 64);
+  }
+  bool Coin() { return (Next() >> 63) != 0; }
+
+ private:
+  uint64_t state_;
+};
+
+// The stream of (seed, epoch, step); step -1: the epoch's order.
+uint64_t StreamSeed(uint64_t seed, int64_t epoch, int64_t step) {
+  uint64_t h = Mix(seed ^ 0x6B657261735F6761ull);  // "keras_ga"
+  h = Mix(h ^ static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull);
+  return Mix(h ^ static_cast<uint64_t>(step + 1) * 0xD1B54A32D192ED03ull);
+}
+
+// Ancestors and descendants of every node (sorted CSR lists).
+struct Related {
+  int64_t nodes;
+  const int64_t* anc_ptr;
+  const int32_t* anc;
+  const int64_t* desc_ptr;
+  const int32_t* desc;
+  const int64_t* free;  // nodes - 1 - ancestors - descendants, per node
+
+  static bool In(const int32_t* begin, const int32_t* end, int32_t x) {
+    const int32_t* p = std::lower_bound(begin, end, x);
+    return p != end && *p == x;
+  }
+  // a == b, a an ancestor of b or a descendant of b (ancestor lists are
+  // short: b's ancestors hold a, or a's hold b).
+  bool Check(int32_t a, int32_t b) const {
+    return a == b || In(anc + anc_ptr[b], anc + anc_ptr[b + 1], a) ||
+           In(anc + anc_ptr[a], anc + anc_ptr[a + 1], b);
+  }
+  // The r-th node (from 0) unrelated to `kept`, r < free[kept].
+  int32_t Unrelated(int32_t kept, int64_t r) const {
+    std::vector<int32_t> banned(anc + anc_ptr[kept], anc + anc_ptr[kept + 1]);
+    banned.insert(banned.end(), desc + desc_ptr[kept], desc + desc_ptr[kept + 1]);
+    banned.push_back(kept);
+    std::sort(banned.begin(), banned.end());
+    int64_t node = r;  // skip the banned nodes at or below the candidate
+    for (int32_t b : banned) {
+      if (b <= node) ++node;
+      else break;
+    }
+    return static_cast<int32_t>(node);
+  }
+};
+
+// Draws the negatives of positives (specific[i], general[i]), i < n: k random
+// ones and, with `reversed`, the reversed pair, into (n, k + reversed) arrays.
+// Returns -1, or the first row whose edge has no valid negative.
+int64_t DrawNegatives(const Related& rel, const int32_t* specific, const int32_t* general,
+                      int64_t n, int64_t k, bool reversed, Random& rng, int32_t* neg_s,
+                      int32_t* neg_g) {
+  const int64_t width = k + (reversed ? 1 : 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t s = specific[i], g = general[i];
+    const bool specific_ok = rel.free[g] > 0, general_ok = rel.free[s] > 0;
+    if (!specific_ok && !general_ok) return i;
+    for (int64_t j = 0; j < k; ++j) {
+      const bool replace_specific = rng.Coin() ? specific_ok : !general_ok;
+      const int32_t kept = replace_specific ? g : s;
+      int32_t node = -1;
+      for (int round = 0; round <= kRounds && node < 0; ++round) {
+        const int32_t candidate = static_cast<int32_t>(rng.Below(rel.nodes));
+        if (!rel.Check(candidate, kept)) node = candidate;
+      }
+      if (node < 0) node = rel.Unrelated(kept, rng.Below(rel.free[kept]));
+      neg_s[i * width + j] = replace_specific ? node : s;
+      neg_g[i * width + j] = replace_specific ? g : node;
+    }
+    if (reversed) {
+      neg_s[i * width + k] = g;
+      neg_g[i * width + k] = s;
+    }
+  }
+  return -1;
+}
+
+// The epoch's order of `n` training edges: a Fisher-Yates shuffle.
+void Permutation(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
+  Random rng(StreamSeed(seed, epoch, -1));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.Below(i + 1)]);
+}
+
+template <bool S>
+float ContainmentPair(int64_t d, const float* ma, const float* va, const float* mb,
+                      const float* vb) {
+  alignas(64) float acc[kg::kLanes] = {};
+  kg::ForLanes(d, [&](int64_t i, int64_t j) {
+    const float r = std::fabs(mb[i] - ma[i]) + std::sqrt(vb[S ? 0 : i]) -
+                    std::sqrt(va[S ? 0 : i]);
+    const float v = r > 0.f ? r : 0.f;
+    acc[j] += v * v;
+  });
+  return -kg::LaneSum(acc);
+}
+
+template <bool S>
+void ContainmentPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
+                         const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
+  alignas(64) float sa[kg::kLanes] = {}, sb[kg::kLanes] = {};
+  kg::ForLanes(d, [&](int64_t i, int64_t j) {
+    const float sigma_a = std::sqrt(va[S ? 0 : i]), sigma_b = std::sqrt(vb[S ? 0 : i]);
+    const float diff = mb[i] - ma[i];
+    const float r = std::fabs(diff) + sigma_b - sigma_a;
+    const float v = r > 0.f ? -2.0f * g * r : 0.f;  // g * dE/dr
+    const float sign = diff > 0.f ? 1.f : (diff < 0.f ? -1.f : 0.f);
+    gmb[i] += v * sign;
+    gma[i] -= v * sign;
+    const float ga = -v * 0.5f / sigma_a, gb = v * 0.5f / sigma_b;
+    if (S) { sa[j] += ga; sb[j] += gb; } else { gva[i] += ga; gvb[i] += gb; }
+  });
+  if (S) {
+    gva[0] += kg::LaneSum(sa);
+    gvb[0] += kg::LaneSum(sb);
+  }
+}
+
+struct Settings {
+  int64_t rows, d, dv;
+  bool spherical;
+  int energy, loss, schedule;
+  int64_t total_steps;
+  float lr, eps, margin, threshold;
+  kl::RowBounds mean_bounds, var_bounds;
+
+  Settings(const double* f, const int64_t* n) {
+    rows = n[kRows];
+    d = n[kDim];
+    spherical = n[kSpherical] != 0;
+    dv = spherical ? 1 : d;
+    energy = static_cast<int>(n[kEnergy]);
+    loss = static_cast<int>(n[kLoss]);
+    schedule = static_cast<int>(n[kSchedule]);
+    total_steps = std::max<int64_t>(n[kTotalSteps], 1);
+    lr = static_cast<float>(f[kLearningRate]);
+    eps = static_cast<float>(f[kEpsilon]);
+    margin = static_cast<float>(f[kMargin]);
+    threshold = static_cast<float>(f[kThreshold]);
+    mean_bounds.max_norm = f[kMaxNorm] > 0 ? static_cast<float>(f[kMaxNorm]) : 0.f;
+    var_bounds.lo = static_cast<float>(f[kMinVariance]);
+    var_bounds.hi = static_cast<float>(f[kMaxVariance]);
+  }
+
+  // The learning rate of optimizer step `t` (keras_gauss.hierarchy.train
+  // .learning_rate_schedule: Keras's PolynomialDecay / CosineDecay to 0).
+  float Rate(int64_t t) const {
+    if (schedule == kConstant) return lr;
+    const float p = static_cast<float>(std::min(t, total_steps)) /
+                    static_cast<float>(total_steps);
+    if (schedule == kLinear) return lr * (1.0f - p);
+    return lr * (0.5f * (1.0f + std::cos(static_cast<float>(M_PI) * p)));
+  }
+};
+
+// The table: four (rows, c) float32 buffers.
+struct Tables {
+  float* means;
+  float* variances;
+  float* mean_acc;
+  float* var_acc;
+};
+
+// Scratch of a step, kept between steps (one slot per table row).
+class Step {
+ public:
+  // One SparseAdagrad step on a batch; returns the batch's summed loss (the
+  // mean is this over n).
+  template <bool S>
+  double Run(const Settings& st, const Tables& tb, const int32_t* specific,
+             const int32_t* general, const int32_t* neg_s, const int32_t* neg_g, int64_t n,
+             int64_t k, int64_t iteration) {
+    const int64_t d = st.d, dv = st.dv, list = 1 + k;
+    if (static_cast<int64_t>(slot_.size()) != st.rows) slot_.assign(st.rows, -1);
+    rows_.clear();
+    energies_.resize(list);
+    coef_.resize(list);
+    gm_.clear();
+    gv_.clear();
+    auto slot = [&](int32_t row) {
+      int32_t s = slot_[row];
+      if (s < 0) {
+        s = static_cast<int32_t>(rows_.size());
+        slot_[row] = s;
+        rows_.push_back(row);
+        gm_.resize(gm_.size() + d, 0.f);
+        gv_.resize(gv_.size() + dv, 0.f);
+      }
+      return s;
+    };
+    // The slots of every row first, so that gm_ / gv_ no longer move.
+    for (int64_t b = 0; b < n; ++b) {
+      slot(general[b]);
+      slot(specific[b]);
+      for (int64_t j = 0; j < k; ++j) {
+        slot(neg_g[b * k + j]);
+        slot(neg_s[b * k + j]);
+      }
+    }
+    const float scale = 1.0f / static_cast<float>(n);  // "sum_over_batch_size"
+    double total = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+      auto pair = [&](int64_t j, int32_t* a, int32_t* s) {
+        *a = j == 0 ? general[b] : neg_g[b * k + j - 1];
+        *s = j == 0 ? specific[b] : neg_s[b * k + j - 1];
+      };
+      for (int64_t j = 0; j < list; ++j) {
+        int32_t a, s;
+        pair(j, &a, &s);
+        const float* ma = tb.means + a * d;
+        const float* va = tb.variances + a * dv;
+        const float* mb = tb.means + s * d;
+        const float* vb = tb.variances + s * dv;
+        energies_[j] = st.energy == kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
+                                        : ContainmentPair<S>(d, ma, va, mb, vb);
+      }
+      // dL/dE of each pair of the row, and the row's loss.
+      double row_loss = 0.0;
+      std::fill(coef_.begin(), coef_.end(), 0.f);
+      if (st.loss == kRankingLoss) {
+        for (int64_t j = 1; j < list; ++j) {
+          const float hinge = st.margin - (energies_[0] - energies_[j]);
+          if (hinge > 0.f) {
+            row_loss += hinge;
+            coef_[0] -= scale;
+            coef_[j] += scale;
+          }
+        }
+      } else {
+        const float positive = -energies_[0] - st.threshold;
+        if (positive > 0.f) {
+          row_loss += positive;
+          coef_[0] = -scale;
+        }
+        for (int64_t j = 1; j < list; ++j) {
+          const float negative = st.threshold + st.margin + energies_[j];
+          if (negative > 0.f) {
+            row_loss += negative;
+            coef_[j] = scale;
+          }
+        }
+      }
+      total += row_loss;
+      for (int64_t j = 0; j < list; ++j) {
+        if (coef_[j] == 0.f) continue;
+        int32_t a, s;
+        pair(j, &a, &s);
+        const float* ma = tb.means + a * d;
+        const float* va = tb.variances + a * dv;
+        const float* mb = tb.means + s * d;
+        const float* vb = tb.variances + s * dv;
+        const int64_t sa = slot_[a], sb = slot_[s];
+        float* gma = gm_.data() + sa * d;
+        float* gva = gv_.data() + sa * dv;
+        float* gmb = gm_.data() + sb * d;
+        float* gvb = gv_.data() + sb * dv;
+        if (st.energy == kKL) {
+          kl::KlPairGrad<S, S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);
+        } else {
+          ContainmentPairGrad<S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);
+        }
+      }
+    }
+    const float rate = st.Rate(iteration);
+    for (size_t s = 0; s < rows_.size(); ++s) {
+      const int64_t row = rows_[s];
+      kl::AdagradRow(tb.means + row * d, tb.mean_acc + row * d, gm_.data() + s * d, d, rate,
+                     st.eps, st.mean_bounds);
+      kl::AdagradRow(tb.variances + row * dv, tb.var_acc + row * dv, gv_.data() + s * dv, dv,
+                     rate, st.eps, st.var_bounds);
+      slot_[row] = -1;
+    }
+    return total;
+  }
+
+  double Run(const Settings& st, const Tables& tb, const int32_t* specific,
+             const int32_t* general, const int32_t* neg_s, const int32_t* neg_g, int64_t n,
+             int64_t k, int64_t iteration) {
+    // Spherical variances broadcast over d (d == 1: the same as diagonal).
+    if (st.spherical && st.d > 1)
+      return Run<true>(st, tb, specific, general, neg_s, neg_g, n, k, iteration);
+    return Run<false>(st, tb, specific, general, neg_s, neg_g, n, k, iteration);
+  }
+
+ private:
+  std::vector<int32_t> slot_;
+  std::vector<int32_t> rows_;
+  std::vector<float> energies_, coef_, gm_, gv_;
+};
+
+bool BadIds(const char* name, const int32_t* ids, int64_t n, int64_t rows, char* error,
+            int64_t error_size) {
+  const int64_t bad = kl::FirstBadId(ids, n, rows);
+  if (bad < 0) return false;
+  std::snprintf(error, error_size, "`%s` holds id %d (at flat position %lld), outside [0, %lld)",
+                name, ids[bad], static_cast<long long>(bad), static_cast<long long>(rows));
+  return true;
+}
+
+Related MakeRelated(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
+                    const int64_t* desc_ptr, const int32_t* desc, const int64_t* free) {
+  return Related{nodes, anc_ptr, anc, desc_ptr, desc, free};
+}
+
+void NoNegative(const int32_t* specific, const int32_t* general, int64_t row, char* error,
+                int64_t error_size) {
+  std::snprintf(error, error_size,
+                "edge [%d, %d] has no valid negative: both of its nodes are related to "
+                "every node",
+                specific[row], general[row]);
+}
+
+}  // namespace
+
+extern "C" {
+
+// The layout version of these entries: Python checks it.
+int kg_pairs_version() { return 1; }
+
+// The epoch's order of `n` training edges (int64 indices into them).
+void kg_pairs_order(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
+  Permutation(n, seed, epoch, order);
+}
+
+// The negatives of batch `step` of epoch `epoch`: the positives
+// (specific[i], general[i]), i < n, and their (n, k + reversed) negatives.
+// Returns 0, or 1 with a message in `error`.
+int kg_pairs_negatives(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
+                       const int64_t* desc_ptr, const int32_t* desc, const int64_t* free,
+                       const int32_t* specific, const int32_t* general, int64_t n, int64_t k,
+                       int reversed, uint64_t seed, int64_t epoch, int64_t step,
+                       int32_t* neg_s, int32_t* neg_g, char* error, int64_t error_size) {
+  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free);
+  Random rng(StreamSeed(seed, epoch, step));
+  const int64_t bad = DrawNegatives(rel, specific, general, n, k, reversed != 0, rng, neg_s,
+                                    neg_g);
+  if (bad >= 0) {
+    NoNegative(specific, general, bad, error, error_size);
+    return 1;
+  }
+  return 0;
+}
+
+// One step on a given batch: n positives, (n, k) negatives (flat). The
+// optimizer's step `iteration` sets the learning rate of a schedule.
+// `loss`: the batch's mean loss. Returns 0, or 1 with a message in `error`
+// (then nothing was trained).
+int kg_pairs_train_batch(float* means, float* variances, float* mean_acc, float* var_acc,
+                         const double* float_settings, const int64_t* int_settings,
+                         const int32_t* specific, const int32_t* general, const int32_t* neg_s,
+                         const int32_t* neg_g, int64_t n, int64_t k, int64_t iteration,
+                         double* loss, char* error, int64_t error_size) {
+  const Settings st(float_settings, int_settings);
+  if (BadIds("specific", specific, n, st.rows, error, error_size) ||
+      BadIds("general", general, n, st.rows, error, error_size) ||
+      BadIds("neg_specific", neg_s, n * k, st.rows, error, error_size) ||
+      BadIds("neg_general", neg_g, n * k, st.rows, error, error_size))
+    return 1;
+  static thread_local Step step;
+  const Tables tb{means, variances, mean_acc, var_acc};
+  *loss = n ? step.Run(st, tb, specific, general, neg_s, neg_g, n, k, iteration) / n : 0.0;
+  return 0;
+}
+
+// Steps [first, last) of epoch `epoch` over `edges` (n_edges (specific,
+// general) pairs, int32, checked by the caller) in the order `order`
+// (kg_pairs_order): batch `step` is edges order[step * batch .. ], its
+// negatives drawn as kg_pairs_negatives draws them, trained with optimizer
+// step `iteration + step - first`. `loss`: the summed loss of the rows
+// trained. Returns 0, or 1 with a message in `error` (steps before the bad
+// batch are trained).
+int kg_pairs_train_steps(float* means, float* variances, float* mean_acc, float* var_acc,
+                         const double* float_settings, const int64_t* int_settings,
+                         int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
+                         const int64_t* desc_ptr, const int32_t* desc, const int64_t* free,
+                         const int32_t* edges, int64_t n_edges, const int64_t* order,
+                         int64_t batch_size, int64_t k, int reversed, uint64_t seed,
+                         int64_t epoch, int64_t first, int64_t last, int64_t iteration,
+                         double* loss, char* error, int64_t error_size) {
+  const Settings st(float_settings, int_settings);
+  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free);
+  const Tables tb{means, variances, mean_acc, var_acc};
+  const int64_t width = k + (reversed ? 1 : 0);
+  std::vector<int32_t> specific(batch_size), general(batch_size);
+  std::vector<int32_t> neg_s(batch_size * width), neg_g(batch_size * width);
+  static thread_local Step step;
+  *loss = 0.0;
+  for (int64_t t = first; t < last; ++t) {
+    const int64_t begin = t * batch_size, end = std::min(begin + batch_size, n_edges);
+    if (begin >= end) break;
+    const int64_t n = end - begin;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t e = order[begin + i];
+      specific[i] = edges[2 * e];
+      general[i] = edges[2 * e + 1];
+    }
+    Random rng(StreamSeed(seed, epoch, t));
+    const int64_t bad = DrawNegatives(rel, specific.data(), general.data(), n, k,
+                                      reversed != 0, rng, neg_s.data(), neg_g.data());
+    if (bad >= 0) {
+      NoNegative(specific.data(), general.data(), bad, error, error_size);
+      return 1;
+    }
+    *loss += step.Run(st, tb, specific.data(), general.data(), neg_s.data(), neg_g.data(), n,
+                      width, iteration + t - first);
+  }
+  return 0;
+}
+
+}  // extern "C"

@@ -149,8 +149,9 @@ def _add_training_flags(train, defaults):
                             "scored and served (recorded in run.json); training is unchanged "
                             "(default: 0, the plain KL energy)")
     train.add_argument("--engine", default=defaults.engine, metavar="{keras,native}",
-                       help="keras: model.fit with the layers (default); native: the C++ "
-                            "trainer, for train-corpus only so far")
+                       help="native: the C++ trainer, no TensorFlow (default; keras where "
+                            "it does not build, with a warning); keras: model.fit with the "
+                            "layers (needed for --sibling-negatives and --distribution)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

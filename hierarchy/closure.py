@@ -108,6 +108,13 @@ class EdgeIndex:
         """Sorted ids of all descendants of `node` (more specific nodes)."""
         return self._desc[self._desc_ptr[node] : self._desc_ptr[node + 1]]
 
+    def csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """`(ancestor_ptr, ancestors, descendant_ptr, descendants)`: node `i`'s
+        sorted ancestors are `ancestors[ancestor_ptr[i]:ancestor_ptr[i + 1]]`,
+        its descendants likewise (read-only views)."""
+        return tuple(_readonly(a) for a in (self._anc_ptr, self._anc, self._desc_ptr,
+                                            self._desc))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Hierarchy:

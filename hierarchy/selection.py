@@ -38,8 +38,10 @@ class BestEpoch:
             (`None`: never stop early, only select).
         min_delta: an epoch improves on the best only by more than this.
         monitor: the score's name (recorded in the summary).
-        score: `model -> float`, the validation score of a model's current
-            weights (higher is better), used by `callback`.
+        score: `(means, variances, epoch) -> float`, the validation score
+            (higher is better) of a table's means and variances (`(n, d)`
+            each) after epoch `epoch` (counting from 0), used by `callback`
+            and by the native engine.
 
     Attributes:
         best_epoch: the best epoch so far (counting from 0), or -1.
@@ -121,7 +123,8 @@ class BestEpoch:
     # --- Keras -------------------------------------------------------------------
 
     def callback(self, model, trainer=None):
-        """A Keras callback: at each epoch's end, `self.score(model)` decides;
+        """A Keras callback: at each epoch's end, `self.score` of the `"nodes"`
+        table of `model` decides;
         `trainer.stop_training` (default `model`'s) is set when training should stop.
 
         Args:
@@ -139,7 +142,10 @@ class BestEpoch:
                 if sync is not None:  # JAX's fit holds the values between epochs
                     sync()
                 weights = [w.numpy() for w in model.weights]
-                if selection.update(epoch, selection.score(model), weights):
+                table = model.get_layer("nodes")
+                means = table.means.numpy()
+                variances = np.broadcast_to(table.variances.numpy(), means.shape)
+                if selection.update(epoch, selection.score(means, variances, epoch), weights):
                     fitted.stop_training = True
 
         return Select()
@@ -180,15 +186,15 @@ def monitor_of(method):
 
 
 def validation_scorer(split, monitor, generality=0.0, energy="kl"):
-    """`model -> float`: the validation F1 or accuracy of a hierarchy model's
-    `"nodes"` table on `split` (its threshold chosen on the same pairs),
-    scored by the run's energy (`generality`, `energy`, see
-    `keras_gauss.hierarchy.evaluate.edge_scores`).
+    """`(means, variances, epoch=None) -> float`: the validation F1 or
+    accuracy of a hierarchy table on `split` (its threshold chosen on the
+    same pairs), scored by the run's energy (`generality`, `energy`, see
+    `keras_gauss.hierarchy.evaluate.edge_scores`); `epoch` is not used.
 
     Example:
 
     >>> score = validation_scorer(split, "val_f1")  # doctest: +SKIP
-    >>> score(model)  # doctest: +SKIP
+    >>> score(means, variances)  # doctest: +SKIP
     0.91
     """
     # Deliberately lazy: evaluate imports NLTK (closure -> wordnet); `--help` stays light.
@@ -196,10 +202,9 @@ def validation_scorer(split, monitor, generality=0.0, energy="kl"):
 
     labels = np.r_[np.ones(len(split.val), bool), np.zeros(len(split.val_neg), bool)]
 
-    def score(model):
-        table = model.get_layer("nodes")
-        means = np.asarray(table.means.numpy())
-        variances = np.broadcast_to(np.asarray(table.variances.numpy()), means.shape)
+    def score(means, variances, epoch=None):
+        means = np.asarray(means)
+        variances = np.broadcast_to(np.asarray(variances), means.shape)
         if not (np.isfinite(means).all() and np.isfinite(variances).all()):
             return -math.inf
         scorer = kl_scorer(means, variances, generality, energy)

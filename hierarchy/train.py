@@ -6,6 +6,8 @@ import numpy as np
 
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
+from keras_gauss.fused.native import native_unavailable
+from keras_gauss.hierarchy import native_training
 from keras_gauss.hierarchy.benchmark_data import read_entailment
 from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.hierarchy.selection import BestEpoch
@@ -15,6 +17,7 @@ from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Job
+from keras_gauss.job import Table
 from keras_gauss.job import check_engine
 from keras_gauss.job import choose_engine
 from keras_gauss.job import model_tables
@@ -103,8 +106,12 @@ class WordNetConfig:
         reconstruction_nodes: query nodes sampled for mean rank / MAP
             (`None`: all; the full hierarchy has 82,115).
         seed: random seed of the split, negatives and initialisation.
-        engine: `"keras"` (`model.fit` with the layers; the only engine of
-            hierarchies so far: `"native"` is refused in one line).
+        engine: `"native"` (default: the C++ trainer, no TensorFlow;
+            `keras_gauss.hierarchy.native_training`; where the native library
+            does not build, the run trains with keras after one warning) or
+            `"keras"` (`model.fit` with the layers). The same model, steps
+            and run files; the native engine draws its own negatives (not
+            NumPy's numbers) and has no `sibling_negatives` or distribution.
         generality: `beta >= 0`, the weight of the generality term in the
             run's energy: "x is-a y" scores `-KL(N_x || N_y) + beta * (log
             det Sigma_y - log det Sigma_x)`, which favours a general side
@@ -159,7 +166,7 @@ class WordNetConfig:
     train_edges: str | None = None
     val_edges: str | None = None
     test_edges: str | None = None
-    engine: str = "keras"
+    engine: str = "native"
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -209,7 +216,8 @@ class WordNetConfig:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
-        check_engine(self.engine, {"native": "trains corpora only so far (train-corpus)"})
+        check_engine(self.engine, {"native": self.sibling_negatives > 0 and (
+            "draws no sibling negatives (--sibling-negatives)")})
 
     def _validate_split(self):
         given = [self.train_edges, self.val_edges, self.test_edges]
@@ -611,7 +619,8 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     model, the closure lookup and depth difference baselines; reconstruction mean rank and
     MAP, HyperLex and Baroni 2012 scores when their files are given,
     `train_seconds`, and the config), and last the marker of a run of ours
-    (`.keras-gauss`). It is a `keras_gauss.job.Job` with `HierarchyEngine`:
+    (`.keras-gauss`). It is a `keras_gauss.job.Job` with `NativeHierarchyEngine`
+    (`config.engine="native"`) or `HierarchyEngine` (keras):
     the settings (and the HyperLex and entailment files) are checked before
     anything else is read, `out_dir` is locked for the whole run, replaced
     only when it holds a run of ours, and only when the table is finite and
@@ -664,6 +673,9 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
     """
     def check():  # every setting, before anything is read or imported
         config.validate()
+        if distribution is not None and distribution.active and config.engine == "native":
+            raise DistributionError(f"--distribution {distribution.distribution} trains with "
+                                    f"model.fit: it needs --engine keras, not {config.engine}.")
         # The benchmark files too: a malformed one fails before training.
         if hyperlex is not None:
             read_hyperlex(hyperlex)
@@ -685,8 +697,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               defaults={"learning_rate_schedule": "constant", "engine": "keras",
                         **NEW_SETTINGS})
     return job.run(lambda state: choose_engine(
-        config.engine, None, lambda: HierarchyEngine(config, hyperlex, entailment),
-        lambda: "no native hierarchy trainer"))
+        config.engine, lambda: NativeHierarchyEngine(config, hyperlex, entailment),
+        lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
+                                entailment),
+        native_unavailable))
 
 
 def hierarchy_digest(hierarchy):
@@ -725,10 +739,7 @@ class HierarchyEngine(Engine):
 
     def read(self, job):
         """The hierarchy, its split and each process's training edges."""
-        import keras
-
         config, distribution = self.config, job.distribution
-        keras.utils.set_random_seed(config.seed)
         what = config.edges or "WordNet ({})".format(
             config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
         preparing = Phase(f"preparing {what}", job.verbose)
@@ -759,38 +770,61 @@ class HierarchyEngine(Engine):
         """The compiled model, the checkpoint's tables and optimizer state
         restored; with held-out edges on one process, the best-epoch selection
         (`BestEpoch`, its checkpointed state restored)."""
+        import keras
+
         from keras_gauss.checkpoint import restore_model
 
         config = self.config
-        self.selection = None
-        if self.split is not None and job.distribution.num_processes == 1:
-            monitor = monitor_of(self.split.method)
-            self.selection = BestEpoch(config.patience or None, monitor=monitor,
-                                       # the trained energy: the generality term only rescores
-                                       score=validation_scorer(self.split, monitor, 0.0,
-                                                               config.energy))
-            if arrays is not None:
-                self.selection.restore(job.state.get("selection"), arrays)
+        keras.utils.set_random_seed(config.seed)
+        self.selection = self._selection(job, arrays)
         k = config.negatives + int(config.reversed_negatives)
         with job.distribution.scope():  # build, compile and fit in the distribution's scope
             self.model = model = hierarchy_model(config, self.hierarchy.num_nodes, k,
                                                  config.epochs * self.steps_per_epoch)
             optimizer = model.optimizer
-            if job.verbose:
-                epochs, selection = f"{config.epochs} epochs", self.selection
-                if selection is not None:
-                    epochs = (f"at most {config.epochs} epochs, keeping the best "
-                              f"{selection.monitor}"
-                              + (f", stopping after {selection.patience} without a better one"
-                                 if selection.patience else ""))
-                print(f"{self.hierarchy.num_nodes:,} nodes, {len(self.train_edges):,} training "
-                      f"edges, {config.dim}-d {config.covariance}, {epochs}")
+            self._describe(job)
             optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, optimizer, arrays)
 
+    def _selection(self, job, arrays):
+        """The best-epoch selection of a run with held-out edges on one process
+        (its checkpointed state restored), else None."""
+        if self.split is None or job.distribution.num_processes != 1:
+            return None
+        monitor = monitor_of(self.split.method)
+        selection = BestEpoch(self.config.patience or None, monitor=monitor,
+                              # the trained energy: the generality term only rescores
+                              score=validation_scorer(self.split, monitor, 0.0,
+                                                      self.config.energy))
+        if arrays is not None:
+            selection.restore(job.state.get("selection"), arrays)
+        return selection
+
+    def _describe(self, job):
+        config, selection = self.config, self.selection
+        if not job.verbose:
+            return
+        epochs = f"{config.epochs} epochs"
+        if selection is not None:
+            epochs = (f"at most {config.epochs} epochs, keeping the best {selection.monitor}"
+                      + (f", stopping after {selection.patience} without a better one"
+                         if selection.patience else ""))
+        print(f"{self.hierarchy.num_nodes:,} nodes, {len(self.train_edges):,} training "
+              f"edges, {config.dim}-d {config.covariance}, {epochs}, engine {self.name}")
+
     def tables(self):
         return model_tables(self.model)
+
+    def node_tables(self):
+        """The trained `(means, variances)`, `(n, d)` each (NumPy)."""
+        table = self.model.get_layer("nodes")
+        means = table.means.numpy()
+        return means, np.broadcast_to(table.variances.numpy(), means.shape)
+
+    def write_model(self, path):
+        """Writes `model.keras`."""
+        self.model.save(path)
 
     def epoch_dataset(self, job, epoch):
         """Epoch `epoch`'s batches: drawn from the stream `[seed, epoch]`."""
@@ -847,9 +881,7 @@ class HierarchyEngine(Engine):
 
         config, hierarchy, split = self.config, self.hierarchy, self.split
         distribution, train_edges = job.distribution, self.train_edges
-        table = self.model.get_layer("nodes")
-        means = table.means.numpy()
-        variances = np.broadcast_to(table.variances.numpy(), means.shape)
+        means, variances = self.node_tables()
         metrics = {"train_seconds": self.train_seconds,
                    "seconds_per_epoch": self.train_seconds / max(len(self.losses), 1),
                    "final_loss": self.losses[-1],
@@ -910,7 +942,7 @@ class HierarchyEngine(Engine):
     def write(self, job, directory):
         """`model.keras`, `nodes.tsv` and `split/`; returns `run.json`'s entries."""
         config, hierarchy = self.config, self.hierarchy
-        self.model.save(directory / "model.keras")
+        self.write_model(directory / "model.keras")
         (directory / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         if self.split is not None:
             write_split(directory / "split", self.split, hierarchy.nodes)
@@ -920,6 +952,64 @@ class HierarchyEngine(Engine):
         return {"kind": "wordnet" if "pos" in source else "hierarchy", "energy": config.energy,
                 "table": "nodes", "vocabulary": "nodes.tsv", "root": config.root,
                 "generality": config.generality, **source}
+
+
+
+class NativeHierarchyEngine(HierarchyEngine):
+    """The native hierarchy trainer for `keras_gauss.job.Job`: the model of
+    `hierarchy_model` trained by the C++ pair trainer without TensorFlow
+    (`keras_gauss.hierarchy.native_training`), evaluated and written as the
+    keras engine's run (Keras is imported to write `model.keras` only).
+
+    Example: see `train_wordnet`.
+    """
+
+    name = native_training.ENGINE
+
+    def build(self, job, arrays):
+        """The table started as the keras engine's, or the checkpoint's."""
+        config = self.config
+        self.selection = self._selection(job, arrays)
+        self.table = native_training.pair_table(config, self.hierarchy.num_nodes,
+                                                config.epochs * self.steps_per_epoch)
+        if arrays is not None:
+            native_training.restore(self.table, arrays, job.out_dir)
+        self._describe(job)
+
+    def tables(self):
+        config, table = self.config, self.table
+        return [Table("nodes", table.means, table.variances, config.max_norm,
+                      config.min_variance, config.max_variance)]
+
+    def train(self, job):
+        """The epochs in C++, a checkpoint between two chunks of steps when due."""
+        related = native_training.related_nodes(self.known)
+        self.losses, self.iterations = native_training.train_epochs(
+            self.table, related, self.train_edges, self.config, job, self.selection)
+        self.train_seconds = job.elapsed()
+
+    def node_tables(self):
+        means = self.table.means
+        return means, np.broadcast_to(self.table.variances, means.shape)
+
+    def write_model(self, path):
+        """`model.keras` of `hierarchy_model` holding the trained table, its
+        accumulators and the optimizer's step count."""
+        config, table = self.config, self.table
+        k = config.negatives + int(config.reversed_negatives)
+        model = hierarchy_model(config, self.hierarchy.num_nodes, k,
+                                config.epochs * self.steps_per_epoch)
+        model.optimizer.build(model.trainable_variables)
+        layer = model.get_layer("nodes")
+        layer.means.assign(table.means)
+        layer.variances.assign(table.variances)
+        values = {"iteration": self.iterations, "nodes_means_accumulator": table.mean_accumulator,
+                  "nodes_variances_accumulator": table.variance_accumulator}
+        for variable in model.optimizer.variables:
+            name = variable.path.rsplit("/", 1)[-1]
+            if name in values:
+                variable.assign(values[name])
+        model.save(path)
 
 
 train_hierarchy = train_wordnet

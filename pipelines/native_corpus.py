@@ -34,6 +34,7 @@ from keras_gauss.callbacks.progress import Progress
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.checks import check_loss
 from keras_gauss.fused.native import NativeTables
+from keras_gauss.fused.native import native_unavailable
 from keras_gauss.fused.sampling import alias_table
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
@@ -392,19 +393,9 @@ def _chunks(ids, splits, tokens):
         start = end
 
 
-def unavailable():
-    """None when the native trainer builds and loads here, else why not (a
-    phrase): `keras_gauss.job.choose_engine`'s test.
-
-    Example:
-
-    >>> unavailable() is None  # where g++ builds the trainer
-    True
-    """
-    from keras_gauss.fused import build
-    from keras_gauss.fused.native import native_available
-
-    return None if native_available() else str(build.native_error())
+# None when the native trainer builds and loads here, else why not:
+# `keras_gauss.job.choose_engine`'s test.
+unavailable = native_unavailable
 
 
 class NativeEngine(Engine):

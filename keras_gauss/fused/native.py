@@ -130,6 +130,18 @@ def native_available():
     return _build.load_native() is not None
 
 
+def native_unavailable():
+    """None when the native trainers build and load here, else why not (a
+    phrase): the test `keras_gauss.job.choose_engine` takes.
+
+    Example:
+
+    >>> native_unavailable() is None  # where g++ builds the trainer
+    True
+    """
+    return None if native_available() else str(_build.native_error())
+
+
 def _aligned(shape):
     """A zeroed float32 array of `shape` whose data starts on a 64-byte line."""
     count = int(np.prod(shape))

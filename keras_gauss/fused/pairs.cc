@@ -124,13 +124,44 @@ struct Related {
   }
 };
 
+// Uniform candidate nodes drawn a few ahead of their use, their ancestor
+// lists prefetched (the candidate's lists are the random reads of a draw).
+class Candidates {
+ public:
+  Candidates(const Related& rel, uint64_t seed) : rel_(rel), rng_(seed) {
+    for (int64_t i = 0; i < kAhead; ++i) Push(i);
+  }
+  int32_t Next() {
+    const int32_t c = ring_[at_ % kAhead];
+    Push(at_);
+    const int32_t soon = ring_[(at_ + kAhead / 2) % kAhead];
+    __builtin_prefetch(rel_.anc + rel_.anc_ptr[soon], 0, 3);
+    ++at_;
+    return c;
+  }
+
+ private:
+  static constexpr int64_t kAhead = 8;
+  void Push(int64_t slot) {
+    const int32_t c = static_cast<int32_t>(rng_.Below(rel_.nodes));
+    ring_[slot % kAhead] = c;
+    __builtin_prefetch(rel_.anc_ptr + c, 0, 3);
+  }
+  const Related& rel_;
+  Random rng_;
+  int32_t ring_[kAhead];
+  int64_t at_ = 0;
+};
+
 // Draws the negatives of positives (specific[i], general[i]), i < n: k random
 // ones and, with `reversed`, the reversed pair, into (n, k + reversed) arrays.
+// The coins come from `rng`, the candidate nodes from a stream seeded by it.
 // Returns -1, or the first row whose edge has no valid negative.
 int64_t DrawNegatives(const Related& rel, const int32_t* specific, const int32_t* general,
                       int64_t n, int64_t k, bool reversed, Random& rng, int32_t* neg_s,
                       int32_t* neg_g) {
   const int64_t width = k + (reversed ? 1 : 0);
+  Candidates candidates(rel, rng.Next());
   for (int64_t i = 0; i < n; ++i) {
     const int32_t s = specific[i], g = general[i];
     const bool specific_ok = rel.free[g] > 0, general_ok = rel.free[s] > 0;
@@ -140,7 +171,7 @@ int64_t DrawNegatives(const Related& rel, const int32_t* specific, const int32_t
       const int32_t kept = replace_specific ? g : s;
       int32_t node = -1;
       for (int round = 0; round <= kRounds && node < 0; ++round) {
-        const int32_t candidate = static_cast<int32_t>(rng.Below(rel.nodes));
+        const int32_t candidate = candidates.Next();
         if (!rel.Check(candidate, kept)) node = candidate;
       }
       if (node < 0) node = rel.Unrelated(kept, rng.Below(rel.free[kept]));
@@ -162,37 +193,49 @@ void Permutation(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
   for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.Below(i + 1)]);
 }
 
+// Containment energy of one pair (S: spherical, one variance a row). The
+// violation max(0, r) is (r + |r|) / 2 (exact, and without a branch, so that
+// the loops vectorise).
 template <bool S>
 float ContainmentPair(int64_t d, const float* ma, const float* va, const float* mb,
                       const float* vb) {
+  const float sa0 = S ? std::sqrt(va[0]) : 0.f, sb0 = S ? std::sqrt(vb[0]) : 0.f;
   alignas(64) float acc[kg::kLanes] = {};
   kg::ForLanes(d, [&](int64_t i, int64_t j) {
-    const float r = std::fabs(mb[i] - ma[i]) + std::sqrt(vb[S ? 0 : i]) -
-                    std::sqrt(va[S ? 0 : i]);
-    const float v = r > 0.f ? r : 0.f;
-    acc[j] += v * v;
+    const float sigma_a = S ? sa0 : std::sqrt(va[i]), sigma_b = S ? sb0 : std::sqrt(vb[i]);
+    const float r = std::fabs(mb[i] - ma[i]) + sigma_b - sigma_a;
+    const float twice = r + std::fabs(r);  // 2 max(0, r)
+    acc[j] += twice * twice;
   });
-  return -kg::LaneSum(acc);
+  return -0.25f * kg::LaneSum(acc);
 }
 
+// Adds g * dE/d(inputs) of one containment pair to the four gradient rows.
 template <bool S>
 void ContainmentPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                          const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
-  alignas(64) float sa[kg::kLanes] = {}, sb[kg::kLanes] = {};
+  const float sa0 = S ? std::sqrt(va[0]) : 0.f, sb0 = S ? std::sqrt(vb[0]) : 0.f;
+  alignas(64) float sum_a[kg::kLanes] = {}, sum_b[kg::kLanes] = {};
   kg::ForLanes(d, [&](int64_t i, int64_t j) {
-    const float sigma_a = std::sqrt(va[S ? 0 : i]), sigma_b = std::sqrt(vb[S ? 0 : i]);
+    const float sigma_a = S ? sa0 : std::sqrt(va[i]), sigma_b = S ? sb0 : std::sqrt(vb[i]);
     const float diff = mb[i] - ma[i];
     const float r = std::fabs(diff) + sigma_b - sigma_a;
-    const float v = r > 0.f ? -2.0f * g * r : 0.f;  // g * dE/dr
-    const float sign = diff > 0.f ? 1.f : (diff < 0.f ? -1.f : 0.f);
+    const float v = -g * (r + std::fabs(r));  // g * dE/dr = -2 g max(0, r)
+    const float sign = (diff > 0.f ? 1.f : 0.f) - (diff < 0.f ? 1.f : 0.f);
     gmb[i] += v * sign;
     gma[i] -= v * sign;
-    const float ga = -v * 0.5f / sigma_a, gb = v * 0.5f / sigma_b;
-    if (S) { sa[j] += ga; sb[j] += gb; } else { gva[i] += ga; gvb[i] += gb; }
+    const float ga = -0.5f * v / sigma_a, gb = 0.5f * v / sigma_b;
+    if (S) {
+      sum_a[j] += ga;
+      sum_b[j] += gb;
+    } else {
+      gva[i] += ga;
+      gvb[i] += gb;
+    }
   });
   if (S) {
-    gva[0] += kg::LaneSum(sa);
-    gvb[0] += kg::LaneSum(sb);
+    gva[0] += kg::LaneSum(sum_a);
+    gvb[0] += kg::LaneSum(sum_b);
   }
 }
 
@@ -280,6 +323,16 @@ class Step {
     const float scale = 1.0f / static_cast<float>(n);  // "sum_over_batch_size"
     double total = 0.0;
     for (int64_t b = 0; b < n; ++b) {
+      if (b + 1 < n) {  // the next row's pairs, fetched while this row trains
+        for (int64_t j = 0; j < list; ++j) {
+          const int64_t a = j == 0 ? general[b + 1] : neg_g[(b + 1) * k + j - 1];
+          const int64_t s = j == 0 ? specific[b + 1] : neg_s[(b + 1) * k + j - 1];
+          kg::PrefetchRow(tb.means + a * d, d);
+          kg::PrefetchRow(tb.variances + a * dv, dv);
+          kg::PrefetchRow(tb.means + s * d, d);
+          kg::PrefetchRow(tb.variances + s * dv, dv);
+        }
+      }
       auto pair = [&](int64_t j, int32_t* a, int32_t* s) {
         *a = j == 0 ? general[b] : neg_g[b * k + j - 1];
         *s = j == 0 ? specific[b] : neg_s[b * k + j - 1];
@@ -342,7 +395,15 @@ class Step {
       }
     }
     const float rate = st.Rate(iteration);
+    constexpr size_t kAhead = 4;  // rows prefetched ahead of their update
     for (size_t s = 0; s < rows_.size(); ++s) {
+      if (s + kAhead < rows_.size()) {
+        const int64_t next = rows_[s + kAhead];
+        kg::PrefetchRow(tb.means + next * d, d);
+        kg::PrefetchRow(tb.mean_acc + next * d, d);
+        kg::PrefetchRow(tb.variances + next * dv, dv);
+        kg::PrefetchRow(tb.var_acc + next * dv, dv);
+      }
       const int64_t row = rows_[s];
       kl::AdagradRow(tb.means + row * d, tb.mean_acc + row * d, gm_.data() + s * d, d, rate,
                      st.eps, st.mean_bounds);

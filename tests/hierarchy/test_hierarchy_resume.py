@@ -16,7 +16,8 @@ from keras_gauss.runs import load_run
 
 # 1,321 closure edges of a ternary tree of 300 nodes: 83 steps an epoch.
 TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--val-size", "0",
-         "--test-size", "0", "--reconstruction-nodes", "10", "--quiet", "--energy", "kl"]
+         "--test-size", "0", "--reconstruction-nodes", "10", "--quiet", "--energy", "kl",
+         "--engine", "keras"]  # the native engine: test_hierarchy_native_training.py
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,7 @@ def main(out, corpus, edges, runs):
     results["corpus_devices"] = np.array(metrics["distribution"]["devices"])
     metrics = train_hierarchy(WordNetConfig(edges=edges, dim=4, epochs=1, batch_size=16,
                                             negatives=2, val_size=0, test_size=0,
-                                            reconstruction_nodes=10),
+                                            reconstruction_nodes=10, engine="keras"),
                               f"{runs}/hierarchy", verbose=0, checkpoint_every=0,
                               distribution=DistributionConfig("data"))
     results["hierarchy_devices"] = np.array(metrics["distribution"]["devices"])

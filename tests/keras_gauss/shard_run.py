@@ -43,7 +43,7 @@ from keras_gauss.pipelines.train import CorpusConfig  # noqa: E402
 CORPUS = CorpusConfig(dim=4, epochs=2, window=2, min_count=1, sample=0, batch_size=256,
                       seed=1, engine="keras")
 HIERARCHY = WordNetConfig(dim=4, epochs=2, batch_size=16, negatives=2, val_size=0,
-                          test_size=0, reconstruction_nodes=10)
+                          test_size=0, reconstruction_nodes=10, engine="keras")
 
 
 class Tables(keras.callbacks.Callback):

@@ -332,7 +332,8 @@ def test_cli_distribution_needs_the_keras_engine_and_jax(corpus, tmp_path, capsy
         assert code == 2 and "--num-processes 2 needs KERAS_BACKEND=jax" in err
         assert "20585" in err
         code, err = _exit(["train-hierarchy", "--edges", str(corpus), "--out",
-                           str(tmp_path / "r"), "--distribution", "model"], capsys)
+                           str(tmp_path / "r"), "--engine", "keras", "--distribution",
+                           "model"], capsys)
         assert code == 2 and "--distribution model needs KERAS_BACKEND=jax" in err
     assert not (tmp_path / "r").exists()
 
@@ -604,7 +605,7 @@ from keras_gauss.hierarchy.train import WordNetConfig, train_hierarchy
 from keras_gauss.runs import load_run
 config = WordNetConfig(edges={str(tmp_path / 'edges.tsv')!r}, dim=4, epochs=2,
                        batch_size=16, negatives=2, val_size=0, test_size=0,
-                       reconstruction_nodes=10)
+                       reconstruction_nodes=10, engine="keras")
 for name, dist in (("one", None), ("two", DistributionConfig("data"))):
     m = train_hierarchy(config, {str(tmp_path)!r} + "/" + name, verbose=0,
                         checkpoint_every=0, distribution=dist)

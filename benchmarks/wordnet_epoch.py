@@ -1,23 +1,25 @@
-"""Time of WordNet training epochs: this checkout against another one, in one run.
+"""One epoch of the WordNet main job, native engine against keras engine and gensim, in one run.
 
-    python benchmarks/wordnet_epoch.py --baseline DIR [--epochs 1] [--repeats 2]
+    python benchmarks/wordnet_epoch.py [--repeats 2] [--corpus news2017.txt.gz]
 
-`DIR` is another checkout of keras-gauss, for example today's main:
-`git -C /path/to/main worktree add /tmp/base 656196b`. Each repeat runs
-`train_wordnet` with the `keras-gauss train-wordnet` defaults (the full noun
-closure, 50-d, 5 negatives + the reversed edge, batch 1024) for `--epochs`
-epochs in a fresh process, first with the baseline's code, then with this
-checkout's, alternately, so both see the same machine load. The fused op is
-compiled (or loaded from its cache) before the timed part. Reconstruction
-is scored on 200 query nodes (not 2,000) to keep the run short; it is outside
-the timed training anyway.
+Each repeat runs, each in a fresh process and in turn (so all see the same
+machine load):
 
-Prints one row per run and a summary: the training (`fit`) wall, user and
-system seconds, its minor page faults, the whole process's user and system
-seconds, test accuracy after training, and the ratio ours / baseline of the
-best wall and of the CPU seconds (user + system) of `fit`. Targets: ratio
-<= 1/3, system time under 10% of user time. `uptime`'s load average is printed
-before and after (2-core machine shared with other jobs: compare the ratios).
+- `train_wordnet` with the `keras-gauss train-wordnet` defaults (the full
+  noun closure, 82,115 nodes, 735,241 training edges, 50-d diagonal,
+  containment, 10 negatives, batch 1024) for one epoch, with
+  `--engine native` (the C++ pair trainer, one thread) and with
+  `--engine keras` (`model.fit`): the run's `train_seconds` (the epoch and
+  its validation score, without reading WordNet, evaluating or writing);
+- one epoch of gensim's skip-gram on news2017 (2.0 M tokens,
+  `../shared/data/corpus`) with the settings of `corpus_end_to_end.py`
+  (50-d, window 5, one negative, no subsampling, min_count 5, 2 workers):
+  the seconds of `train` after `build_vocab`.
+
+Prints one row per run with the process's CPU seconds, the best of each, and
+the ratios native / gensim and native / keras (target: native <= gensim).
+`uptime`'s load average before and after (a 2-core machine shared with other
+jobs: compare within a run).
 """
 
 import argparse
@@ -29,105 +31,85 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
 
-# Runs in the child: times `fit` inside `train_wordnet` with getrusage.
-CHILD = r"""
-import json, os, resource, sys, time
+HIERARCHY = r"""
+import json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import keras
-record = {}
-fit = keras.Model.fit
-def timed_fit(self, *args, **kwargs):
-    r0 = resource.getrusage(resource.RUSAGE_SELF); t0 = time.perf_counter()
-    try:
-        return fit(self, *args, **kwargs)
-    finally:
-        r1 = resource.getrusage(resource.RUSAGE_SELF)
-        record.update(fit_wall=time.perf_counter() - t0,
-                      fit_user=r1.ru_utime - r0.ru_utime,
-                      fit_sys=r1.ru_stime - r0.ru_stime,
-                      fit_minflt=r1.ru_minflt - r0.ru_minflt)
-keras.Model.fit = timed_fit
-import keras_gauss
-from keras_gauss.fused import fused_available
-fused_available()  # compile (or load from the cache) the fused op before timing
 from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
-config = WordNetConfig(epochs=int(sys.argv[1]), reconstruction_nodes=200)
-metrics = train_wordnet(config, sys.argv[2], overwrite=True, verbose=0)
-record.update(test_accuracy=metrics["test_accuracy"], final_loss=metrics["final_loss"],
-              package=os.path.dirname(keras_gauss.__file__))
-print("RESULT " + json.dumps(record))
+config = WordNetConfig(epochs=1, engine=sys.argv[1], reconstruction_nodes=200)
+metrics = train_wordnet(config, sys.argv[2], overwrite=True, verbose=0, checkpoint_every=0)
+print("RESULT " + json.dumps({"seconds": metrics["train_seconds"],
+                              "test_accuracy": metrics["test_accuracy"]}))
+"""
+
+GENSIM = r"""
+import json, sys, time
+from gensim.models import Word2Vec
+from gensim.models.word2vec import LineSentence
+model = Word2Vec(sg=1, vector_size=50, window=5, negative=1, sample=0, min_count=5,
+                 workers=int(sys.argv[2]), seed=0)
+model.build_vocab(LineSentence(sys.argv[1]))
+start = time.perf_counter()
+model.train(LineSentence(sys.argv[1]), total_examples=model.corpus_count, epochs=1)
+print("RESULT " + json.dumps({"seconds": time.perf_counter() - start}))
 """
 
 
-def overlay(tree, root):
-    """A directory whose `keras_gauss` package is `tree`'s, with `tree`'s
-    `hierarchy/` and `pipelines/` as its subpackages (the install's mapping)."""
-    package = Path(root) / "keras_gauss"
-    package.mkdir(parents=True)
-    for entry in (Path(tree) / "keras_gauss").iterdir():
-        (package / entry.name).symlink_to(entry)
-    for name in ("hierarchy", "pipelines"):
-        (package / name).symlink_to(Path(tree) / name)
-    return str(root)
+def load_average():
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run(path, epochs, out):
-    env = dict(os.environ, PYTHONPATH=path, PYTHONNOUSERSITE="1")
+def run(command):
+    """The child's RESULT dict, with its CPU seconds (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-c", CHILD, str(epochs), out], env=env,
-                            cwd=path, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     if result.returncode or not lines:
-        sys.exit(f"wordnet_epoch: the run in {path} failed:\n{result.stderr[-3000:]}")
+        sys.exit(f"wordnet_epoch: {command[:3]} failed:\n{result.stderr[-3000:]}")
     record = json.loads(lines[-1][len("RESULT "):])
-    record.update(user=after.ru_utime - before.ru_utime,
-                  sys=after.ru_stime - before.ru_stime)
+    record["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return record
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="another keras-gauss checkout")
-    parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
-    if not (Path(args.baseline) / "keras_gauss").is_dir():
-        sys.exit(f"wordnet_epoch: error: --baseline {args.baseline} is not a keras-gauss "
-                 "checkout (no keras_gauss/ in it)")
-    print("load average before:", os.getloadavg())
+    parser.add_argument("--corpus", default=str(CORPUS))
+    parser.add_argument("--workers", type=int, default=2, help="gensim's worker threads")
+    args = parser.parse_args(argv)
+    if not Path(args.corpus).is_file():
+        sys.exit(f"wordnet_epoch: error: --corpus {args.corpus} is not a file")
+    python = sys.executable
+    print(load_average(), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kg-epoch-") as tmp:
-        trees = {"baseline": overlay(args.baseline, Path(tmp) / "base"),
-                 "this": overlay(HERE, Path(tmp) / "this")}
+        commands = {
+            "native": [python, "-c", HIERARCHY, "native", str(Path(tmp) / "native")],
+            "keras": [python, "-c", HIERARCHY, "keras", str(Path(tmp) / "keras")],
+            "gensim": [python, "-c", GENSIM, args.corpus, str(args.workers)],
+        }
+        run(commands["native"][:3] + ["native", str(Path(tmp) / "warm")])  # builds the library
         for repeat in range(args.repeats):
-            for name, path in trees.items():
-                record = run(path, args.epochs, str(Path(tmp) / f"run-{name}"))
+            for name, command in commands.items():
+                record = run(command)
                 rows.append((name, record))
-                print(f"  {name:<9} ({record['package']}) repeat {repeat}: fit {record['fit_wall']:.1f} s wall, "
-                      f"{record['fit_user']:.1f} user, {record['fit_sys']:.1f} sys", flush=True)
-    print("load average after:", os.getloadavg())
-    print(f"\n{args.epochs} epoch(s) of the train-wordnet defaults, {args.repeats} runs each")
-    header = ("code", "fit wall", "fit user", "fit sys", "fit faults", "proc user",
-              "proc sys", "test acc")
-    print(f"{header[0]:<10}" + "".join(f"{h:>11}" for h in header[1:]))
-    for name, r in rows:
-        print(f"{name:<10}{r['fit_wall']:>11.1f}{r['fit_user']:>11.1f}{r['fit_sys']:>11.1f}"
-              f"{r['fit_minflt']:>11,}{r['user']:>11.1f}{r['sys']:>11.1f}"
-              f"{r['test_accuracy']:>11.4f}")
-
-    def best(name, key):
-        return min(key(r) for n, r in rows if n == name)
-
-    wall = best("this", lambda r: r["fit_wall"]) / best("baseline", lambda r: r["fit_wall"])
-    cpu = (best("this", lambda r: r["fit_user"] + r["fit_sys"])
-           / best("baseline", lambda r: r["fit_user"] + r["fit_sys"]))
-    share = max(r["fit_sys"] / r["fit_user"] for n, r in rows if n == "this")
-    print(f"ratio this / baseline, best fit wall: {wall:.2f}   fit CPU seconds: {cpu:.2f}"
-          "   (target <= 0.33)")
-    print(f"fit system / user time, this: at most {share:.1%}   (target < 10%)")
+                print(f"  repeat {repeat + 1}: {name:<7} {record['seconds']:6.2f} s "
+                      f"(process {record['cpu']:.1f} CPU-s)"
+                      + (f", test accuracy {record['test_accuracy']:.4f}"
+                         if "test_accuracy" in record else "") + f"; {load_average()}",
+                      flush=True)
+    best = {name: min(r["seconds"] for n, r in rows if n == name) for name in commands}
+    print(f"\none epoch, best of {args.repeats}:")
+    labels = {"native": "train-wordnet epoch, --engine native (1 thread)",
+              "keras": "train-wordnet epoch, --engine keras",
+              "gensim": f"gensim skip-gram epoch of news2017 ({args.workers} workers)"}
+    for name, seconds in best.items():
+        print(f"  {labels[name]:<52} {seconds:7.2f} s")
+    print(f"native / gensim {best['native'] / best['gensim']:.2f} (target <= 1), "
+          f"native / keras {best['native'] / best['keras']:.2f}; {load_average()}")
 
 
 if __name__ == "__main__":

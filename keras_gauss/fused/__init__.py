@@ -3,7 +3,8 @@
 The C++ sources compile on first use (`keras_gauss.fused.build`) into a
 TensorFlow op library (the layers' kernels, `keras_gauss.kernels`, and the
 fused steps), an XLA FFI library for JAX, and a TensorFlow-free library:
-`NativeTables`, the trainer of `train-corpus --engine native`.
+`NativeTables`, the trainer of `train-corpus --engine native`, and
+`NativePairTable`, the trainer of `train-wordnet --engine native`.
 `ranking_step` (a minibatch of `(word, context, negatives)`),
 `pair_ranking_step` (lists of `(general, specific)` pairs, the hierarchy
 model) and `skipgram_train` (token ids to updated tables, the native
@@ -18,6 +19,7 @@ from keras_gauss._lazy import lazy_exports
 # Each public name loads its module on first use (PEP 562): the native
 # trainer (`keras_gauss.fused.native`) and `build` do not import TensorFlow.
 _EXPORTS = {
+    "NativePairTable": "pairs",
     "NativeTables": "native",
     "alias_table": "sampling",
     "fused_available": "step",
@@ -31,6 +33,7 @@ _EXPORTS = {
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "NativePairTable",
     "NativeTables",
     "alias_table",
     "fused_available",

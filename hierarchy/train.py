@@ -9,6 +9,8 @@ from keras_gauss.distribution import DistributionError
 from keras_gauss.fused.native import native_unavailable
 from keras_gauss.hierarchy import native_training
 from keras_gauss.hierarchy.benchmark_data import read_entailment
+from keras_gauss.hierarchy.model_file import hierarchy_model_config
+from keras_gauss.hierarchy.model_file import write_hierarchy_model
 from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.hierarchy.selection import monitor_of
@@ -959,7 +961,7 @@ class NativeHierarchyEngine(HierarchyEngine):
     """The native hierarchy trainer for `keras_gauss.job.Job`: the model of
     `hierarchy_model` trained by the C++ pair trainer without TensorFlow
     (`keras_gauss.hierarchy.native_training`), evaluated and written as the
-    keras engine's run (Keras is imported to write `model.keras` only).
+    keras engine's run (`model.keras` written without Keras).
 
     Example: see `train_wordnet`.
     """
@@ -994,22 +996,12 @@ class NativeHierarchyEngine(HierarchyEngine):
 
     def write_model(self, path):
         """`model.keras` of `hierarchy_model` holding the trained table, its
-        accumulators and the optimizer's step count."""
-        config, table = self.config, self.table
+        accumulators and the optimizer's step count, written without Keras
+        (`keras_gauss.hierarchy.model_file`)."""
+        config = self.config
         k = config.negatives + int(config.reversed_negatives)
-        model = hierarchy_model(config, self.hierarchy.num_nodes, k,
-                                config.epochs * self.steps_per_epoch)
-        model.optimizer.build(model.trainable_variables)
-        layer = model.get_layer("nodes")
-        layer.means.assign(table.means)
-        layer.variances.assign(table.variances)
-        values = {"iteration": self.iterations, "nodes_means_accumulator": table.mean_accumulator,
-                  "nodes_variances_accumulator": table.variance_accumulator}
-        for variable in model.optimizer.variables:
-            name = variable.path.rsplit("/", 1)[-1]
-            if name in values:
-                variable.assign(values[name])
-        model.save(path)
-
+        model_config = hierarchy_model_config(config, self.hierarchy.num_nodes, k,
+                                              config.epochs * self.steps_per_epoch)
+        write_hierarchy_model(path, model_config, self.table.arrays(), self.iterations)
 
 train_hierarchy = train_wordnet

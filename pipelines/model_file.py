@@ -2,8 +2,8 @@
 
 The native engine's TensorFlow-free path (`keras_gauss.pipelines.native_corpus`)
 ends with tables in NumPy; importing Keras (and TensorFlow with it) only to
-save them would cost more than the epoch. `write_corpus_model` writes the
-file Keras writes for `build_corpus_model(...)` compiled with
+save them would cost more than the epoch. `write_corpus_model` writes (with
+`keras_gauss.keras_file.write_keras_file`) the file Keras writes for `build_corpus_model(...)` compiled with
 `SparseAdagrad` and `MaxMarginRanking`: `config.json` from `_TEMPLATE` (the
 model's serialized config for EL, diagonal, one negative, with `"@NAME"`
 placeholders for the settings), `metadata.json`, and `model.weights.h5`
@@ -15,13 +15,11 @@ Keras writes, for each energy and covariance, so a Keras release that changes th
 Example: see `write_corpus_model`.
 """
 
-import copy
 import json
-import os
-import time
-import zipfile
 
 import numpy as np
+
+from keras_gauss.keras_file import write_keras_file
 
 # `keras.saving.serialize_keras_object(model)` of the compiled corpus model
 # (EL, diagonal, 1 negative), with placeholders: @V rows, @D dimension, @K
@@ -146,38 +144,16 @@ def corpus_model_config(vocab_size, dim, negatives, energy, covariance, max_norm
     return config
 
 
-def _keras_version():
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("keras")
-    except PackageNotFoundError:  # pragma: no cover
-        return "3"
-
-
-def _write_weights(path, tables, accumulators, iterations, learning_rate, energy, name):
-    import h5py
-
-    with h5py.File(path, "w") as f:
-        layers = f.create_group("layers")
-        layers.create_group(f"{energy}_energy").create_group("vars").attrs["name"] = "energy"
-        for group, layer, (means, variances) in (
-                ("gaussian_embedding", "words", tables[:2]),
-                ("gaussian_embedding_1", "contexts", tables[2:])):
-            holder = layers.create_group(group).create_group("vars")
-            holder.attrs["name"] = layer
-            holder.create_dataset("0", data=np.asarray(means, np.float32))
-            holder.create_dataset("1", data=np.asarray(variances, np.float32))
-        for index, layer in enumerate(("context", "word", "negatives")):
-            group = "input_layer" + (f"_{index}" if index else "")
-            layers.create_group(group).create_group("vars").attrs["name"] = layer
-        holder = f.create_group("optimizer").create_group("vars")
-        holder.attrs["name"] = "sparse_adagrad"
-        holder.create_dataset("0", data=np.int64(iterations))
-        holder.create_dataset("1", data=np.float32(learning_rate))
-        for index, accumulator in enumerate(accumulators):
-            holder.create_dataset(str(2 + index), data=np.asarray(accumulator, np.float32))
-        f.create_group("vars").attrs["name"] = name
+def _layers(tables, energy):
+    """`keras_gauss.keras_file.write_keras_file`'s layers of the corpus model."""
+    layers = [(f"{energy}_energy", "energy", [])]
+    for group, layer, (means, variances) in (("gaussian_embedding", "words", tables[:2]),
+                                             ("gaussian_embedding_1", "contexts", tables[2:])):
+        layers.append((group, layer, [np.asarray(means, np.float32),
+                                      np.asarray(variances, np.float32)]))
+    for index, layer in enumerate(("context", "word", "negatives")):
+        layers.append(("input_layer" + (f"_{index}" if index else ""), layer, []))
+    return layers
 
 
 def write_corpus_model(path, tables, accumulators, config, iterations=0):
@@ -206,16 +182,7 @@ def write_corpus_model(path, tables, accumulators, config, iterations=0):
     layers = config["config"]["layers"]
     energy = "kl" if any(layer["class_name"] == "KLEnergy" for layer in layers) else "el"
     learning_rate = config["compile_config"]["optimizer"]["config"]["learning_rate"]
-    metadata = {"keras_version": _keras_version(),
-                "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S")}
-    weights = f"{path}.weights.h5"
-    try:
-        _write_weights(weights, tables, accumulators, iterations, learning_rate, energy,
-                       config["config"]["name"])
-        with zipfile.ZipFile(path, "w") as archive:
-            archive.writestr("metadata.json", json.dumps(metadata))
-            archive.writestr("config.json", json.dumps(copy.deepcopy(config)))
-            archive.write(weights, "model.weights.h5")
-    finally:
-        if os.path.exists(weights):
-            os.remove(weights)
+    optimizer = [np.int64(iterations), np.float32(learning_rate),
+                 *(np.asarray(a, np.float32) for a in accumulators)]
+    write_keras_file(path, config, _layers(tables, energy), ("sparse_adagrad", optimizer),
+                     config["config"]["name"])

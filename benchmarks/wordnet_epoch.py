@@ -8,7 +8,8 @@ machine load):
 - `train_wordnet` with the `keras-gauss train-wordnet` defaults (the full
   noun closure, 82,115 nodes, 735,241 training edges, 50-d diagonal,
   containment, 10 negatives, batch 1024) for one epoch, with
-  `--engine native` (the C++ pair trainer, one thread) and with
+  `--engine native` (the C++ pair trainer: one thread trains, a second
+  draws the next step's negatives) and with
   `--engine keras` (`model.fit`): the run's `train_seconds` (the epoch and
   its validation score, without reading WordNet, evaluating or writing);
 - one epoch of gensim's skip-gram on news2017 (2.0 M tokens,
@@ -103,7 +104,7 @@ def main(argv=None):
                       flush=True)
     best = {name: min(r["seconds"] for n, r in rows if n == name) for name in commands}
     print(f"\none epoch, best of {args.repeats}:")
-    labels = {"native": "train-wordnet epoch, --engine native (1 thread)",
+    labels = {"native": "train-wordnet epoch, --engine native",
               "keras": "train-wordnet epoch, --engine keras",
               "gensim": f"gensim skip-gram epoch of news2017 ({args.workers} workers)"}
     for name, seconds in best.items():

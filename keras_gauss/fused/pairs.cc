@@ -34,6 +34,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "gauss_math.h"
@@ -522,28 +524,47 @@ int kg_pairs_train_steps(float* means, float* variances, float* mean_acc, float*
   const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free);
   const Tables tb{means, variances, mean_acc, var_acc};
   const int64_t width = k + (reversed ? 1 : 0);
-  std::vector<int32_t> specific(batch_size), general(batch_size);
-  std::vector<int32_t> neg_s(batch_size * width), neg_g(batch_size * width);
-  static thread_local Step step;
-  *loss = 0.0;
-  for (int64_t t = first; t < last; ++t) {
+  // Two batches: a second thread draws step t + 1's negatives (its own
+  // stream) while step t trains, so the results do not depend on it.
+  struct Batch {
+    std::vector<int32_t> specific, general, neg_s, neg_g;
+    int64_t n = 0, bad = -1;
+  } batches[2];
+  for (Batch& b : batches) {
+    b.specific.resize(batch_size);
+    b.general.resize(batch_size);
+    b.neg_s.resize(batch_size * width);
+    b.neg_g.resize(batch_size * width);
+  }
+  auto draw = [&](int64_t t, Batch& b) {
     const int64_t begin = t * batch_size, end = std::min(begin + batch_size, n_edges);
-    if (begin >= end) break;
-    const int64_t n = end - begin;
-    for (int64_t i = 0; i < n; ++i) {
+    b.n = std::max<int64_t>(end - begin, 0);
+    for (int64_t i = 0; i < b.n; ++i) {
       const int64_t e = order[begin + i];
-      specific[i] = edges[2 * e];
-      general[i] = edges[2 * e + 1];
+      b.specific[i] = edges[2 * e];
+      b.general[i] = edges[2 * e + 1];
     }
     Random rng(StreamSeed(seed, epoch, t));
-    const int64_t bad = DrawNegatives(rel, specific.data(), general.data(), n, k,
-                                      reversed != 0, rng, neg_s.data(), neg_g.data());
-    if (bad >= 0) {
-      NoNegative(specific.data(), general.data(), bad, error, error_size);
-      return 1;
+    b.bad = DrawNegatives(rel, b.specific.data(), b.general.data(), b.n, k, reversed != 0, rng,
+                          b.neg_s.data(), b.neg_g.data());
+  };
+  static thread_local Step step;
+  *loss = 0.0;
+  if (first < last) draw(first, batches[0]);
+  for (int64_t t = first; t < last; ++t) {
+    Batch& b = batches[(t - first) % 2];
+    std::thread next;
+    if (t + 1 < last) next = std::thread(draw, t + 1, std::ref(batches[(t + 1 - first) % 2]));
+    int status = 0;
+    if (b.bad >= 0) {
+      NoNegative(b.specific.data(), b.general.data(), b.bad, error, error_size);
+      status = 1;
+    } else if (b.n > 0) {
+      *loss += step.Run(st, tb, b.specific.data(), b.general.data(), b.neg_s.data(),
+                        b.neg_g.data(), b.n, width, iteration + t - first);
     }
-    *loss += step.Run(st, tb, specific.data(), general.data(), neg_s.data(), neg_g.data(), n,
-                      width, iteration + t - first);
+    if (next.joinable()) next.join();
+    if (status || b.n == 0) return status;
   }
   return 0;
 }

@@ -11,7 +11,8 @@ per row and updates the touched rows with AdaGrad and the table's bounds.
 (`order`) and each step's negatives (`draw_negatives`, the rule of
 `keras_gauss.hierarchy.negatives.sample_negatives`: one side replaced by a
 uniform node unrelated to the kept one) from the seed, the epoch and the
-step, in C++.
+step, in C++ (a second thread draws the next step's negatives while a step
+trains; the results are the same).
 
 Example: two steps on a chain `2 is-a 1 is-a 0` and a fourth, unrelated node.
 

@@ -335,17 +335,19 @@ class Step {
           kg::PrefetchRow(tb.variances + s * dv, dv);
         }
       }
-      auto pair = [&](int64_t j, int32_t* a, int32_t* s) {
-        *a = j == 0 ? general[b] : neg_g[b * k + j - 1];
-        *s = j == 0 ? specific[b] : neg_s[b * k + j - 1];
+      // Pair j of the row: its (general, specific) rows and their tables' rows.
+      int32_t a, s;
+      const float *ma, *va, *mb, *vb;
+      auto pair = [&](int64_t j) {
+        a = j == 0 ? general[b] : neg_g[b * k + j - 1];
+        s = j == 0 ? specific[b] : neg_s[b * k + j - 1];
+        ma = tb.means + a * d;
+        va = tb.variances + a * dv;
+        mb = tb.means + s * d;
+        vb = tb.variances + s * dv;
       };
       for (int64_t j = 0; j < list; ++j) {
-        int32_t a, s;
-        pair(j, &a, &s);
-        const float* ma = tb.means + a * d;
-        const float* va = tb.variances + a * dv;
-        const float* mb = tb.means + s * d;
-        const float* vb = tb.variances + s * dv;
+        pair(j);
         energies_[j] = st.energy == kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
                                         : ContainmentPair<S>(d, ma, va, mb, vb);
       }
@@ -378,12 +380,7 @@ class Step {
       total += row_loss;
       for (int64_t j = 0; j < list; ++j) {
         if (coef_[j] == 0.f) continue;
-        int32_t a, s;
-        pair(j, &a, &s);
-        const float* ma = tb.means + a * d;
-        const float* va = tb.variances + a * dv;
-        const float* mb = tb.means + s * d;
-        const float* vb = tb.variances + s * dv;
+        pair(j);
         const int64_t sa = slot_[a], sb = slot_[s];
         float* gma = gm_.data() + sa * d;
         float* gva = gv_.data() + sa * dv;

@@ -27,13 +27,6 @@ TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--
          "--test-size", "0", "--reconstruction-nodes", "10", "--quiet"]
 
 
-@pytest.fixture(scope="module")
-def edges(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tree") / "edges.tsv"
-    path.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 300)))
-    return path
-
-
 def _tables(run):
     return [w.numpy() for w in load_run(run).model.weights]
 

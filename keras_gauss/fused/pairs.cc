@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -551,7 +552,14 @@ int kg_pairs_train_steps(float* means, float* variances, float* mean_acc, float*
   for (int64_t t = first; t < last; ++t) {
     Batch& b = batches[(t - first) % 2];
     std::thread next;
-    if (t + 1 < last) next = std::thread(draw, t + 1, std::ref(batches[(t + 1 - first) % 2]));
+    bool drawn = t + 1 >= last;
+    if (!drawn) {
+      try {
+        next = std::thread(draw, t + 1, std::ref(batches[(t + 1 - first) % 2]));
+        drawn = true;
+      } catch (const std::system_error&) {  // no thread to be had: draw after the step
+      }
+    }
     int status = 0;
     if (b.bad >= 0) {
       NoNegative(b.specific.data(), b.general.data(), b.bad, error, error_size);
@@ -562,6 +570,7 @@ int kg_pairs_train_steps(float* means, float* variances, float* mean_acc, float*
     }
     if (next.joinable()) next.join();
     if (status || b.n == 0) return status;
+    if (!drawn) draw(t + 1, batches[(t + 1 - first) % 2]);
   }
   return 0;
 }

@@ -33,6 +33,7 @@ native trainer) and the load average.
 import argparse
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,10 @@ import time
 
 import numpy as np
 
+# The tests' Zipf ids, by path (`tests/` on `sys.path` would shadow the
+# package with `tests/keras_gauss`).
+zipf_ids = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "tests", "zipf_ids.py"))["zipf_ids"]
 
 VOCAB, DIM = 19_000, 50
 HIERARCHY_NODES, HIERARCHY_NEGATIVES, HIERARCHY_BATCH = 82_115, 6, 1024
@@ -56,9 +61,7 @@ def _load():
 def make_data(path, pairs, seed=0):
     """Writes the token stream, its window-1 pairs, negatives and hierarchy edges."""
     rng = np.random.default_rng(seed)
-    zipf = 1.0 / np.arange(1, VOCAB + 1)
-    zipf /= zipf.sum()
-    tokens = rng.choice(VOCAB, pairs // 2 + 1, p=zipf).astype("int32")
+    tokens = zipf_ids(rng, VOCAB, pairs // 2 + 1)
     word = np.concatenate([tokens[:-1], tokens[1:]])
     context = np.concatenate([tokens[1:], tokens[:-1]])
     order = rng.permutation(len(word))
@@ -66,11 +69,9 @@ def make_data(path, pairs, seed=0):
     negative_p = counts ** 0.75 / (counts ** 0.75).sum()
     negatives = rng.choice(VOCAB, (len(word), 5), p=negative_p).astype("int32")
     edges = HIERARCHY_BATCH * 300
-    nodes = 1.0 / np.arange(1, HIERARCHY_NODES + 1) ** 0.7
-    nodes /= nodes.sum()
     np.savez(path, tokens=tokens, word=word[order], context=context[order],
              negatives=negatives, negative_weights=negative_p,
-             general=rng.choice(HIERARCHY_NODES, edges, p=nodes).astype("int32"),
+             general=zipf_ids(rng, HIERARCHY_NODES, edges, exponent=0.7),
              specific=rng.integers(0, HIERARCHY_NODES, edges).astype("int32"),
              neg_general=rng.integers(0, HIERARCHY_NODES, (edges, HIERARCHY_NEGATIVES),
                                       dtype="int32"),

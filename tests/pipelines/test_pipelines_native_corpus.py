@@ -15,6 +15,7 @@ from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.train import CorpusConfig
 
 from test_pipelines_train import topic_corpus
+from zipf_ids import zipf_ids
 
 NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / \
     "news2017.txt.gz"
@@ -263,8 +264,7 @@ def test_the_trainers_draws_follow_the_pipelines_rules():
 
     rng = np.random.default_rng(0)
     vocab, n, sample = 50, 60_000, 5e-3
-    zipf = 1.0 / np.arange(1, vocab + 1)
-    tokens = rng.choice(vocab, n, p=zipf / zipf.sum()).astype("int32")
+    tokens = zipf_ids(rng, vocab, n)
     counts = np.bincount(tokens, minlength=vocab)
     probs, alias, keep = native_corpus.sampling_tables(counts, sample)
     share = counts / n

@@ -12,6 +12,7 @@ count the kernel calls, so a silent fallback fails too.
 import contextlib
 import json
 import os
+import runpy
 import sys
 import traceback
 
@@ -25,6 +26,12 @@ import keras_gauss as kg  # noqa: E402
 from keras_gauss import kernels  # noqa: E402
 from keras_gauss import ops as gauss_ops  # noqa: E402
 from keras_gauss.hierarchy.model import build_kl_model  # noqa: E402
+
+
+# By path: run as a script, `tests/` is not on `sys.path` (and must not be:
+# `tests/keras_gauss` would shadow the package).
+zipf_ids = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                       "zipf_ids.py"))["zipf_ids"]
 
 BACKEND = keras.backend.backend()
 # (mean_a, var_a, mean_b, var_b) shapes: broadcast word, spherical sides,
@@ -202,10 +209,8 @@ class Temperature(keras.layers.Layer):
 
 def corpus_data(vocab, n, negatives, seed):
     rng = np.random.default_rng(seed)
-    zipf = 1.0 / np.arange(1, vocab + 1)
-    zipf /= zipf.sum()
-    x = {"word": rng.choice(vocab, n, p=zipf).astype("int32"),
-         "context": rng.choice(vocab, n, p=zipf).astype("int32"),
+    x = {"word": zipf_ids(rng, vocab, n),
+         "context": zipf_ids(rng, vocab, n),
          "negatives": rng.choice(vocab, (n, negatives)).astype("int32")}
     y = np.zeros((n, 1 + negatives), "float32")
     y[:, 0] = 1

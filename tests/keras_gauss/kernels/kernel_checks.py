@@ -370,6 +370,43 @@ def check_inference_uses_reference_ops():
     assert not calls, calls
 
 
+def _raw_energy(inputs):
+    """The energy kernel called directly, past the Python wrapper's checks."""
+    kernels.get()  # builds and registers the library
+    if BACKEND == "tensorflow":
+        from keras_gauss.fused import build
+
+        return build.load().keras_gauss_energy(*inputs, energy="el")
+    import jax
+
+    n, k = inputs[0].shape[0], max(inputs[0].shape[1], inputs[2].shape[1])
+    return jax.block_until_ready(jax.ffi.ffi_call(
+        "keras_gauss_energy", jax.ShapeDtypeStruct((n, k), np.float32))(
+            *inputs, kind=np.int32(0), include_constant=False))
+
+
+def check_the_kernels_refuse_shapes_that_do_not_pair_up():
+    """The C++ reads the grid of pairs itself (layer_kernels.h's PairUp): a
+    bad shape is an error, never a read outside the inputs."""
+    def ones(*shape):
+        return np.ones(shape, "float32")
+
+    good = [ones(2, 1, 4), ones(2, 1, 4), ones(2, 3, 4), ones(2, 3, 1)]
+    np.testing.assert_allclose(np.asarray(_raw_energy(good)).shape, (2, 3))
+    for i, bad, message in ((2, ones(2, 3, 5), "pair up"),   # d differs
+                            (1, ones(2, 2, 4), "pair up"),   # var_a's k is not mean_a's
+                            (3, ones(1, 3, 1), "pair up"),   # n differs
+                            (0, ones(2, 4), "(n, k, d)")):   # not 3-d
+        inputs = list(good)
+        inputs[i] = bad
+        try:
+            _raw_energy(inputs)
+        except Exception as error:  # noqa: BLE001 - TensorFlow's or XLA's error type
+            assert message in str(error), str(error)[-500:]
+        else:
+            raise AssertionError(f"input {i} shaped {bad.shape} was accepted")
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in sorted(globals().items())
           if name.startswith("check_")}
 

@@ -370,7 +370,7 @@ class NativeTables:
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
             len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))
         if status:
-            raise ValueError(f"native skipgram_train: {error.value.decode()}")
+            raise ValueError(f"NativeTables.train: {error.value.decode()}")
         return loss.value, pairs.value
 
 

@@ -221,7 +221,7 @@ def skipgram_triples(rows, tokens, row_splits, seed, negative_probs, negative_al
             int(negatives), int(bool(shuffle)), outputs[0].ctypes.data, outputs[1].ctypes.data,
             outputs[2].ctypes.data, len(outputs[0]), ctypes.byref(count), error, len(error))
         if status:
-            raise ValueError(f"native skipgram_triples: {error.value.decode()}")
+            raise ValueError(f"skipgram_triples: {error.value.decode()}")
         if len(outputs[0]) == count.value:
             break
         outputs = [np.zeros(count.value, np.int32), np.zeros(count.value, np.int32),

@@ -1,17 +1,13 @@
-"""The C++ library: the layers' kernels, the native trainer and the fused steps.
+"""The C++ libraries: the layers' kernels and the native corpus and hierarchy trainers.
 
 The C++ sources compile on first use (`keras_gauss.fused.build`) into a
-TensorFlow op library (the layers' kernels, `keras_gauss.kernels`, and the
-fused steps), an XLA FFI library for JAX, and a TensorFlow-free library:
-`NativeTables`, the trainer of `train-corpus --engine native`, and
-`NativePairTable`, the trainer of `train-wordnet --engine native`.
-`ranking_step` (a minibatch of `(word, context, negatives)`),
-`pair_ranking_step` (lists of `(general, specific)` pairs, the hierarchy
-model) and `skipgram_train` (token ids to updated tables, the native
-trainer's kernel) are the whole max-margin AdaGrad step in one C++ op,
-raising `RuntimeError` when the library cannot be built.
+TensorFlow op library and an XLA FFI library for JAX (the layers' kernels,
+`keras_gauss.kernels`), and a TensorFlow-free library: `NativeTables`, the
+trainer of `train-corpus --engine native`, and `skipgram_triples`, the
+triples it trains on; `NativePairTable`, the trainer of `train-wordnet
+--engine native`.
 
-Example: see `ranking_step`.
+Example: see `NativeTables`.
 """
 
 from keras_gauss._lazy import lazy_exports
@@ -22,12 +18,8 @@ _EXPORTS = {
     "NativePairTable": "pairs",
     "NativeTables": "native",
     "alias_table": "sampling",
-    "fused_available": "step",
     "native_available": "native",
-    "pair_ranking_step": "step",
-    "ranking_step": "step",
-    "skipgram_train": "skipgram",
-    "skipgram_triples": "skipgram",
+    "skipgram_triples": "native",
 }
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
@@ -36,10 +28,6 @@ __all__ = [
     "NativePairTable",
     "NativeTables",
     "alias_table",
-    "fused_available",
     "native_available",
-    "pair_ranking_step",
-    "ranking_step",
-    "skipgram_train",
     "skipgram_triples",
 ]

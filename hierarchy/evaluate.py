@@ -59,6 +59,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from keras_gauss.fused import scores as _native_scores
 from keras_gauss.metrics import average_precision, best_f1, roc_auc
 from keras_gauss.metrics import threshold_classification, threshold_f1
 from keras_gauss.numpy_ops import check_generality
@@ -349,27 +350,32 @@ def split_classification(parts, score) -> dict:
 # --------------------------------------------------------------------------- ranking metrics
 
 
-def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray]):
+def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray], native: bool = False):
     """Ranking statistics of `b` query rows of `scores` (`(b, n)`, self entry `-inf`).
 
     Row `i`'s relevant entries are `ancestors[i]` (non-empty), its negatives all
     other finite entries. Counting, for every (query, ancestor) pair with score
     `s`, the entries `> s` and `>= s` among all and among the ancestors
-    costs `O(#pairs * n)` compares and no sort. Returns per row ``(ap,
-    rank_sum, num_ancestors)``, with the conventions of `_ranking_stats`.
+    costs `O(#pairs * n)` compares and no sort (in C++ with `native`: the same
+    integer counts). Returns per row ``(ap, rank_sum, num_ancestors)``, with
+    the conventions of `_ranking_stats`.
     """
     b, n = scores.shape
     k = np.array([len(a) for a in ancestors], dtype=np.int64)
     row = np.repeat(np.arange(b), k)
-    s = scores[row, np.concatenate(ancestors).astype(np.int64)]
+    columns = np.concatenate(ancestors).astype(np.int64)
+    s = scores[row, columns]
     num = len(s)
-    gt_all = np.empty(num, np.int64)
-    ge_all = np.empty(num, np.int64)
-    step = max(1, _ELEMENTS_PER_CHUNK // max(n, 1))
-    for i in range(0, num, step):
-        rows, t = scores[row[i : i + step]], s[i : i + step, None]
-        gt_all[i : i + step] = np.count_nonzero(rows > t, axis=1)
-        ge_all[i : i + step] = np.count_nonzero(rows >= t, axis=1)
+    if native:
+        gt_all, ge_all = _native_scores.ancestor_counts(scores, row, columns)
+    else:
+        gt_all = np.empty(num, np.int64)
+        ge_all = np.empty(num, np.int64)
+        step = max(1, _ELEMENTS_PER_CHUNK // max(n, 1))
+        for i in range(0, num, step):
+            rows, t = scores[row[i : i + step]], s[i : i + step, None]
+            gt_all[i : i + step] = np.count_nonzero(rows > t, axis=1)
+            ge_all[i : i + step] = np.count_nonzero(rows >= t, axis=1)
     # The same counts among each row's ancestors: all (pair, pair of the same row) combinations.
     first = np.repeat(np.cumsum(k) - k, k)  # index of the row's first pair, per pair
     size = k[row]
@@ -438,6 +444,7 @@ def reconstruction(
     *,
     generality: float = 0.0,
     energy: str = "kl",
+    native_scores: bool = True,
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
 
@@ -472,6 +479,11 @@ def reconstruction(
         generality: weight `beta` of the generality term in the score (default 0;
             see `edge_scores`).
         energy: `"kl"` or `"containment"` (see `edge_scores`).
+        native_scores: score the blocks and count the ranks in C++
+            (`keras_gauss.fused.scores`, 2 threads) when the native library
+            loads here (default True); else, or with False, in NumPy. The
+            scores agree to rounding (each sum is taken in order over the
+            dimensions: identical nodes tie in both).
 
     Returns:
         A dict with `mean_rank` and `map` (`nan` if no query has ancestors),
@@ -510,12 +522,16 @@ def reconstruction(
     rows = max(1, _CACHE_ELEMENTS // (cand * max(d, 1)))
     buffer = np.empty((rows, cand, d))
     sigma = np.sqrt(var) if energy == "containment" else None
+    native = native_scores and _native_scores.available()
     ap_sum = rank_sum = 0.0
     num_pairs = 0
     for first in range(0, len(queries), block):
         q = queries[first : first + block]
         b = len(q)
-        if energy == "containment":
+        if native:
+            scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma, inv_var=inv_var,
+                                                 log_det=log_det)
+        elif energy == "containment":
             scores = _containment_block(mu, sigma, q, rows, cand, buffer)
         else:
             scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
@@ -525,7 +541,7 @@ def reconstruction(
             raise ValueError("non-finite KL scores (overflow?): check the means and variances")
         scores[np.arange(b), q] = -np.inf  # u itself takes no part
         ancestors = [index.ancestors(u) for u in q]
-        ap, ranks, k = _ancestor_ranking(scores, ancestors)
+        ap, ranks, k = _ancestor_ranking(scores, ancestors, native)
         ap_sum += float(ap.sum())
         rank_sum += float(ranks.sum())
         num_pairs += int(k.sum())

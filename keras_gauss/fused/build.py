@@ -50,8 +50,9 @@ the C++ compiler and jaxlib's FFI headers (no TensorFlow) into
 compiler and its flags, and the CPU.
 
 `build_native()` / `load_native()` do the same for the native trainers
-(`native.cc` with `skipgram_core.h`: the skip-gram trainer, and `pairs.cc`:
-the hierarchy model's step and negatives; a plain C ABI, loaded with
+(`native.cc` with `skipgram_core.h`: the skip-gram trainer, `pairs.cc`:
+the hierarchy model's step and negatives, and `scores.cc`: the
+reconstruction evaluation's score blocks; a plain C ABI, loaded with
 `ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
 few seconds) into `keras_gauss_native.so` under the same cache, with the
 same records, checks and lock; its key hashes the source, the compiler and
@@ -81,7 +82,7 @@ logger = logging.getLogger("keras_gauss.fused")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = (os.path.join(_HERE, "layer_ops.cc"),)
 HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
-NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc"))
+NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc", "scores.cc"))
 NATIVE_HEADERS = tuple(os.path.join(_HERE, name)
                        for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)

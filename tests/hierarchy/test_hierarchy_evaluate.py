@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_gauss.fused import scores as native_scores
 from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
 from keras_gauss.metrics import average_ranks, threshold_classification
 from keras_gauss.hierarchy.evaluate import (
@@ -538,3 +539,95 @@ def test_hyperlex_with_equal_human_scores_is_undefined_and_says_why(tmp_path):
     assert result["spearman"] != result["spearman"]  # nan
     assert result["undefined"] == ("the human scores of the 3 covered pairs are all equal (3): "
                                    "nothing to rank")
+
+
+# --------------------------------------------------------------------------- native score blocks
+
+native = pytest.mark.skipif(not native_scores.available(), reason="no C++ compiler")
+
+
+def tied_tables(rng, n, d, spherical=False, scale=0.37, choices=(0.3, 1.0, 2.5)):
+    """Coarse random tables with repeated rows (exact ties)."""
+    means = rng.integers(-3, 4, size=(n, d)) * scale
+    variances = rng.choice(choices, size=(n, 1 if spherical else d))
+    means[::5], variances[::5] = means[3], variances[3]
+    return means, np.broadcast_to(variances, (n, d)).astype(float)
+
+
+def numpy_block(means, variances, q, energy):
+    mu, var = means.astype(np.float64), variances.astype(np.float64)
+    d = mu.shape[1]
+    buffer = np.empty((7, 50, d))
+    if energy == "containment":
+        return evaluate._containment_block(mu, np.sqrt(var), q, 7, 50, buffer)
+    return evaluate._kl_block(mu, var, 1.0 / var, np.log(var).sum(axis=1), q, 7, 50, buffer)
+
+
+@native
+@pytest.mark.parametrize("energy", ["containment", "kl"])
+@pytest.mark.parametrize("spherical", [False, True])
+def test_native_block_matches_the_numpy_block_and_keeps_ties(energy, spherical):
+    rng = np.random.default_rng(11)
+    n, d = 600, 5  # more nodes than one candidate tile, more queries than one row block
+    means, variances = tied_tables(rng, n, d, spherical)
+    q = np.sort(rng.choice(n, size=70, replace=False))
+    want = numpy_block(means, variances, q, energy)
+    got = native_scores.energy_block(means, variances, q, energy)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # Identical candidates score identically (columns), and so do identical queries (rows).
+    same = np.arange(0, n, 5)
+    assert (got[:, same] == got[:, [3]]).all()
+    dup = np.isin(q, np.r_[same, 3])
+    assert dup.sum() > 1 and (got[dup] == got[dup][:1]).all()
+    # The thread count changes nothing.
+    for threads in (1, 3):
+        again = native_scores.energy_block(means, variances, q, energy, threads=threads)
+        assert np.array_equal(again, got)
+
+
+@native
+def test_native_ancestor_counts_match_numpy():
+    rng = np.random.default_rng(12)
+    scores = rng.integers(0, 6, size=(9, 40)).astype(float)
+    scores[np.arange(9), rng.integers(0, 40, size=9)] = -np.inf
+    row = rng.integers(0, 9, size=30)
+    ids = rng.integers(0, 40, size=30)
+    gt, ge = native_scores.ancestor_counts(scores, row, ids)
+    s = scores[row, ids][:, None]
+    assert np.array_equal(gt, (scores[row] > s).sum(axis=1))
+    assert np.array_equal(ge, (scores[row] >= s).sum(axis=1))
+
+
+@native
+@pytest.mark.parametrize("energy, beta", [("kl", 0.0), ("kl", 0.7), ("containment", 0.0)])
+def test_reconstruction_is_the_same_with_and_without_the_native_library(monkeypatch, energy,
+                                                                         beta):
+    rng = np.random.default_rng(13)
+    h = random_dag(rng, 60)
+    # Exactly representable values: distinct nodes also tie exactly, whatever the summation order.
+    means, variances = tied_tables(rng, 60, 4, scale=1.0, choices=(0.25, 1.0, 4.0))
+    fallback = dict(energy=energy, generality=beta)
+
+    def numpy_only(*args):
+        raise AssertionError("the NumPy block ran with the native library available")
+
+    with monkeypatch.context() as patch:  # the native path runs: the NumPy blocks are not called
+        patch.setattr(evaluate, "_containment_block", numpy_only)
+        patch.setattr(evaluate, "_kl_block", numpy_only)
+        fast = reconstruction(h, means, variances, **fallback)
+    slow = reconstruction(h, means, variances, native_scores=False, **fallback)
+    monkeypatch.setattr(native_scores, "available", lambda: False)
+    forced = reconstruction(h, means, variances, **fallback)
+    assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])
+    assert (forced["mean_rank"], forced["map"]) == (slow["mean_rank"], slow["map"])
+    assert fast["num_pairs"] == slow["num_pairs"] > 0
+    expected_rank, expected_map = brute_force_reconstruction(h, means, variances, beta, energy)
+    assert fast["mean_rank"] == pytest.approx(expected_rank, rel=1e-12)
+    assert fast["map"] == pytest.approx(expected_map, rel=1e-12)
+    # Continuous values with repeated rows: only the repeats tie, in both.
+    means, variances = random_tables(60, 4, rng)
+    means[::5], variances[::5] = means[3], variances[3]
+    monkeypatch.undo()
+    fast = reconstruction(h, means, variances, **fallback)
+    slow = reconstruction(h, means, variances, native_scores=False, **fallback)
+    assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])

@@ -60,15 +60,14 @@ def corpus_ids(corpus, vocab, chunk_lines=1024):
 
 def device_corpus(ids, lines, counts, window, dynamic_window, sample):
     """The `DeviceCorpus` of token ids: the expected kept tokens and pairs
-    of an epoch, counted as `epoch_size` counts them (each line at its
-    expected kept length)."""
+    of an epoch (`keras_gauss.layers.skipgram_sampler.expected_pairs`: each
+    line at its expected kept length, as `epoch_size` counts)."""
+    from keras_gauss.layers.skipgram_sampler import expected_pairs
     from keras_gauss.pipelines.sampling import keep_probabilities
-    from keras_gauss.pipelines.skipgram import _pairs_per_line
 
-    keep = keep_probabilities(counts, sample)
-    kept = np.bincount(lines, weights=keep[ids], minlength=int(lines[-1]) + 1 if len(lines) else 0)
-    pairs = _pairs_per_line(kept, window, dynamic_window).sum() if len(kept) else 0.0
-    return DeviceCorpus(ids, lines, float(kept.sum()), float(pairs))
+    kept, pairs = expected_pairs(lines, keep_probabilities(counts, sample)[ids], window,
+                                 dynamic_window)
+    return DeviceCorpus(ids, lines, kept, pairs)
 
 
 def make_sampler(config, data, counts, table_size=1_000_000):

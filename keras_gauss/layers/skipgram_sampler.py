@@ -180,6 +180,35 @@ def _enough(target, rate, z=6.0):
     return int(math.ceil(root * root)) + 1
 
 
+def expected_pairs(lines, keep, window, dynamic_window):
+    """`(kept_tokens, pairs)`: the expected tokens kept by subsampling and the
+    expected pairs of one pass over a corpus (each line at its expected kept
+    length, as `keras_gauss.pipelines.epoch_size` counts).
+
+    Args:
+        lines: `(N,)` line of every token (non-decreasing).
+        keep: `(N,)` keep probability of every token.
+        window, dynamic_window: as for `sample_skipgram`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> expected_pairs(np.array([0, 0, 0]), np.ones(3), 1, False)  # a-b, b-a, b-c, c-b
+    (3.0, 4.0)
+    """
+    import numpy as np
+
+    lines = np.asarray(lines)
+    lengths = np.bincount(lines, weights=np.asarray(keep, np.float64)) if len(lines) else \
+        np.zeros(0)
+    offsets = np.arange(1, window + 1)
+    weights = (window - offsets + 1) / window if dynamic_window else np.ones(window)
+    pairs = 0.0
+    for offset, weight in zip(offsets, weights):  # (a loop: a window may be large)
+        pairs += 2 * weight * np.maximum(lengths - offset, 0).sum()
+    return float(lengths.sum()), float(pairs)
+
+
 def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs):
     """The stage sizes `(draws, candidates, scan)` of `sample_skipgram` for a corpus.
 
@@ -274,7 +303,9 @@ class SkipGramSampler(keras.layers.Layer):
     def from_arrays(cls, corpus, lines, keep, negative_table, **kwargs):
         """A sampler holding these arrays (`corpus`, `lines`: `(N,)` ints;
         `keep`: `(V,)` floats; `negative_table`: `(S,)` ints); other
-        arguments as for the constructor."""
+        arguments as for the constructor (`window` and `batch_size`
+        required), the stage sizes not given planned for this corpus
+        (`plan_draws` of `expected_pairs`)."""
         import numpy as np
 
         corpus, lines = np.asarray(corpus, "int32"), np.asarray(lines, "int32")
@@ -287,6 +318,13 @@ class SkipGramSampler(keras.layers.Layer):
             raise ValueError(f"token ids must lie in [0, {len(keep)}) (the rows of `keep`).")
         if np.any(np.diff(lines) < 0):
             raise ValueError("`lines` must be non-decreasing (tokens line after line).")
+        if not all(kwargs.get(name) for name in ("draws", "candidates", "scan")):
+            kept, pairs = expected_pairs(lines, keep[corpus], kwargs["window"],
+                                         kwargs.get("dynamic_window", True))
+            plan = plan_draws(kwargs["batch_size"], kwargs["window"],
+                              kwargs.get("dynamic_window", True), len(corpus), kept, pairs)
+            for name, value in zip(("draws", "candidates", "scan"), plan):
+                kwargs[name] = kwargs.get(name) or value
         sampler = cls(len(corpus), len(keep), table_size=len(table), **kwargs)
         sampler.corpus.assign(corpus)
         sampler.lines.assign(lines)

@@ -16,8 +16,8 @@ neighbour in one direction within the line, each neighbour kept with its
 own keep probability), so the distribution of pairs is the same; an
 "epoch" is as many pairs as an epoch of that pipeline has, in expectation.
 
-The random numbers are a counter-based hash (murmur3's 32-bit finaliser,
-twice) of `(seed, step, stream, position)` in `uint32` `keras.ops`: the
+The random numbers are a counter-based hash (murmur3's 32-bit finaliser of
+a Weyl sequence, as SplitMix) of `(seed, step, stream, position)` in `uint32` `keras.ops`: the
 same seed and step give the same batch, bit for bit, on every backend, and
 a resumed run draws exactly the pairs the uninterrupted one drew.
 """
@@ -69,9 +69,7 @@ def hash_bits(key, stream, shape):
     """
     base = _mix32(ops.add(key, _u32(stream * 0x7FEB352D + 1)))
     counter = ops.cast(ops.arange(math.prod(shape), dtype="int32"), "uint32")
-    x = _mix32(ops.bitwise_xor(ops.multiply(counter, _u32(_GOLDEN)), base))
-    x = _mix32(ops.add(x, base))
-    return ops.reshape(x, shape)
+    return ops.reshape(_mix32(ops.add(ops.multiply(counter, _u32(_GOLDEN)), base)), shape)
 
 
 def hash_uniform(key, stream, shape):
@@ -102,12 +100,13 @@ def first_true(mask, n):
     return ops.take(picked[:n], cycle), count
 
 
-def sample_skipgram(key, corpus, lines, keep, negative_table, window, batch_size,
-                    negatives=1, dynamic_window=True, draws=None, candidates=None, scan=None):
+def sample_skipgram(key, corpus, lines, offsets, token_keep, negative_table, window,
+                    batch_size, negatives=1, dynamic_window=True, draws=None, candidates=None,
+                    scan=None):
     """One batch of skip-gram pairs drawn from the corpus held in tensors.
 
     Two stages of rejection, with fixed shapes: `draws` random positions,
-    each a centre kept with its word's keep probability and a distance `d`
+    each a centre kept with its keep probability and a distance `d`
     (uniform in `1..window`) kept by the reduced window (`d <= b`, `b`
     uniform in `1..window`); the first `candidates` kept ones look `scan`
     tokens to one side (drawn) for their `d`-th kept neighbour in the same
@@ -119,7 +118,8 @@ def sample_skipgram(key, corpus, lines, keep, negative_table, window, batch_size
         key: uint32 scalar (`step_key(seed, step)`).
         corpus: `(N,)` int32 token ids, line after line.
         lines: `(N,)` int32 line of every token (non-decreasing).
-        keep: `(V,)` float32 keep probability of every word.
+        offsets: `(lines + 1,)` int32 first token of every line, then `N`.
+        token_keep: `(N,)` float32 keep probability of every token.
         negative_table: `(S,)` int32 word ids (`negative_table`).
         window: largest distance; dynamic_window: word2vec's reduced window.
         batch_size: pairs drawn; negatives: negatives per pair.
@@ -135,7 +135,7 @@ def sample_skipgram(key, corpus, lines, keep, negative_table, window, batch_size
     size = ops.shape(corpus)[0]
     # 1. centres kept by subsampling, distances kept by the reduced window
     position = hash_integers(key, _STREAMS["position"], (draws,), size)
-    kept = hash_uniform(key, _STREAMS["keep"], (draws,)) < ops.take(keep, ops.take(corpus, position))
+    kept = hash_uniform(key, _STREAMS["keep"], (draws,)) < ops.take(token_keep, position)
     distance = hash_integers(key, _STREAMS["distance"], (draws,), window) + 1
     if dynamic_window:
         reach = hash_integers(key, _STREAMS["reach"], (draws,), window) + 1
@@ -143,27 +143,24 @@ def sample_skipgram(key, corpus, lines, keep, negative_table, window, batch_size
     chosen, _ = first_true(kept, candidates)
     centre, distance = ops.take(position, chosen), ops.take(distance, chosen)
     # 2. the distance-th kept neighbour on one side, in the centre's line
-    side = ops.cast(hash_integers(key, _STREAMS["side"], (candidates,), 2) * 2 - 1, "int32")
+    side = hash_integers(key, _STREAMS["side"], (candidates,), 2) * 2 - 1
+    line = ops.take(lines, centre)
+    first, last = ops.take(offsets, line), ops.take(offsets, line + 1)
     steps = ops.arange(1, scan + 1, dtype="int32")
     at = ops.expand_dims(centre, 1) + ops.expand_dims(side, 1) * ops.expand_dims(steps, 0)
-    inside = ops.logical_and(at >= 0, at < size)
-    at = ops.clip(at, 0, size - 1)
-    same_line = ops.logical_and(
-        inside, ops.take(lines, at) == ops.expand_dims(ops.take(lines, centre), 1))
-    tokens = ops.take(corpus, at)
-    kept = ops.logical_and(
-        same_line,
-        hash_uniform(key, _STREAMS["scan"], (candidates, scan)) < ops.take(keep, tokens))
+    inside = ops.logical_and(at >= ops.expand_dims(first, 1), at < ops.expand_dims(last, 1))
+    kept = ops.logical_and(inside, hash_uniform(key, _STREAMS["scan"], (candidates, scan))
+                           < ops.take(token_keep, ops.clip(at, 0, size - 1)))
     count = ops.cumsum(ops.cast(kept, "int32"), axis=1)
     hit = ops.logical_and(kept, count == ops.expand_dims(distance, 1))
     found = ops.any(hit, axis=1)
-    context = ops.take_along_axis(
-        tokens, ops.expand_dims(ops.argmax(ops.cast(hit, "int32"), axis=1), 1), axis=1)[:, 0]
+    reached = ops.argmax(ops.cast(hit, "int32"), axis=1) + 1
     chosen, _ = first_true(found, batch_size)
+    context = ops.take(centre, chosen) + ops.take(side * ops.cast(reached, "int32"), chosen)
     table = ops.shape(negative_table)[0]
     return {
         "word": ops.take(corpus, ops.take(centre, chosen)),
-        "context": ops.cast(ops.take(context, chosen), "int32"),
+        "context": ops.take(corpus, ops.clip(context, 0, size - 1)),
         "negatives": ops.take(negative_table, hash_integers(
             key, _STREAMS["negative"], (batch_size, negatives), table)),
     }
@@ -241,16 +238,17 @@ def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs):
 class SkipGramSampler(keras.layers.Layer):
     """Draws a batch of skip-gram pairs on the device from the step number.
 
-    Holds the corpus token ids, the line of every token, the keep
-    probabilities and the negative table as non-trainable weights (so they
-    live on the device and are not fed each step); `call(step)` returns the
-    batch `sample_skipgram` draws for `step_key(seed, step)`. Put it in
-    front of a model taking `{"word", "context", "negatives"}` and fit on
-    the step numbers: the pairs never leave the device.
+    Holds the corpus token ids, the line of every token, the lines' first
+    tokens, the keep probability of every token and the negative table as
+    non-trainable weights (so they live on the device and are not fed each
+    step); `call(step)` returns the batch `sample_skipgram` draws for
+    `step_key(seed, step)`. Put it in front of a model taking `{"word",
+    "context", "negatives"}` and fit on the step numbers: the pairs never
+    leave the device.
 
     Args:
         corpus_size: tokens `N` of the corpus.
-        vocab_size: words `V` (rows of `keep`).
+        line_count: lines of the corpus.
         window: largest distance between a word and its context.
         batch_size: pairs a call.
         negatives: negatives a pair (1).
@@ -261,7 +259,7 @@ class SkipGramSampler(keras.layers.Layer):
             `sample_skipgram`'s defaults).
 
     Build one from arrays with `SkipGramSampler.from_arrays(corpus, lines,
-    keep, negative_table, ...)`.
+    keep, negative_table, ...)` (it plans the stage sizes).
 
     Example:
 
@@ -274,38 +272,45 @@ class SkipGramSampler(keras.layers.Layer):
     ((4,), (4, 1))
     """
 
-    def __init__(self, corpus_size, vocab_size, window, batch_size, negatives=1,
+    def __init__(self, corpus_size, line_count, window, batch_size, negatives=1,
                  dynamic_window=True, seed=0, table_size=1_000_000, draws=None,
                  candidates=None, scan=None, **kwargs):
         super().__init__(**kwargs)
-        for name, value in (("corpus_size", corpus_size), ("vocab_size", vocab_size),
+        for name, value in (("corpus_size", corpus_size), ("line_count", line_count),
                             ("window", window), ("batch_size", batch_size),
                             ("negatives", negatives), ("table_size", table_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
         if corpus_size >= 2**31:
             raise ValueError(f"`corpus_size` must be < 2^31, got {corpus_size}.")
-        self.corpus_size, self.vocab_size = corpus_size, vocab_size
+        self.corpus_size, self.line_count = corpus_size, line_count
         self.window, self.batch_size, self.negatives = window, batch_size, negatives
         self.dynamic_window, self.seed, self.table_size = bool(dynamic_window), int(seed), table_size
         self.draws, self.candidates, self.scan = draws, candidates, scan
-        self.corpus = self.add_weight((corpus_size,), "zeros", dtype="int32",
-                                      trainable=False, name="corpus")
-        self.lines = self.add_weight((corpus_size,), "zeros", dtype="int32",
-                                     trainable=False, name="lines")
-        self.keep = self.add_weight((vocab_size,), "ones", dtype="float32",
-                                    trainable=False, name="keep")
-        self.negative_table = self.add_weight((table_size,), "zeros", dtype="int32",
-                                              trainable=False, name="negative_table")
+
+        def weight(shape, name, dtype="int32"):
+            return self.add_weight(shape, "zeros", dtype=dtype, trainable=False, name=name)
+
+        self.corpus = weight((corpus_size,), "corpus")
+        self.lines = weight((corpus_size,), "lines")
+        self.offsets = weight((line_count + 1,), "offsets")
+        self.token_keep = weight((corpus_size,), "token_keep", "float32")
+        self.negative_table = weight((table_size,), "negative_table")
         self.built = True
 
     @classmethod
     def from_arrays(cls, corpus, lines, keep, negative_table, **kwargs):
-        """A sampler holding these arrays (`corpus`, `lines`: `(N,)` ints;
-        `keep`: `(V,)` floats; `negative_table`: `(S,)` ints); other
-        arguments as for the constructor (`window` and `batch_size`
-        required), the stage sizes not given planned for this corpus
-        (`plan_draws` of `expected_pairs`)."""
+        """A sampler holding a corpus.
+
+        Args:
+            corpus: `(N,)` token ids, line after line.
+            lines: `(N,)` line of every token (non-decreasing, from 0).
+            keep: `(V,)` keep probability of every word.
+            negative_table: `(S,)` word ids.
+            **kwargs: as for the constructor (`window` and `batch_size`
+                required); the stage sizes not given are planned for this
+                corpus (`plan_draws` of `expected_pairs`).
+        """
         import numpy as np
 
         corpus, lines = np.asarray(corpus, "int32"), np.asarray(lines, "int32")
@@ -316,29 +321,32 @@ class SkipGramSampler(keras.layers.Layer):
         if corpus.min() < 0 or corpus.max() >= len(keep) or table.min() < 0 \
                 or table.max() >= len(keep):
             raise ValueError(f"token ids must lie in [0, {len(keep)}) (the rows of `keep`).")
-        if np.any(np.diff(lines) < 0):
-            raise ValueError("`lines` must be non-decreasing (tokens line after line).")
+        if lines[0] < 0 or np.any(np.diff(lines) < 0):
+            raise ValueError("`lines` must be non-decreasing from 0 (tokens line after line).")
+        token_keep = keep[corpus]
         if not all(kwargs.get(name) for name in ("draws", "candidates", "scan")):
-            kept, pairs = expected_pairs(lines, keep[corpus], kwargs["window"],
-                                         kwargs.get("dynamic_window", True))
-            plan = plan_draws(kwargs["batch_size"], kwargs["window"],
-                              kwargs.get("dynamic_window", True), len(corpus), kept, pairs)
+            dynamic = kwargs.get("dynamic_window", True)
+            kept, pairs = expected_pairs(lines, token_keep, kwargs["window"], dynamic)
+            plan = plan_draws(kwargs["batch_size"], kwargs["window"], dynamic, len(corpus),
+                              kept, pairs)
             for name, value in zip(("draws", "candidates", "scan"), plan):
                 kwargs[name] = kwargs.get(name) or value
-        sampler = cls(len(corpus), len(keep), table_size=len(table), **kwargs)
+        count = int(lines[-1]) + 1
+        sampler = cls(len(corpus), count, table_size=len(table), **kwargs)
         sampler.corpus.assign(corpus)
         sampler.lines.assign(lines)
-        sampler.keep.assign(keep)
+        sampler.offsets.assign(np.searchsorted(lines, np.arange(count + 1)).astype("int32"))
+        sampler.token_keep.assign(token_keep)
         sampler.negative_table.assign(table)
         return sampler
 
     def call(self, step):
         step = ops.reshape(step, (-1,))[0]
         return sample_skipgram(
-            step_key(self.seed, step), self.corpus, self.lines, self.keep,
-            self.negative_table, self.window, self.batch_size, negatives=self.negatives,
-            dynamic_window=self.dynamic_window, draws=self.draws, candidates=self.candidates,
-            scan=self.scan)
+            step_key(self.seed, step), self.corpus, self.lines, self.offsets,
+            self.token_keep, self.negative_table, self.window, self.batch_size,
+            negatives=self.negatives, dynamic_window=self.dynamic_window, draws=self.draws,
+            candidates=self.candidates, scan=self.scan)
 
     def compute_output_spec(self, step):
         return {"word": keras.KerasTensor((self.batch_size,), "int32"),
@@ -348,7 +356,7 @@ class SkipGramSampler(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update({
-            "corpus_size": self.corpus_size, "vocab_size": self.vocab_size,
+            "corpus_size": self.corpus_size, "line_count": self.line_count,
             "window": self.window, "batch_size": self.batch_size,
             "negatives": self.negatives, "dynamic_window": self.dynamic_window,
             "seed": self.seed, "table_size": self.table_size, "draws": self.draws,

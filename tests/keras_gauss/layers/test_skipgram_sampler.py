@@ -94,7 +94,7 @@ def test_config_round_trip_and_bad_arrays():
         SkipGramSampler.from_arrays(corpus, lines, np.ones(3), np.zeros(3, "int32"),
                                     window=2, batch_size=8)
     with pytest.raises(ValueError, match="window"):
-        SkipGramSampler(10, 10, window=0, batch_size=8)
+        SkipGramSampler(10, 2, window=0, batch_size=8)
 
 
 _ON_JAX = textwrap.dedent("""

@@ -152,4 +152,8 @@ def test_device_pairs_refuse_what_they_cannot_do_in_one_line(tmp_path):
     with pytest.raises(DistributionError, match="--pairs device trains on one device"):
         train_corpus(tiny_config(pairs="device"), corpus, tmp_path / "c",
                      distribution=DistributionConfig("data", num_processes=1))
-    assert not any(tmp_path.glob("[abc]"))
+    single = tmp_path / "single.txt"
+    single.write_text("cat\ndog\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no \\(word, context\\) pairs"):
+        train_corpus(tiny_config(pairs="device"), single, tmp_path / "d", verbose=0)
+    assert not any(tmp_path.glob("[abcd]"))

@@ -14,9 +14,11 @@ Measures, as in the paper (Section 6):
   kernel). Pairs with a word outside the vocabulary are skipped and
   reported through `coverage`; they never raise.
 - entailment (Baroni et al. 2012 format): average precision and best F1 of
-  two scores: `"kl"`, `-KL(N_word1 || N_word2)` (word1 entails word2 when its
-  Gaussian lies inside word2's: word1 specific, word2 general) and `"cos"`,
-  the cosine between means.
+  two scores: the embeddings' entailment energy (`Embeddings.energy`: by
+  default `"kl"`, `-KL(N_word1 || N_word2)`, high when word1's Gaussian lies
+  inside word2's: word1 specific, word2 general; a hierarchy run trained
+  with `--energy containment` is scored by that energy) and `"cos"`, the
+  cosine between means.
 - specificity: a word's nearest neighbours by cosine between means, shown
   sorted by descending variance (log det of the covariance), the paper's
   Table 1.
@@ -36,6 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.inputs import read_text
+from keras_gauss.numpy_ops import generality_term
+from keras_gauss.numpy_ops import pair_energy
+from keras_gauss.run_format import HIERARCHY_ENERGIES
 
 
 @dataclasses.dataclass
@@ -54,6 +59,10 @@ class Embeddings:
             term (`--generality`): the `"kl"` measure scores "a entails b"
             by `-KL(N_a || N_b) + beta * (log det Sigma_b - log det
             Sigma_a)`. Default 0 (`from_run` takes the run's).
+        energy: the entailment energy, `"kl"` (default) or
+            `"containment"` (`keras_gauss.numpy_ops.pair_energy`);
+            `from_run` takes a hierarchy run's own energy and `"kl"` for
+            a corpus run (the paper's entailment score).
 
     Example:
 
@@ -67,8 +76,12 @@ class Embeddings:
     variances: np.ndarray
     senses: dict | None = None
     generality: float = 0.0
+    energy: str = "kl"
 
     def __post_init__(self):
+        if self.energy not in HIERARCHY_ENERGIES:
+            raise ValueError(f"energy must be one of {', '.join(HIERARCHY_ENERGIES)}, "
+                             f"got {self.energy!r}.")
         self.words = list(self.words)
         self.means = np.asarray(self.means, dtype=np.float64)
         self.variances = np.ascontiguousarray(
@@ -89,7 +102,9 @@ class Embeddings:
             run = load_run(run)
         means, variances = run.tables()
         senses = wordnet_senses(run.words) if run.kind == "wordnet" else None
-        return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0))
+        energy = run.energy_name if run.energy_name in HIERARCHY_ENERGIES else "kl"
+        return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0),
+                   energy)
 
     def id(self, word):
         """Row of `word` (lowercased); raises `KeyError` naming an unknown word."""
@@ -107,6 +122,9 @@ class Embeddings:
         """`(n,)` log determinants of the covariances (larger: broader)."""
         return np.log(self.variances).sum(axis=1)
 
+
+# How the table names each entailment energy's columns.
+ENERGY_LABELS = {"kl": "KL", "containment": "box"}
 
 _SYNSET = re.compile(r".+\.[a-z]\.\d+$")
 
@@ -261,14 +279,14 @@ def pair_scores(emb, left, right, measure):
         measure: `"m"` (cosine between means), `"d"` (cosine between
             distributions), `"kl"` (`-KL(N_left || N_right)`: high when left
             lies inside right, i.e. left entails right; plus the generality
-            term with `emb.generality > 0`) or `"el"` (log expected
+            term with `emb.generality > 0`), `"containment"` (0 when left's
+            one-sigma box lies inside right's) or `"el"` (log expected
             likelihood).
 
     Returns:
         `(n,)` float64 scores, higher = more similar / more entailing.
     """
     from keras_gauss import ops as gauss_ops
-    from keras_gauss.numpy_ops import generality_term
 
     ml, vl = emb.means[left], emb.variances[left]
     mr, vr = emb.means[right], emb.variances[right]
@@ -281,9 +299,11 @@ def pair_scores(emb, left, right, measure):
         if emb.generality:
             value = value + generality_term(vl, vr, emb.generality)
         return value
+    if measure == "containment":
+        return pair_energy("containment", ml, vl, mr, vr)
     if measure == "el":
         return np.asarray(gauss_ops.el_energy(ml, vl, mr, vr), dtype=np.float64)
-    raise ValueError(f"measure must be 'm', 'd', 'kl' or 'el', got {measure!r}.")
+    raise ValueError(f"measure must be 'm', 'd', 'kl', 'containment' or 'el', got {measure!r}.")
 
 
 def _spearman(x, y):
@@ -354,24 +374,27 @@ def similarity(source, path):
 
 
 def entailment(source, path):
-    """Entailment detection (Baroni et al. 2012 format): AP and best F1, by KL and cosine.
+    """Entailment detection (Baroni et al. 2012 format): AP and best F1, by
+    the embeddings' entailment energy and by cosine.
 
     A pair `word1 TAB word2 TAB True` means word1 entails word2 (word1 is a
-    kind of word2). The KL score is `-KL(N_word1 || N_word2)`, high when the
-    specific word1 lies inside the general word2; the cosine score is the
-    cosine between means. AP and best F1 (`keras_gauss.metrics`) are taken
-    over the covered pairs.
+    kind of word2). The energy score (`Embeddings.energy`) is high when the
+    specific word1 lies inside the general word2: `-KL(N_word1 || N_word2)`
+    by default, the containment energy for a hierarchy run trained with it;
+    the cosine score is the cosine between means. AP and best F1
+    (`keras_gauss.metrics`) are taken over the covered pairs.
 
     Args:
         source: an `Embeddings`, a `Run` or a run directory.
         path: the entailment file (see `keras_gauss.hierarchy.benchmark_data.read_entailment`).
 
     Returns:
-        `{"kl_ap", "kl_f1", "cos_ap", "cos_f1", "positive_rate", "coverage",
-        "n_pairs", "n_covered", "undefined"}`. AP and F1 are undefined (`nan`,
-        and `undefined` maps each name to the reason) unless the covered
-        pairs hold both kinds, entailing and not (with one kind they are 1
-        or nothing, whatever the model).
+        `{"energy", "<energy>_ap", "<energy>_f1", "cos_ap", "cos_f1",
+        "positive_rate", "coverage", "n_pairs", "n_covered", "undefined"}`
+        with `<energy>` the energy's name (`"kl"`: `"kl_ap"`). AP and F1 are
+        undefined (`nan`, and `undefined` maps each name to the reason)
+        unless the covered pairs hold both kinds, entailing and not (with
+        one kind they are 1 or nothing, whatever the model).
 
     Example:
 
@@ -391,13 +414,13 @@ def entailment(source, path):
     rows = read_entailment(path)
     left, right, covered, starts = _pair_ids(emb, rows)
     labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
-    result, undefined = {}, {}
+    result, undefined = {"energy": emb.energy}, {}
     reason = None
     if not labels.any() or labels.all():
         reason = (f"all {len(labels)} covered pairs are labelled "
                   f"{bool(labels.all()) if len(labels) else 'neither'}: AP and F1 need "
                   "entailing and non-entailing pairs")
-    for name, measure in (("kl", "kl"), ("cos", "m")):
+    for name, measure in ((emb.energy, emb.energy), ("cos", "m")):
         if reason is None:
             scores = _best_scores(emb, left, right, starts, measure)
             result[f"{name}_ap"] = average_precision(labels, scores)
@@ -561,8 +584,10 @@ def undefined_notes(results):
     ...     "spearman_d": "the human scores ... are all equal (5)"}}}})
     ['rg65: rho(m), rho(d) undefined: the human scores ... are all equal (5).']
     """
-    names = {"spearman_m": "rho(m)", "spearman_d": "rho(d)", "kl_ap": "AP(KL)",
-             "kl_f1": "F1(KL)", "cos_ap": "AP(cos)", "cos_f1": "F1(cos)"}
+    names = {"spearman_m": "rho(m)", "spearman_d": "rho(d)", "cos_ap": "AP(cos)",
+             "cos_f1": "F1(cos)"}
+    for energy, label in ENERGY_LABELS.items():
+        names.update({f"{energy}_ap": f"AP({label})", f"{energy}_f1": f"F1({label})"})
     lines = []
     for kind in ("similarity", "entailment"):
         for name, result in results.get(kind, {}).items():
@@ -576,8 +601,9 @@ def undefined_notes(results):
 
 def scored_anything(results):
     """Whether at least one measure of one file is defined."""
-    return any(set(result) & {"spearman_m", "spearman_d", "kl_ap", "kl_f1", "cos_ap",
-                              "cos_f1"} - set(result.get("undefined", {}))
+    measures = {"spearman_m", "spearman_d", "cos_ap", "cos_f1"}
+    measures.update(f"{energy}_{m}" for energy in ENERGY_LABELS for m in ("ap", "f1"))
+    return any(set(result) & measures - set(result.get("undefined", {}))
                for kind in ("similarity", "entailment")
                for result in results.get(kind, {}).values())
 
@@ -597,9 +623,12 @@ def format_table(results):
         if lines:
             lines.append("")
         width = max(len(n) for n in ent)
-        lines.append(f"{'entailment':<{width}}   AP(KL)  F1(KL)  AP(cos) F1(cos) coverage")
+        energy = next(iter(ent.values())).get("energy", "kl")  # one source: one energy
+        label = ENERGY_LABELS[energy]
+        lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "
+                     "AP(cos) F1(cos) coverage")
         for name, r in ent.items():
-            lines.append(f"{name:<{width}}   {_f(r['kl_ap'])}  {_f(r['kl_f1'])}  "
+            lines.append(f"{name:<{width}}   {_f(r[f'{energy}_ap'])}  {_f(r[f'{energy}_f1'])}  "
                          f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     return "\n".join(lines)

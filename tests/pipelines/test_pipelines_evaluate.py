@@ -154,8 +154,10 @@ def test_wordnet_senses_score_the_best_synset_pair(tmp_path):
     assert similarity(emb, sim)["n_covered"] == 3
 
 
-def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path):
-    """`evaluate` on a WordNet run = keras_gauss.hierarchy.evaluate.baroni2012."""
+@pytest.mark.parametrize("energy", ["containment", "kl"])
+def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path, energy):
+    """`evaluate` on a WordNet run = keras_gauss.hierarchy.evaluate.baroni2012,
+    both by the run's own energy."""
     from keras_gauss.hierarchy import build_hierarchy
     from keras_gauss.hierarchy.evaluate import baroni2012
     from keras_gauss.hierarchy.train import WordNetConfig
@@ -163,7 +165,7 @@ def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path):
     from keras_gauss.runs import load_run
 
     config = WordNetConfig(root="mammal.n.01", dim=4, epochs=1, batch_size=512, val_size=0,
-                           test_size=0, reconstruction_nodes=50)
+                           test_size=0, reconstruction_nodes=50, energy=energy)
     train_wordnet(config, tmp_path / "run", verbose=0)
     path = tmp_path / "ent.tsv"
     path.write_text("dog\tmammal\tTrue\nmammal\tdog\tFalse\ncat\tmammal\tTrue\n"
@@ -171,10 +173,13 @@ def test_wordnet_run_agrees_with_the_hierarchy_benchmarks(tmp_path):
                     "unicorn\tmammal\tTrue\n")
     ours = entailment(tmp_path / "run", path)
     run = load_run(tmp_path / "run")
-    reference = baroni2012(path, build_hierarchy("mammal.n.01"), *run.tables())
+    reference = baroni2012(path, build_hierarchy("mammal.n.01"), *run.tables(), energy=energy)
+    assert ours["energy"] == run.energy_name == energy
     assert ours["n_covered"] == reference["n_covered"] == 6
-    assert ours["kl_ap"] == pytest.approx(reference["ap"])
-    assert ours["kl_f1"] == pytest.approx(reference["best_f1"])
+    assert ours[f"{energy}_ap"] == pytest.approx(reference["ap"])
+    assert ours[f"{energy}_f1"] == pytest.approx(reference["best_f1"])
+    table = format_table({"entailment": {"ent": ours}})
+    assert table.splitlines()[0].split()[1] == {"kl": "AP(KL)", "containment": "AP(box)"}[energy]
 
 
 def test_a_rank_correlation_that_is_undefined_says_why(tmp_path, emb):

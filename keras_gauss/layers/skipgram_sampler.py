@@ -64,7 +64,7 @@ def hash_bits(key, stream, shape):
     Example:
 
     >>> bits = hash_bits(step_key(0, 5), 1, (2, 3))
-    >>> tuple(bits.shape), str(bits.dtype)
+    >>> tuple(bits.shape), keras.backend.standardize_dtype(bits.dtype)
     ((2, 3), 'uint32')
     """
     base = _mix32(ops.add(key, _u32(stream * 0x7FEB352D + 1)))

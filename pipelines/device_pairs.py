@@ -33,6 +33,11 @@ class DeviceCorpus:
     kept_tokens: float
     pairs: float
 
+    @property
+    def longest_line(self):
+        """Tokens of the longest line."""
+        return int(np.bincount(self.lines).max()) if len(self.lines) else 0
+
     def steps(self, batch_size):
         """Steps of an epoch: `round(pairs / batch_size)`, at least 1 (0 without pairs)."""
         return max(1, round(self.pairs / batch_size)) if self.pairs > 0 else 0
@@ -85,7 +90,7 @@ def make_sampler(config, data, counts, table_size=1_000_000):
 
     draws, candidates, scan = plan_draws(
         config.batch_size, config.window, config.dynamic_window, len(data.ids),
-        data.kept_tokens, data.pairs)
+        data.kept_tokens, data.pairs, data.longest_line)
     return SkipGramSampler.from_arrays(
         data.ids, data.lines, keep_probabilities(counts, config.sample),
         negative_table(counts, table_size), window=config.window,

@@ -96,7 +96,8 @@ class CorpusConfig:
               call: only step numbers are fed. Pairs are drawn at random
               positions (with replacement) by the same rules; an epoch is
               the stream's expected number of pairs. One device (no
-              `distribution`).
+              `distribution`); callbacks see the model `fit` trains
+              (step numbers -> sampler -> the corpus model).
     """
 
     dim: int = 50
@@ -493,6 +494,27 @@ def line_digest(corpus):
     return digest.hexdigest()
 
 
+# The most tokens a step with pairs drawn on the device may look at
+# (candidates x scan, `keras_gauss.layers.skipgram_sampler.plan_draws`).
+MAX_DEVICE_SCAN = 2**27
+
+
+def _check_device_step(config, data):
+    """One line where a step of `--pairs device` would look at more than
+    `MAX_DEVICE_SCAN` tokens (a window of thousands, heavy subsampling)."""
+    from keras_gauss.layers.skipgram_sampler import plan_draws
+
+    _, candidates, scan = plan_draws(config.batch_size, config.window, config.dynamic_window,
+                                     len(data.ids), data.kept_tokens, data.pairs,
+                                     data.longest_line)
+    if candidates * scan > MAX_DEVICE_SCAN:
+        raise ValueError(
+            f"--pairs device with --window {config.window} and --batch-size "
+            f"{config.batch_size}: a step would look at {candidates * scan:,} tokens for the "
+            f"contexts (at most {MAX_DEVICE_SCAN:,}); give a smaller --window or "
+            "--batch-size, or --pairs host.")
+
+
 class KerasEngine(Engine):
     """The keras engine of `train_corpus` for `keras_gauss.job.Job`: the
     skip-gram pairs of `make_dataset` into `model.fit` of `corpus_model`
@@ -547,6 +569,7 @@ class KerasEngine(Engine):
             reading.done()
             if not self.pairs_data.steps(config.batch_size):
                 raise ValueError(NO_PAIRS)
+            _check_device_step(config, self.pairs_data)
         digest = native_corpus.corpus_digest(self.corpus) or line_digest(self.corpus)
         return Data(len(self.vocab), config.dim, tables=2, digest=digest)
 

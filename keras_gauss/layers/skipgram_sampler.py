@@ -206,7 +206,8 @@ def expected_pairs(lines, keep, window, dynamic_window):
     return float(lengths.sum()), float(pairs)
 
 
-def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs):
+def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs,
+               longest_line=None):
     """The stage sizes `(draws, candidates, scan)` of `sample_skipgram` for a corpus.
 
     Args:
@@ -214,6 +215,8 @@ def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs):
         tokens: tokens of the corpus `N`.
         kept_tokens: their expected number after subsampling (sum of keep).
         pairs: expected pairs of an epoch (`keras_gauss.pipelines.epoch_size`).
+        longest_line: tokens of the longest line, if known (the scan never
+            needs to go further).
 
     `scan` is `window` without subsampling, else enough tokens to find
     `window` kept ones at the mean keep rate but with 6 standard deviations
@@ -231,6 +234,8 @@ def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs):
     rate = kept_tokens / max(tokens, 1)
     scan = window if rate >= 1.0 else int(math.ceil(
         (window + 6 * math.sqrt(window) + 6) / max(rate, 1e-3)))
+    if longest_line:
+        scan = max(1, min(scan, longest_line - 1))
     return draws, candidates, scan
 
 
@@ -328,7 +333,7 @@ class SkipGramSampler(keras.layers.Layer):
             dynamic = kwargs.get("dynamic_window", True)
             kept, pairs = expected_pairs(lines, token_keep, kwargs["window"], dynamic)
             plan = plan_draws(kwargs["batch_size"], kwargs["window"], dynamic, len(corpus),
-                              kept, pairs)
+                              kept, pairs, longest_line=int(np.bincount(lines).max()))
             for name, value in zip(("draws", "candidates", "scan"), plan):
                 kwargs[name] = kwargs.get(name) or value
         count = int(lines[-1]) + 1

@@ -156,4 +156,7 @@ def test_device_pairs_refuse_what_they_cannot_do_in_one_line(tmp_path):
     single.write_text("cat\ndog\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no \\(word, context\\) pairs"):
         train_corpus(tiny_config(pairs="device"), single, tmp_path / "d", verbose=0)
-    assert not any(tmp_path.glob("[abcd]"))
+    with pytest.raises(ValueError, match="--pairs device with --window 5000 .*at most"):
+        train_corpus(tiny_config(pairs="device", window=5000, batch_size=2**15), corpus,
+                     tmp_path / "e", verbose=0)
+    assert not any(tmp_path.glob("[abcde]"))

@@ -1,4 +1,4 @@
-"""Training speed: our fused op against gensim's skip-gram (and word2gauss), one epoch each.
+"""Training speed: our native trainer against gensim's skip-gram (and word2gauss), one epoch each.
 
 Two vocabularies, each timed in one run beside gensim on the same ids:
 
@@ -12,11 +12,10 @@ Two vocabularies, each timed in one run beside gensim on the same ids:
 Settings: window 5 with word2vec's reduced window (gensim's default
 `shrink_windows=True`, our `dynamic_window=True`), one negative, 50-d
 diagonal, no subsampling; gensim with `--workers` threads on sentences in
-memory, ours (`keras_gauss.fused.skipgram_train`, `--threads`, 0 = the
-cores) on token ids in memory, chunks of ~130k tokens, minibatches of
-`--batch-sizes` pairs, as the TensorFlow op on the Keras tables and as the
-native library (`keras_gauss.fused.NativeTables`: interleaved rows, what
-`train-corpus` runs). word2gauss (Cython, EL "IP" energy, diagonal, same
+memory, ours (the native library, `keras_gauss.fused.NativeTables`:
+interleaved rows, what `train-corpus --engine native` runs; `--threads`, 0 =
+the cores) on token ids in memory, chunks of ~130k tokens, minibatches of
+`--batch-sizes` pairs. word2gauss (Cython, EL "IP" energy, diagonal, same
 threads) runs from its own venv (`word2gauss_peer.py`; built as
 /work/shared/peers/README.md says, `--word2gauss DIR --word2gauss-python
 PY`) on at most `--word2gauss-pairs` pairs of a fixed window 5 (it has no
@@ -110,43 +109,11 @@ def in_memory_chunks(ids, splits, chunk_tokens=1 << 17):
     return chunks
 
 
-def time_pretokenized(chunks, counts, batch, dim=50, threads=0):
-    """Seconds and pairs of one epoch of `keras_gauss.fused.skipgram_train`
-    over token ids already in memory (no subsampling, window 5 reduced, one
-    negative, the trainer's defaults otherwise)."""
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_gauss.fused import alias_table
-    from keras_gauss.fused import skipgram_train
-
-    rng = np.random.default_rng(0)
-    rows = len(counts)
-    tables = [tf.Variable(rng.uniform(-0.05, 0.05, (rows, dim)).astype("float32")),
-              tf.Variable(np.ones((rows, dim), "float32")),
-              tf.Variable(rng.uniform(-0.05, 0.05, (rows, dim)).astype("float32")),
-              tf.Variable(np.ones((rows, dim), "float32"))]
-    accumulators = [tf.Variable(tf.fill(t.shape, 1e-6)) for t in tables]
-    probs, alias = alias_table(np.asarray(counts, np.float64) ** 0.75)
-
-    @tf.function(reduce_retracing=True)
-    def step(ids, splits, seed):
-        return skipgram_train(tables, accumulators, ids, splits, seed, 0.2, probs, alias,
-                              window=5, negatives=1, batch_size=batch, margin=0.5,
-                              max_norm=2.0, min_variance=0.05, max_variance=5.0,
-                              num_threads=threads)
-
-    chunks = [(tf.constant(i), tf.constant(s)) for i, s in chunks]
-    step(*chunks[0], tf.constant(-1, tf.int64))  # trace and load the op
-    start, count = time.perf_counter(), 0
-    for index, (ids, splits) in enumerate(chunks):
-        count += int(step(ids, splits, tf.constant(index, tf.int64))[1])
-    return time.perf_counter() - start, count
-
-
 def time_native(chunks, counts, batch, dim=50, threads=0):
-    """`time_pretokenized` with the native library (`keras_gauss.fused.NativeTables`:
-    the same kernel on interleaved per-word rows, called through ctypes)."""
+    """Seconds and pairs of one epoch of the native library
+    (`keras_gauss.fused.NativeTables`: interleaved per-word rows, called
+    through ctypes) over token ids already in memory (no subsampling, window
+    5 reduced, one negative, the trainer's defaults otherwise)."""
     import numpy as np
 
     from keras_gauss.fused import NativeTables
@@ -238,16 +205,11 @@ def in_memory_rows(label, chunks, counts, sentences, batches, threads, repeats, 
         best["gensim"] = min(best.get("gensim", math.inf), time.perf_counter() - start)
         line = [f"gensim {best['gensim']:.2f}"]
         for batch in batches:
-            seconds, count = time_pretokenized(chunks, counts, batch, threads=threads)
-            key = f"ours, fused op, ids in memory, batch {batch}"
-            best[key] = min(best.get(key, math.inf), seconds)
-            pairs[key] = pairs["gensim"] = count
-            line.append(f"batch {batch} {seconds:.2f}")
             seconds, count = time_native(chunks, counts, batch, threads=threads)
             key = f"ours, native library, ids in memory, batch {batch}"
             best[key] = min(best.get(key, math.inf), seconds)
-            pairs[key] = count
-            line.append(f"native {seconds:.2f}")
+            pairs[key] = pairs["gensim"] = count
+            line.append(f"native, batch {batch} {seconds:.2f}")
         if word2gauss is not None:
             seconds, count = word2gauss.time(ids_file, w2g_pairs)
             key = "word2gauss, EL diag, fixed window 5"
@@ -278,7 +240,7 @@ def main(argv=None):
                         help="pairs per AdaGrad step for the native engine")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0,
-                        help="threads of our op (0: TensorFlow's pool, the cores)")
+                        help="threads of the native trainer (0: the cores)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--paper-types", type=int, default=280_000,
                         help="word types of the synthetic paper-scale corpus (0: skip it)")

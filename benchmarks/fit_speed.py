@@ -12,9 +12,7 @@ process) and `before` (the reference code with malloc left alone,
 - `kl-5neg-temp`: a model keras-gauss does not ship: KL energy, five
   negatives and a trainable temperature (`energies / exp(t)`) on the energies;
 - `hierarchy`: `keras_gauss.hierarchy.model.build_kl_model` (82,115 nodes,
-  shared table, 5 corrupted + 1 reversed edge per positive, batch 1,024),
-  beside today's fused step (`FusedKLTrainer`, TensorFlow, as
-  `benchmarks/step_scaling.py` times it).
+  shared table, 5 corrupted + 1 reversed edge per positive, batch 1,024).
 
 The ids are drawn once with NumPy: a Zipf token stream over 19,000 words; its
 (word, context) pairs are the neighbours at distance 1 (window 1), the
@@ -24,8 +22,8 @@ on the same token stream with the same window right before every timed fit,
 so every figure is a ratio to it at the same load. Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
-repeats, the spread, wall and CPU milliseconds a step, ratios to the native
-trainer and to the fused step) and the load average.
+repeats, the spread, wall and CPU milliseconds a step, the ratio to the
+native trainer) and the load average.
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax]
@@ -35,12 +33,18 @@ trainer and to the fused step) and the load average.
 import argparse
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+# The tests' Zipf ids, by path (`tests/` on `sys.path` would shadow the
+# package with `tests/keras_gauss`).
+zipf_ids = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "tests", "zipf_ids.py"))["zipf_ids"]
 
 VOCAB, DIM = 19_000, 50
 HIERARCHY_NODES, HIERARCHY_NEGATIVES, HIERARCHY_BATCH = 82_115, 6, 1024
@@ -57,9 +61,7 @@ def _load():
 def make_data(path, pairs, seed=0):
     """Writes the token stream, its window-1 pairs, negatives and hierarchy edges."""
     rng = np.random.default_rng(seed)
-    zipf = 1.0 / np.arange(1, VOCAB + 1)
-    zipf /= zipf.sum()
-    tokens = rng.choice(VOCAB, pairs // 2 + 1, p=zipf).astype("int32")
+    tokens = zipf_ids(rng, VOCAB, pairs // 2 + 1)
     word = np.concatenate([tokens[:-1], tokens[1:]])
     context = np.concatenate([tokens[1:], tokens[:-1]])
     order = rng.permutation(len(word))
@@ -67,11 +69,9 @@ def make_data(path, pairs, seed=0):
     negative_p = counts ** 0.75 / (counts ** 0.75).sum()
     negatives = rng.choice(VOCAB, (len(word), 5), p=negative_p).astype("int32")
     edges = HIERARCHY_BATCH * 300
-    nodes = 1.0 / np.arange(1, HIERARCHY_NODES + 1) ** 0.7
-    nodes /= nodes.sum()
     np.savez(path, tokens=tokens, word=word[order], context=context[order],
              negatives=negatives, negative_weights=negative_p,
-             general=rng.choice(HIERARCHY_NODES, edges, p=nodes).astype("int32"),
+             general=zipf_ids(rng, HIERARCHY_NODES, edges, exponent=0.7),
              specific=rng.integers(0, HIERARCHY_NODES, edges).astype("int32"),
              neg_general=rng.integers(0, HIERARCHY_NODES, (edges, HIERARCHY_NEGATIVES),
                                       dtype="int32"),
@@ -220,21 +220,6 @@ def worker(data_path, pairs, batches, paths, label, out):
         model.compile(optimizer=kg.SparseAdagrad(0.05), loss=kg.MaxMarginRanking())
         return model
 
-    if backend == "tensorflow" and "kernels" in paths:  # today's fused step first
-        import keras_gauss as kg
-        from fused_reference import FusedKLTrainer
-
-        def fused():
-            model = hierarchy()
-            optimizer = kg.SparseAdagrad(0.05)
-            model.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
-            trainer = FusedKLTrainer(model)
-            trainer.compile(optimizer=optimizer)
-            return trainer
-
-        keras.utils.set_random_seed(0)
-        record("hierarchy", "fused step", HIERARCHY_BATCH,
-               lambda: _fit_rate(fused(), x, y, HIERARCHY_BATCH, 200, 20))
     for path in paths:
         run(path, hierarchy, "hierarchy", HIERARCHY_BATCH, x, y, 200, 20)
     with open(out, "w") as f:
@@ -262,9 +247,7 @@ def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=Non
 
 def summarise(rows, repeats):
     """The table: per row the best of the repeats and their spread; `/ native`
-    is the row's pairs/s over the native trainer's measured right before it,
-    `/ fused` its step time over the fused step's of the same repeat (CPU time
-    in brackets)."""
+    is the row's pairs/s over the native trainer's measured right before it."""
     natives = [r["native"] for r in rows]
     print(f"native trainer (NativeTables.train, window 1, 1 negative, 2 threads, batch 2,048), "
           f"measured before every row: {min(natives) / 1e6:.2f}-{max(natives) / 1e6:.2f} M "
@@ -273,13 +256,11 @@ def summarise(rows, repeats):
     for row in rows:
         key = (row["backend"], row["model"], row["path"], row["batch"])
         groups.setdefault(key, []).append(row)
-    fused = {r["repeat"]: r for r in rows if r["path"] == "fused step"}
     header = (f"{'backend':<11}{'model':<13}{'path':<11}{'batch':>6}{'M pairs/s':>10}"
-              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}"
-              f"{'/ fused':>8}{'range':>11}{'cpu':>6}")
+              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}")
     print(header)
     print("-" * len(header))
-    order = {"kernels": 0, "reference": 1, "before": 2, "fused step": 3}
+    order = {"kernels": 0, "reference": 1, "before": 2}
     for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3],
                                              order.get(k[2], 9))):
         group = groups[key]
@@ -290,15 +271,9 @@ def summarise(rows, repeats):
                 f"{min(r['ms_per_step'] for r in group):>8.2f}"
                 f"{min(r['cpu_ms_per_step'] for r in group):>8.2f}"
                 f"{max(to_native):>9.3f}{min(to_native):>6.3f}-{max(to_native):<5.3f}")
-        pairs = [(r, fused[r["repeat"]]) for r in group if r["repeat"] in fused]
-        if key[1] == "hierarchy" and pairs:
-            wall = [r["ms_per_step"] / f["ms_per_step"] for r, f in pairs]
-            cpu = [r["cpu_ms_per_step"] / f["cpu_ms_per_step"] for r, f in pairs]
-            line += f"{min(wall):>7.2f}x{min(wall):>5.2f}-{max(wall):<5.2f}{min(cpu):>5.2f}x"
         print(line)
-    print("(/ native: pairs/s over the native trainer's measured right before; / fused: step "
-          "time over the fused step's of the same repeat, lower is better, cpu: the same "
-          "with CPU seconds; the hierarchy's pairs are edges, 7 candidate pairs each)")
+    print("(/ native: pairs/s over the native trainer's measured right before; the "
+          "hierarchy's pairs are edges, 7 candidate pairs each)")
 
 
 def main():

@@ -10,19 +10,17 @@ Two models: the corpus model (word and context tables, EL energy, batches of
 (`keras_gauss.hierarchy.model.build_kl_model`: one shared table gathered for
 the general and the specific side of every edge, KL energy, 5 corrupted +
 1 reversed edge per positive, batches with an unknown batch dimension as
-`make_dataset` gives them), the latter trained by `model.fit` with
-`SparseAdagrad` and by the fused `FusedKLTrainer` that `train-wordnet` used before
-(`benchmarks/fused_reference.py`).
+`make_dataset` gives them), both trained by `model.fit`.
 
     python benchmarks/step_scaling.py [--batch 1024] [--dim 50] [--steps 200]
         [--models corpus hierarchy] [--no-keras-baseline] [--backend tensorflow|jax]
 
 `--backend` picks Keras's backend (default: `KERAS_BACKEND`, else
 tensorflow); the models are `keras_gauss.GaussianModel`s, whose train step on
-JAX hands `SparseAdagrad` the touched rows. The fused path is TensorFlow's.
+JAX hands `SparseAdagrad` the touched rows.
 
-Prints a table and, last, `ratio <x>`: the largest SparseAdagrad / fused
-step time at 1M rows over the time at 10k rows (goal: <= 1.3 for each).
+Prints a table and, last, `ratio <x>`: the largest `SparseAdagrad` step time
+at 1M rows over the time at 10k rows (goal: <= 1.3 for each model).
 """
 
 import argparse
@@ -51,7 +49,6 @@ import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 import keras_gauss as kg  # noqa: E402
-from fused_reference import FusedKLTrainer  # noqa: E402
 from keras_gauss.hierarchy.model import build_kl_model  # noqa: E402
 
 TENSORFLOW = keras.backend.backend() == "tensorflow"
@@ -126,12 +123,6 @@ def build_trainer(model, vocab, dim, optimizer):
         trainer = build_model(vocab, dim, optimizer)
         return trainer, corpus_data
     network = build_kl_model(vocab, dim, negatives=HIERARCHY_NEGATIVES, max_norm=4.0)
-    if optimizer == "fused":  # the trainer of train-wordnet
-        optimizer = kg.SparseAdagrad(0.05)
-        network.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
-        trainer = FusedKLTrainer(network)
-        trainer.compile(optimizer=optimizer)
-        return trainer, hierarchy_data
     network.compile(optimizer=optimizer, loss=kg.MaxMarginRanking())
     return network, hierarchy_data
 
@@ -168,8 +159,7 @@ def main():
     rows = []
     paths = {
         "corpus": [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))],
-        "hierarchy": [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))]
-        + ([("fused", lambda: "fused")] if TENSORFLOW else []),
+        "hierarchy": [("SparseAdagrad", lambda: kg.SparseAdagrad(0.05))],
     }
     for model in args.models:
         optimizers = list(paths[model])

@@ -7,8 +7,8 @@
 `train_wordnet` with the `keras-gauss train-wordnet` defaults (the full noun
 closure, 50-d, 5 negatives + the reversed edge, batch 1024) for `--epochs`
 epochs in a fresh process, first with the baseline's code, then with this
-checkout's, alternately, so both see the same machine load. The fused op is
-compiled (or loaded from its cache) before the timed part. Reconstruction
+checkout's, alternately, so both see the same machine load. The compiled
+kernels are built (or loaded from their cache) before the timed part. Reconstruction
 is scored on 200 query nodes (not 2,000) to keep the run short; it is outside
 the timed training anyway.
 
@@ -50,8 +50,8 @@ def timed_fit(self, *args, **kwargs):
                       fit_minflt=r1.ru_minflt - r0.ru_minflt)
 keras.Model.fit = timed_fit
 import keras_gauss
-from keras_gauss.fused import fused_available
-fused_available()  # compile (or load from the cache) the fused op before timing
+from keras_gauss.fused import build
+build.load()  # compile (or load from the cache) the C++ library before timing
 from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 config = WordNetConfig(epochs=int(sys.argv[1]), reconstruction_nodes=200)
 metrics = train_wordnet(config, sys.argv[2], overwrite=True, verbose=0)

@@ -59,7 +59,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_gauss.metrics import average_precision, average_ranks, best_f1, roc_auc
+from keras_gauss.metrics import average_precision, best_f1, roc_auc
 from keras_gauss.metrics import threshold_classification, threshold_f1
 from keras_gauss.numpy_ops import check_generality
 from keras_gauss.numpy_ops import pair_energy
@@ -678,15 +678,10 @@ def word_pair_scores(
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from scipy.stats import spearmanr
+
     if x.min() == x.max() or y.min() == y.max():
         return math.nan, math.nan  # undefined: nothing to rank (no scipy warning)
-    try:
-        from scipy.stats import spearmanr
-    except ImportError:  # without scipy: Pearson on average ranks (no p-value)
-        rx, ry = average_ranks(x), average_ranks(y)
-        if rx.std() == 0 or ry.std() == 0:
-            return math.nan, math.nan
-        return float(np.corrcoef(rx, ry)[0, 1]), math.nan
     result = spearmanr(x, y)
     return float(result.statistic), float(result.pvalue)
 

@@ -1,4 +1,4 @@
-"""Argument checks shared by the layers, optimizers, fused ops and trainers.
+"""Argument checks shared by the layers, optimizers, the native trainer and the jobs.
 
 Every float setting is checked when it is given: a NaN or an infinity never
 gets into a table, and a message names the setting.

@@ -392,6 +392,31 @@ def _chunks(ids, splits, tokens):
         start = end
 
 
+def sampling_tables(counts, sample):
+    """What the native trainer draws with, for a vocabulary's `counts`.
+
+    Args:
+        counts: the corpus count of every word.
+        sample: word2vec's subsampling threshold (0: no subsampling).
+
+    Returns:
+        `(probs, alias, keep)`: the negatives' alias table of `counts ** 0.75`
+        and the float32 keep probability of every word
+        (`keep_probabilities`), None when `sample` is 0.
+
+    Example:
+
+    >>> probs, alias, keep = sampling_tables(np.array([1000, 10]), 1e-3)
+    >>> [round(float(k), 3) for k in keep]
+    [0.033, 0.419]
+    """
+    probs, alias = alias_table(np.asarray(counts, np.float64) ** 0.75)
+    keep = None
+    if sample > 0:
+        keep = keep_probabilities(counts, sample).astype(np.float32)
+    return probs, alias, keep
+
+
 def unavailable():
     """None when the native trainer builds and loads here, else why not (a
     phrase): `keras_gauss.job.choose_engine`'s test.
@@ -502,10 +527,7 @@ class NativeEngine(Engine):
         config, tables, ids, splits = self.config, self.tables_, self.ids, self.splits
         checkpointer = job.checkpointer
         Phase("setting up the native trainer", job.verbose)  # ends when training starts
-        probs, alias = alias_table(self.counts.astype(np.float64) ** 0.75)
-        keep = None
-        if config.sample > 0:
-            keep = keep_probabilities(self.counts, config.sample).astype(np.float32)
+        probs, alias, keep = sampling_tables(self.counts, config.sample)
         threads = _threads(config)
         state = job.state
         first, skip = state.get("epoch", 0), state.get("step", 0)

@@ -1,8 +1,10 @@
-"""Compiles and loads the fused C++ op (and the native trainer) on first use.
+"""Compiles and loads the C++ libraries on first use: the layers' kernels for
+TensorFlow and for JAX, and the native trainer.
 
-The shared library is built from `kernels.cc` and `skipgram.cc` (with
-`gauss_math.h`) with the C++ compiler (`$CXX`,
-else `g++`) and TensorFlow's own compile and link flags, and cached under
+The TensorFlow op library (the layers' kernels behind `keras_gauss.kernels`)
+is built from `layer_ops.cc` (with `layer_kernels.h` and `gauss_math.h`)
+with the C++ compiler (`$CXX`, else `g++`) and TensorFlow's own compile and
+link flags, and cached under
 `$KERAS_GAUSS_CACHE/ops/<key>/` (default `~/.cache/keras_gauss/ops/<key>/`),
 where the key hashes the source, the TensorFlow version and ABI flags, the
 compiler and its flags, and the CPU. The file is written to a temporary name,
@@ -28,8 +30,8 @@ guards against accidents only: truncation, an overwritten or half-written
 file. A cache that fails the check is never loaded, not even in a child
 process: the library is built into a private temporary directory for this
 process instead (one line on stderr says why); where no private directory
-can be had, the op is unavailable (one warning; the pure TensorFlow path
-runs). Out of scope: root and this user, who can change the package
+can be had, the library is unavailable (one warning; the layers use their
+`keras.ops` code). Out of scope: root and this user, who can change the package
 itself.
 
 Set `KERAS_GAUSS_FUSED_NATIVE=0` to compile without `-march=native` (for
@@ -38,18 +40,17 @@ the CPU is part of the cache key anyway). Set `KERAS_GAUSS_DISABLE_FUSED=1`
 to never build or load it.
 
 If anything fails (no compiler, compile error, ABI mismatch at load), one
-warning is logged and `load()` returns None: callers fall back to the pure
-TensorFlow implementation.
+warning is logged and `load()` returns None: the layers fall back to their
+`keras.ops` code.
 
 `build_jax()` / `load_jax()` do the same for the JAX backend's kernels
 (`jax_ops.cc`: XLA FFI handlers behind `keras_gauss.kernels`), compiled with
 the C++ compiler and jaxlib's FFI headers (no TensorFlow) into
 `keras_gauss_jax.so`; its key hashes the source, jaxlib's version, the
-compiler and its flags, and the CPU. The TensorFlow library holds the
-layers' kernels too (`layer_ops.cc`), so it is still one compile.
+compiler and its flags, and the CPU.
 
 `build_native()` / `load_native()` do the same for the native skip-gram
-trainer (`native.cc`: the op's kernel behind a plain C ABI, loaded with
+trainer (`native.cc` with `skipgram_core.h`: a plain C ABI, loaded with
 `ctypes`), compiled with the C++ compiler alone (no TensorFlow headers, a
 few seconds) into `keras_gauss_native.so` under the same cache, with the
 same records, checks and lock; its key hashes the source, the compiler and
@@ -77,14 +78,12 @@ import time
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = tuple(os.path.join(_HERE, name)
-                for name in ("kernels.cc", "skipgram.cc", "layer_ops.cc"))
-HEADERS = tuple(os.path.join(_HERE, name)
-                for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
+SOURCES = (os.path.join(_HERE, "layer_ops.cc"),)
+HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
 NATIVE_SOURCES = (os.path.join(_HERE, "native.cc"),)
-NATIVE_HEADERS = HEADERS[:2]
+NATIVE_HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "skipgram_core.h"))
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
-JAX_HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
+JAX_HEADERS = HEADERS
 
 _lock = threading.Lock()
 _state = {"tried": False, "module": None, "error": None}
@@ -437,7 +436,7 @@ def build(path=None):
         RuntimeError: when the compiler is missing or fails, or the new
             library does not load.
     """
-    return _build(path or library_path(), compile_command, _CHECK, "the fused C++ op")
+    return _build(path or library_path(), compile_command, _CHECK, "the layers' C++ kernels")
 
 
 def build_native(path=None):
@@ -538,7 +537,7 @@ def _build(path, command_for, check, what, sources=None):
             if result.returncode != 0:
                 _say(f" failed after {seconds:.1f} s")
                 raise RuntimeError(
-                    "compiling the fused op failed:\n" + result.stderr[-4000:]
+                    f"compiling {what} failed:\n" + result.stderr[-4000:]
                 )
             os.chmod(tmp, 0o700)  # the linker wrote it with the umask's mode
             _load_in_child(tmp, check)
@@ -578,8 +577,7 @@ def load_native():
 
     Returns:
         The `ctypes.CDLL`, or None if it cannot be built or loaded (the
-        reason is in `native_error()`; nothing is logged: callers fall back
-        to the TensorFlow op).
+        reason is in `native_error()`; nothing is logged: callers say it).
     """
     import ctypes
 

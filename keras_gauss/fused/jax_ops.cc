@@ -28,7 +28,7 @@ namespace {
 
 using tensorflow::keras_gauss::Energy;
 using tensorflow::keras_gauss::layers::RowBounds;
-using tensorflow::keras_gauss::layers::Side;
+using tensorflow::keras_gauss::layers::Pairs;
 namespace kernels = tensorflow::keras_gauss::layers;
 
 // parallel_for over XLA's intra-op thread pool: blocks handed out through an
@@ -84,26 +84,22 @@ struct PoolFor {
 using F32 = ffi::Buffer<ffi::F32>;
 using F32Out = ffi::ResultBuffer<ffi::F32>;
 
-ffi::Error ReadPairs(const F32& ma, const F32& va, const F32& mb, const F32& vb, int64_t* n,
-                     int64_t* k, int64_t* d, Side* a, Side* b) {
-  for (const F32* t : {&ma, &va, &mb, &vb}) {
-    if (t->dimensions().size() != 3) {
+// The four inputs as an (n, k) grid of pairs (layer_kernels.h's PairUp).
+ffi::Error ReadPairs(const F32& ma, const F32& va, const F32& mb, const F32& vb, Pairs* pairs) {
+  int64_t dims[4][3];
+  const float* data[4];
+  const F32* inputs[4] = {&ma, &va, &mb, &vb};
+  for (int i = 0; i < 4; ++i) {
+    const auto shape = inputs[i]->dimensions();
+    if (shape.size() != 3) {
       return ffi::Error::InvalidArgument("keras_gauss energy: inputs must be (n, k, d)");
     }
+    for (int j = 0; j < 3; ++j) dims[i][j] = static_cast<int64_t>(shape[j]);
+    data[i] = inputs[i]->typed_data();
   }
-  auto dims = [](const F32& t, int i) { return static_cast<int64_t>(t.dimensions()[i]); };
-  *n = dims(ma, 0);
-  *d = dims(ma, 2);
-  const int64_t ka = dims(ma, 1), kb = dims(mb, 1);
-  *k = std::max(ka, kb);
-  const bool ok = dims(mb, 0) == *n && dims(mb, 2) == *d && dims(va, 0) == *n &&
-                  dims(vb, 0) == *n && dims(va, 1) == ka && dims(vb, 1) == kb &&
-                  (ka == *k || ka == 1) && (kb == *k || kb == 1) &&
-                  (dims(va, 2) == *d || dims(va, 2) == 1) &&
-                  (dims(vb, 2) == *d || dims(vb, 2) == 1);
-  if (!ok) return ffi::Error::InvalidArgument("keras_gauss energy: shapes do not pair up");
-  *a = Side{ma.typed_data(), va.typed_data(), ka, dims(va, 2)};
-  *b = Side{mb.typed_data(), vb.typed_data(), kb, dims(vb, 2)};
+  if (!kernels::PairUp(dims, data, pairs)) {
+    return ffi::Error::InvalidArgument("keras_gauss energy: shapes do not pair up");
+  }
   return ffi::Error::Success();
 }
 
@@ -111,28 +107,26 @@ Energy EnergyOf(int32_t kind) { return kind == 1 ? Energy::kKL : Energy::kEL; }
 
 ffi::Error EnergyImpl(ffi::ThreadPool pool, F32 ma, F32 va, F32 mb, F32 vb, F32Out out,
                       int32_t kind, bool include_constant) {
-  int64_t n, k, d;
-  Side a, b;
-  if (auto error = ReadPairs(ma, va, mb, vb, &n, &k, &d, &a, &b); error.failure()) return error;
-  if (static_cast<int64_t>(out->element_count()) != n * k) {
+  Pairs p;
+  if (auto error = ReadPairs(ma, va, mb, vb, &p); error.failure()) return error;
+  if (static_cast<int64_t>(out->element_count()) != p.n * p.k) {
     return ffi::Error::InvalidArgument("keras_gauss energy: output must be (n, k)");
   }
-  kernels::EnergyForward(EnergyOf(kind), include_constant, n, k, d, a, b, out->typed_data(),
-                         PoolFor{&pool});
+  kernels::EnergyForward(EnergyOf(kind), include_constant, p.n, p.k, p.d, p.a, p.b,
+                         out->typed_data(), PoolFor{&pool});
   return ffi::Error::Success();
 }
 
 ffi::Error EnergyGradImpl(ffi::ThreadPool pool, F32 grad, F32 ma, F32 va, F32 mb, F32 vb,
                           F32Out gma, F32Out gva, F32Out gmb, F32Out gvb, int32_t kind) {
-  int64_t n, k, d;
-  Side a, b;
-  if (auto error = ReadPairs(ma, va, mb, vb, &n, &k, &d, &a, &b); error.failure()) return error;
-  if (static_cast<int64_t>(grad.element_count()) != n * k) {
+  Pairs p;
+  if (auto error = ReadPairs(ma, va, mb, vb, &p); error.failure()) return error;
+  if (static_cast<int64_t>(grad.element_count()) != p.n * p.k) {
     return ffi::Error::InvalidArgument("keras_gauss energy gradient: grad must be (n, k)");
   }
-  kernels::EnergyBackward(EnergyOf(kind), n, k, d, a, b, grad.typed_data(), gma->typed_data(),
-                          gva->typed_data(), gmb->typed_data(), gvb->typed_data(),
-                          PoolFor{&pool});
+  kernels::EnergyBackward(EnergyOf(kind), p.n, p.k, p.d, p.a, p.b, grad.typed_data(),
+                          gma->typed_data(), gva->typed_data(), gmb->typed_data(),
+                          gvb->typed_data(), PoolFor{&pool});
   return ffi::Error::Success();
 }
 

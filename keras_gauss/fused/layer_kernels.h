@@ -46,6 +46,33 @@ struct Side {
   int64_t Row(int64_t n, int64_t j) const { return n * k + (k == 1 ? 0 : j); }
 };
 
+// The (n, k) grid of pairs the energy kernels take, from the shapes of their
+// four inputs: mean_a (n, k_a, d), var_a (n, k_a, 1 or d), mean_b (n, k_b, d),
+// var_b (n, k_b, 1 or d), k_a and k_b 1 (broadcast) or k = max(k_a, k_b).
+struct Pairs {
+  int64_t n = 0, k = 0, d = 0;
+  Side a{}, b{};
+};
+
+// Fills `p` from `dims[i]`, the three dimensions of input i (mean_a, var_a,
+// mean_b, var_b; the callers check the rank), and the inputs' data; false
+// when the shapes do not pair up.
+inline bool PairUp(const int64_t dims[4][3], const float* const data[4], Pairs* p) {
+  const int64_t n = dims[0][0], d = dims[0][2], ka = dims[0][1], kb = dims[2][1];
+  const int64_t k = std::max(ka, kb);
+  const bool ok = dims[2][0] == n && dims[2][2] == d && dims[1][0] == n && dims[3][0] == n &&
+                  dims[1][1] == ka && dims[3][1] == kb && (ka == k || ka == 1) &&
+                  (kb == k || kb == 1) && (dims[1][2] == d || dims[1][2] == 1) &&
+                  (dims[3][2] == d || dims[3][2] == 1);
+  if (!ok) return false;
+  p->n = n;
+  p->k = k;
+  p->d = d;
+  p->a = Side{data[0], data[1], ka, dims[1][2]};
+  p->b = Side{data[2], data[3], kb, dims[3][2]};
+  return true;
+}
+
 template <bool SA, bool SB>
 inline float ElPair(int64_t d, const float* ma, const float* va, const float* mb,
                     const float* vb) {

@@ -24,7 +24,7 @@ namespace tensorflow {
 namespace {
 
 using keras_gauss::Energy;
-using keras_gauss::layers::Side;
+using keras_gauss::layers::Pairs;
 
 // parallel_for over the op's intra-op thread pool.
 struct ShardFor {
@@ -40,43 +40,28 @@ struct ShardFor {
   }
 };
 
-// The four inputs (mean_a, var_a, mean_b, var_b), shaped (n, k_a, d),
-// (n, k_a, 1 or d), (n, k_b, d), (n, k_b, 1 or d), k_a and k_b 1 or k.
-struct Pairs {
-  int64_t n = 0, k = 0, d = 0;
-  Side a, b;
-};
-
+// The four inputs (mean_a, var_a, mean_b, var_b) from input `first` on, as
+// an (n, k) grid of pairs (layer_kernels.h's PairUp).
 absl::Status ReadPairs(OpKernelContext* ctx, int first, Pairs* pairs) {
-  const Tensor& ma = ctx->input(first);
-  const Tensor& va = ctx->input(first + 1);
-  const Tensor& mb = ctx->input(first + 2);
-  const Tensor& vb = ctx->input(first + 3);
-  for (const Tensor* t : {&ma, &va, &mb, &vb}) {
-    if (t->dims() != 3) {
+  int64_t dims[4][3];
+  const float* data[4];
+  for (int i = 0; i < 4; ++i) {
+    const Tensor& t = ctx->input(first + i);
+    if (t.dims() != 3) {
       return errors::InvalidArgument("KerasGaussEnergy: inputs must be (n, k, d), got ",
-                                     t->shape().DebugString());
+                                     t.shape().DebugString());
     }
+    for (int j = 0; j < 3; ++j) dims[i][j] = t.dim_size(j);
+    data[i] = t.flat<float>().data();
   }
-  const int64_t n = ma.dim_size(0), d = ma.dim_size(2);
-  const int64_t ka = ma.dim_size(1), kb = mb.dim_size(1);
-  const int64_t k = std::max(ka, kb);
-  const bool ok = mb.dim_size(0) == n && mb.dim_size(2) == d && va.dim_size(0) == n &&
-                  vb.dim_size(0) == n && va.dim_size(1) == ka && vb.dim_size(1) == kb &&
-                  (ka == k || ka == 1) && (kb == k || kb == 1) &&
-                  (va.dim_size(2) == d || va.dim_size(2) == 1) &&
-                  (vb.dim_size(2) == d || vb.dim_size(2) == 1);
-  if (!ok) {
+  if (!keras_gauss::layers::PairUp(dims, data, pairs)) {
     return errors::InvalidArgument(
-        "KerasGaussEnergy: shapes do not pair up: means ", ma.shape().DebugString(), " and ",
-        mb.shape().DebugString(), ", variances ", va.shape().DebugString(), " and ",
-        vb.shape().DebugString());
+        "KerasGaussEnergy: shapes do not pair up: means ",
+        ctx->input(first).shape().DebugString(), " and ",
+        ctx->input(first + 2).shape().DebugString(), ", variances ",
+        ctx->input(first + 1).shape().DebugString(), " and ",
+        ctx->input(first + 3).shape().DebugString());
   }
-  pairs->n = n;
-  pairs->k = k;
-  pairs->d = d;
-  pairs->a = Side{ma.flat<float>().data(), va.flat<float>().data(), ka, va.dim_size(2)};
-  pairs->b = Side{mb.flat<float>().data(), vb.flat<float>().data(), kb, vb.dim_size(2)};
   return absl::OkStatus();
 }
 

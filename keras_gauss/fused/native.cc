@@ -1,8 +1,40 @@
-// The fused skip-gram trainer as a plain C ABI library (no TensorFlow):
-// the same kernel as the KerasGaussSkipgramTrain op (skipgram_core.h), on
-// tables in an interleaved layout, loaded with ctypes by
-// keras_gauss.fused.native. Built by keras_gauss.fused.build with
-// -DKERAS_GAUSS_NATIVE.
+// The skip-gram trainer of `train-corpus --engine native` as a plain C ABI
+// library (no TensorFlow): the kernel of skipgram_core.h on tables in an
+// interleaved layout, loaded with ctypes by keras_gauss.fused.native. Built
+// by keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+//
+// What it trains on: for each sentence, word2vec's subsampling of frequent
+// words (keep[id] per occurrence); (centre, context) pairs within `window`
+// of each other in the kept sequence, with word2vec's reduced window (the
+// reach of each centre drawn from 1..window) when `dynamic_window`;
+// `negatives` contexts per pair from the unigram^0.75 distribution by
+// Walker's alias method (`probs`, `alias`). Every `batch_size` triples make
+// one max-margin ranking step: energies, hinge, closed-form gradients of the
+// batch-mean loss summed per row, AdaGrad and the row constraints
+// (gauss_math.h) on the rows with a nonzero gradient.
+//
+// Random numbers are counter-based (splitmix64's mixer on the seed, the
+// sentence index and token positions), so the triples of a sentence do not
+// depend on threads or on the order of work:
+//
+//   key(s)            = mix(seed + G * (s + 1))          s: sentence in the chunk
+//   keep draw at p    = mix(key + G * (4p + 1))           p: position in the sentence
+//   reach draw at p   = mix(key + G * (4p + 2))
+//   negative n of (p, q) = mix(mix(key + G * (4p + 3)) + G * (q * negatives + n + 1))
+//
+// with p, q positions before subsampling. A token is kept when
+// float(u >> 40) * 2^-24 < keep[id]; the reach is 1 + (u >> 33) % window; a
+// negative is i = ((u >> 32) * V) >> 32 if float((u >> 8) & (2^24 - 1)) *
+// 2^-24 < probs[i], else alias[i]. The triples come in sentence order,
+// centres ascending, contexts ascending; with `shuffle`, the triples of each
+// block of sentences (the whole chunk on one thread) are permuted first (see
+// BlockTriples). kg_skipgram_triples returns those of one thread.
+//
+// With threads > 1 the sentences are split into contiguous blocks of about
+// equal numbers of tokens, 8 per thread, that the threads take in turn; each
+// thread runs its own minibatches and updates the shared tables without
+// locks (Hogwild, as word2vec and gensim do), so results then vary slightly
+// from run to run. With one thread the result is deterministic.
 //
 // A table of `rows` rows is one float32 buffer of rows * stride floats;
 // row r holds [mean (d) | variance (dv) | mean accumulator (d) | variance
@@ -55,6 +87,46 @@ bool CheckIds(const char* name, const int32_t* ids, int64_t n, int64_t rows, cha
       return false;
     }
   }
+  return true;
+}
+
+// Checks the chunk (splits, ids) and fills `sg`; false with a message in
+// `error` when it is bad.
+bool ReadChunk(const int32_t* tokens, const int64_t* splits, int64_t sentences, int64_t rows,
+               const float* keep, const float* probs, const int32_t* alias, int64_t outcomes,
+               uint64_t seed, int64_t window, int dynamic_window, int64_t negatives,
+               int shuffle, Skipgram* sg, char* error, int64_t error_size) {
+  if (window < 1 || negatives < 1 || outcomes < 1 || outcomes > rows) {
+    std::snprintf(error, error_size, "bad arguments (window %lld, negatives %lld, %lld "
+                  "outcomes for %lld rows)", static_cast<long long>(window),
+                  static_cast<long long>(negatives), static_cast<long long>(outcomes),
+                  static_cast<long long>(rows));
+    return false;
+  }
+  if (splits[0] != 0) {
+    std::snprintf(error, error_size, "`row_splits` must start at 0");
+    return false;
+  }
+  for (int64_t i = 1; i <= sentences; ++i) {
+    if (splits[i] < splits[i - 1]) {
+      std::snprintf(error, error_size, "`row_splits` must be non-decreasing");
+      return false;
+    }
+  }
+  if (!CheckIds("tokens", tokens, splits[sentences], rows, error, error_size) ||
+      !CheckIds("negative_alias", alias, outcomes, rows, error, error_size))
+    return false;
+  sg->tokens = tokens;
+  sg->splits = splits;
+  sg->keep = keep;
+  sg->probs = probs;
+  sg->alias = alias;
+  sg->outcomes = static_cast<uint64_t>(outcomes);
+  sg->seed = seed;
+  sg->window = window;
+  sg->dynamic = dynamic_window != 0;
+  sg->negatives = negatives;
+  sg->shuffle = shuffle != 0;
   return true;
 }
 
@@ -267,7 +339,7 @@ void kg_tokenizer_export(void* tokenizer, int32_t* ids, int64_t* lengths, char* 
 // The layout version: Python checks it matches the one it was written for.
 int kg_native_version() { return 1; }
 
-// Trains on the sentences of one chunk, in place (as KerasGaussSkipgramTrain).
+// Trains on the sentences of one chunk, in place.
 //
 // tables: word and context buffers (the same pointer: a shared table),
 //   `rows` rows each, row stride `stride` floats; spherical: one variance a
@@ -290,26 +362,15 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
   *loss = 0.0;
   *pairs = 0;
   const int64_t dv = spherical ? 1 : d;
-  if (d < 1 || stride < 2 * (d + dv) || window < 1 || negatives < 1 ||
-      batch_size < 1 || outcomes < 1 || outcomes > rows) {
+  if (d < 1 || stride < 2 * (d + dv) || batch_size < 1) {
     std::snprintf(error, error_size, "bad arguments (stride %lld, d %lld, dv %lld)",
                   static_cast<long long>(stride), static_cast<long long>(d),
                   static_cast<long long>(dv));
     return 1;
   }
-  const int64_t n_tokens = splits[sentences];
-  if (splits[0] != 0) {
-    std::snprintf(error, error_size, "`row_splits` must start at 0");
-    return 1;
-  }
-  for (int64_t i = 1; i <= sentences; ++i) {
-    if (splits[i] < splits[i - 1]) {
-      std::snprintf(error, error_size, "`row_splits` must be non-decreasing");
-      return 1;
-    }
-  }
-  if (!CheckIds("tokens", tokens, n_tokens, rows, error, error_size) ||
-      !CheckIds("negative_alias", alias, outcomes, rows, error, error_size))
+  Skipgram sg;
+  if (!ReadChunk(tokens, splits, sentences, rows, keep, probs, alias, outcomes, seed, window,
+                 dynamic_window, negatives, shuffle, &sg, error, error_size))
     return 1;
   const bool shared = word_table == context_table;
   const Table tables[2] = {
@@ -318,18 +379,6 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
       Interleaved(context_table, rows, stride, d, dv, max_norm[1], min_variance[1],
                   max_variance[1])};
   for (const Table& tb : tables) tensorflow::keras_gauss::AdviseHugePages(tb, d, dv);
-  Skipgram sg;
-  sg.tokens = tokens;
-  sg.splits = splits;
-  sg.keep = keep;
-  sg.probs = probs;
-  sg.alias = alias;
-  sg.outcomes = static_cast<uint64_t>(outcomes);
-  sg.seed = seed;
-  sg.window = window;
-  sg.dynamic = dynamic_window != 0;
-  sg.negatives = negatives;
-  sg.shuffle = shuffle != 0;
   if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   auto parallel = [](int64_t n, const auto& fn) {
     std::vector<std::thread> pool;
@@ -342,6 +391,38 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
       tables, shared, d, dv, energy == 1 ? Energy::kKL : Energy::kEL, spherical != 0,
       batch_size, learning_rate, margin, epsilon, sg, sentences, threads, parallel, loss,
       pairs, variance_learning_rate);
+  return 0;
+}
+
+// The triples kg_skipgram_train trains on with one thread, in its order
+// (same chunk arguments; ids below `rows`). Call it first with `capacity` 0:
+// it returns their number in `*count`; then with room for `capacity`
+// triples: word and context ids and `negatives` ids each. Returns 0, or 1
+// with a message in `error` (then nothing was written).
+int kg_skipgram_triples(int64_t rows, const int32_t* tokens, const int64_t* splits,
+                        int64_t sentences, const float* keep, const float* probs,
+                        const int32_t* alias, int64_t outcomes, uint64_t seed,
+                        int64_t window, int dynamic_window, int64_t negatives, int shuffle,
+                        int32_t* word, int32_t* context, int32_t* negative_ids,
+                        int64_t capacity, int64_t* count, char* error, int64_t error_size) {
+  *count = 0;
+  Skipgram sg;
+  if (!ReadChunk(tokens, splits, sentences, rows, keep, probs, alias, outcomes, seed, window,
+                 dynamic_window, negatives, shuffle, &sg, error, error_size))
+    return 1;
+  tensorflow::keras_gauss::Triples triples;
+  std::vector<int64_t> order;
+  tensorflow::keras_gauss::BlockTriples(sg, 0, sentences, 0, &triples, &order);
+  const int64_t n = triples.size();
+  *count = n;
+  if (capacity < n) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = order[i];
+    word[i] = triples.word[o];
+    context[i] = triples.context[o];
+    std::memcpy(negative_ids + i * negatives, triples.negatives.data() + o * negatives,
+                sizeof(int32_t) * negatives);
+  }
   return 0;
 }
 

@@ -1,13 +1,15 @@
-"""The fused skip-gram trainer without TensorFlow: `native.cc` through ctypes.
+"""The skip-gram trainer without TensorFlow: `native.cc` through ctypes.
 
 `NativeTables` holds a word and a context table in the native trainer's
 layout: one float32 block per row, `[mean | variance | mean accumulator |
 variance accumulator]`, padded to whole 64-byte cache lines, so training a
 word touches one contiguous block instead of four rows of four tables.
-`NativeTables.train` is `keras_gauss.fused.skipgram_train` on these tables
-(the same kernel, triples and updates; with `num_threads=1` the same tables
-up to float rounding), and `means` / `variances` / `accumulators` give the
-Keras tables back (copies) once training is done.
+`NativeTables.train` trains them on a chunk of sentences given as token ids
+(subsampling, reduced windows and negatives drawn in C++ from the seed, then
+max-margin ranking steps with AdaGrad and the row constraints), and
+`means` / `variances` / `accumulators` give the Keras tables back (copies)
+once training is done. `skipgram_triples` returns the `(word, context,
+negatives)` triples `train(num_threads=1)` trains on, in its order.
 
 Example:
 
@@ -26,6 +28,7 @@ import ctypes
 
 import numpy as np
 
+from keras_gauss.checks import check_number
 from keras_gauss.fused import build as _build
 
 _LINE = 16  # floats in a 64-byte cache line
@@ -42,6 +45,13 @@ _SIGNATURE = [
     ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_I64), ctypes.c_char_p, _I64,
     ctypes.c_float,  # variance_learning_rate (< 0: learning_rate)
 ]
+_TRIPLES_SIGNATURE = [
+    _I64, _P, _P, _I64,  # rows, tokens, splits, sentences
+    _P, _P, _P, _I64,  # keep, probs, alias, outcomes
+    ctypes.c_uint64, _I64, ctypes.c_int, _I64, ctypes.c_int,  # seed, window, dynamic, k, shuffle
+    _P, _P, _P, _I64, ctypes.POINTER(_I64),  # word, context, negatives, capacity, count
+    ctypes.c_char_p, _I64,
+]
 
 
 def _library():
@@ -51,6 +61,8 @@ def _library():
     if not getattr(library, "_keras_gauss_ready", False):
         library.kg_skipgram_train.argtypes = _SIGNATURE
         library.kg_skipgram_train.restype = ctypes.c_int
+        library.kg_skipgram_triples.argtypes = _TRIPLES_SIGNATURE
+        library.kg_skipgram_triples.restype = ctypes.c_int
         library.kg_tokenizer_new.restype = _P
         library.kg_tokenizer_free.argtypes = [_P]
         library.kg_codepoints.argtypes = [ctypes.c_char_p, _I64, _P, _I64]
@@ -138,6 +150,101 @@ def _aligned(shape):
     return raw[offset:offset + count].reshape(shape)
 
 
+def _chunk(rows, tokens, row_splits, negative_probs, negative_alias, keep, window,
+           negatives):
+    """The chunk's arrays, checked: `(tokens, splits, probs, alias, keep)`."""
+    tokens = _ids(tokens, "tokens", rows)
+    splits = np.ascontiguousarray(row_splits, np.int64)
+    probs = np.ascontiguousarray(negative_probs, np.float32)
+    alias = np.ascontiguousarray(negative_alias, np.int32)
+    if splits.ndim != 1 or len(splits) < 1 or splits[-1] != len(tokens):
+        raise ValueError(f"`row_splits` must be a vector ending at {len(tokens)} (the "
+                         "number of tokens).")
+    if len(probs) != len(alias) or not 1 <= len(probs) <= rows:
+        raise ValueError("`negative_probs` and `negative_alias` must have the same "
+                         f"length, between 1 and {rows}.")
+    if keep is not None:
+        keep = np.ascontiguousarray(keep, np.float32)
+        if keep.shape != (rows,):
+            raise ValueError(f"`keep` must have {rows} values (one per word).")
+    for name, value in (("window", window), ("negatives", negatives)):
+        if int(value) < 1:
+            raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
+    return tokens, splits, probs, alias, keep
+
+
+def skipgram_triples(rows, tokens, row_splits, seed, negative_probs, negative_alias,
+                     keep=None, window=5, dynamic_window=True, negatives=1, shuffle=False):
+    """The `(word, context, negatives)` triples `NativeTables.train` trains on
+    with `num_threads=1`, in training order (same arguments; the draws are
+    those documented in `native.cc`).
+
+    Args:
+        rows: the vocabulary size (ids must lie in `[0, rows)`).
+        tokens, row_splits: the chunk's int32 token ids and its `S + 1`
+            sentence boundaries.
+        seed: the chunk's seed.
+        negative_probs, negative_alias: the negatives' alias table
+            (`alias_table` of the unigram counts ** 0.75).
+        keep: `(rows,)` keep probabilities (subsampling), or None.
+        window: the largest distance between a word and its context.
+        dynamic_window: draw each centre's reach from `1..window`.
+        negatives: negatives per pair.
+        shuffle: the order of `train(shuffle=True)`.
+
+    Returns:
+        `(word, context, negatives)`: int32 arrays `(n,)`, `(n,)`,
+        `(n, negatives)`.
+
+    Example:
+
+    >>> from keras_gauss.fused.sampling import alias_table
+    >>> probs, alias = alias_table(np.ones(4))
+    >>> w, c, n = skipgram_triples(4, [0, 1, 2, 3], [0, 4], 0, probs, alias,
+    ...                            window=1, dynamic_window=False)
+    >>> w.tolist(), c.tolist()
+    ([0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2])
+    """
+    library = _library()
+    rows = int(rows)
+    tokens, splits, probs, alias, keep = _chunk(rows, tokens, row_splits, negative_probs,
+                                                negative_alias, keep, window, negatives)
+    error = ctypes.create_string_buffer(512)
+    count = _I64()
+    outputs = [np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros((0, int(negatives)),
+                                                                       np.int32)]
+    for _ in range(2):  # first the count, then the triples
+        status = library.kg_skipgram_triples(
+            rows, tokens.ctypes.data, splits.ctypes.data, len(splits) - 1,
+            None if keep is None else keep.ctypes.data, probs.ctypes.data, alias.ctypes.data,
+            len(probs), int(seed) & (2**64 - 1), int(window), int(bool(dynamic_window)),
+            int(negatives), int(bool(shuffle)), outputs[0].ctypes.data, outputs[1].ctypes.data,
+            outputs[2].ctypes.data, len(outputs[0]), ctypes.byref(count), error, len(error))
+        if status:
+            raise ValueError(f"skipgram_triples: {error.value.decode()}")
+        if len(outputs[0]) == count.value:
+            break
+        outputs = [np.zeros(count.value, np.int32), np.zeros(count.value, np.int32),
+                   np.zeros((count.value, int(negatives)), np.int32)]
+    return tuple(outputs)
+
+
+def _ids(ids, name, rows):
+    """`ids` as int32; ids of another integer dtype are checked to lie in
+    `[0, rows)` first (an int64 2^32 + 3 must not become row 3)."""
+    ids = np.asarray(ids)
+    if ids.dtype == np.int32:
+        return np.ascontiguousarray(ids)
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"`{name}` must be integer ids, got dtype {ids.dtype.name}.")
+    bad = (ids < 0) | (ids >= rows)
+    if bad.any():
+        at = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"`{name}` holds id {ids.ravel()[at]} (at flat position {at}), "
+                         f"outside [0, {rows})")
+    return np.ascontiguousarray(ids, np.int32)
+
+
 class NativeTables:
     """A word and a context table of Gaussians in the native trainer's layout.
 
@@ -209,9 +316,27 @@ class NativeTables:
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
               shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el",
               variance_learning_rate=None):
-        """`keras_gauss.fused.skipgram_train` on these tables (same arguments;
-        `num_threads=0`: the machine's cores; `variance_learning_rate`: the
-        variances' AdaGrad learning rate, `None`: `learning_rate`).
+        """Trains the tables on a chunk of sentences, in place.
+
+        The triples are those of `skipgram_triples` (with several threads,
+        each thread's block of sentences is drawn and shuffled alike); every
+        `batch_size` of them make one max-margin ranking step on the mean
+        hinge loss: AdaGrad on every row with a nonzero gradient, then the
+        row constraints (`bounds`). Several threads update the tables
+        without locks (Hogwild); one thread is deterministic.
+
+        Args:
+            tokens, row_splits, seed, negative_probs, negative_alias, keep,
+                window, dynamic_window, negatives, shuffle: the chunk and its
+                draws, as in `skipgram_triples`.
+            learning_rate: AdaGrad's learning rate (>= 0; 0: the loss alone).
+            batch_size: triples per step.
+            num_threads: threads (0: the machine's cores).
+            margin: the hinge's margin.
+            epsilon: AdaGrad's epsilon.
+            energy: `"el"` (expected likelihood) or `"kl"` (KL divergence).
+            variance_learning_rate: the variances' AdaGrad learning rate
+                (None: `learning_rate`).
 
         Returns:
             `(loss, pairs)`: the summed hinge loss and the pairs trained.
@@ -220,26 +345,18 @@ class NativeTables:
             ValueError: ids outside the tables, bad row splits or settings.
         """
         library = _library()
-        tokens = np.ascontiguousarray(tokens, np.int32)
-        splits = np.ascontiguousarray(row_splits, np.int64)
-        probs = np.ascontiguousarray(negative_probs, np.float32)
-        alias = np.ascontiguousarray(negative_alias, np.int32)
-        if splits.ndim != 1 or len(splits) < 1 or splits[-1] != len(tokens):
-            raise ValueError(f"`row_splits` must be a vector ending at {len(tokens)} (the "
-                             "number of tokens).")
-        if len(probs) != len(alias) or not 1 <= len(probs) <= self.rows:
-            raise ValueError("`negative_probs` and `negative_alias` must have the same "
-                             f"length, between 1 and {self.rows}.")
-        if keep is not None:
-            keep = np.ascontiguousarray(keep, np.float32)
-            if keep.shape != (self.rows,):
-                raise ValueError(f"`keep` must have {self.rows} values (one per word).")
+        tokens, splits, probs, alias, keep = _chunk(self.rows, tokens, row_splits,
+                                                    negative_probs, negative_alias, keep,
+                                                    window, negatives)
         if energy not in ("el", "kl"):
             raise ValueError(f"`energy` must be 'el' or 'kl', got {energy!r}.")
-        for name, value in (("window", window), ("negatives", negatives),
-                            ("batch_size", batch_size)):
-            if int(value) < 1:
-                raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
+        if int(batch_size) < 1:
+            raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size!r}.")
+        for name, value in (("learning_rate", learning_rate), ("margin", margin),
+                            ("epsilon", epsilon),
+                            ("variance_learning_rate", variance_learning_rate)):
+            if value is not None:
+                check_number(value, f"`{name}`", at_least=0)
         loss, pairs = ctypes.c_double(), _I64()
         error = ctypes.create_string_buffer(512)
         status = library.kg_skipgram_train(
@@ -253,7 +370,7 @@ class NativeTables:
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
             len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))
         if status:
-            raise ValueError(f"native skipgram_train: {error.value.decode()}")
+            raise ValueError(f"NativeTables.train: {error.value.decode()}")
         return loss.value, pairs.value
 
 

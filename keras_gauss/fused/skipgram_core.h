@@ -1,9 +1,8 @@
-// The skip-gram trainer shared by the TensorFlow op (skipgram.cc) and the
-// plain C ABI library (native.cc): drawing the triples of a chunk of
-// sentences and the minibatch ranking steps over them, on tables given as
-// `Table`s (separate (V, d) buffers for the op, interleaved rows for the
-// native library). No TensorFlow headers: the caller supplies the threads.
-// The formulas of the random draws are in skipgram.cc's header comment.
+// The skip-gram trainer of the plain C ABI library (native.cc): drawing the
+// triples of a chunk of sentences and the minibatch ranking steps over them,
+// on tables given as `Table`s (interleaved rows). No TensorFlow headers: the
+// caller supplies the threads. The formulas of the random draws are in
+// native.cc's header comment.
 
 #ifndef KERAS_GAUSS_FUSED_SKIPGRAM_CORE_H_
 #define KERAS_GAUSS_FUSED_SKIPGRAM_CORE_H_
@@ -42,7 +41,7 @@ inline uint64_t Mix(uint64_t z) {
 
 // Backs the 2 MB-aligned interior of a table's buffer with huge pages where
 // Linux allows it (transparent huge pages in "always" or "madvise" mode):
-// the op reads rows all over tables of tens to hundreds of MB, and with 4 KB
+// the trainer reads rows all over tables of tens to hundreds of MB, and with 4 KB
 // pages nearly every row read also misses the TLB. MADV_COLLAPSE (Linux 6.1+)
 // moves the pages already there into huge ones now; older kernels ignore it
 // and khugepaged does it over time. Done once per buffer (the contents do
@@ -318,8 +317,8 @@ class Worker {
       const float* gm = Grad(s);
       const float* gv = gm + d_;
       // A summed gradient can be exactly zero (the positive context drawn
-      // as its own negative): such a row is left alone, as in the
-      // TensorFlow implementation.
+      // as its own negative): such a row is left alone, not projected
+      // again (rows start inside the bounds and every update is projected).
       if (keras_gauss::AnyNonzero(gm, d_) || keras_gauss::AnyNonzero(gv, dv_))
         UpdateRow(tables_[t], rows_[s], d_, dv_, gm, gv, scale, lr_, eps_, var_lr_);
       slot_[shared_ ? 0 : t][rows_[s]] = -1;

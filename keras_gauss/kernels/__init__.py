@@ -3,7 +3,7 @@
 In a training step (`training=True`, as `model.fit` calls a model),
 `ELEnergy`, `KLEnergy`, `SparseAdagrad` and, on JAX, `GaussianEmbedding`
 lookups run compiled kernels: C++ TensorFlow ops (`fused/layer_ops.cc`, in
-the fused op's library) or, on JAX's CPU, XLA FFI handlers into the same C++
+the TensorFlow op library) or, on JAX's CPU, XLA FFI handlers into the same C++
 (`fused/jax_ops.cc`). Elsewhere (predictions, exports, a JAX GPU where XLA
 fuses the `keras.ops` code, `keras.distribution`, TensorFlow's XLA) the
 layers run the reference `keras.ops` code, so a SavedModel never needs our

@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from keras_gauss.checks import check_number, check_tables_finite
 from keras_gauss.constraints import NormClip, VarianceClip
-from keras_gauss.fused import alias_table, ranking_step, skipgram_train
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.optimizers import SparseAdagrad
 
@@ -54,29 +53,6 @@ def test_constructors_refuse_non_finite_settings(make):
         make()
 
 
-def _tables(rows=6, dim=2):
-    means = tf.Variable(tf.zeros((rows, dim)))
-    variances = tf.Variable(tf.ones((rows, dim)))
-    accs = [tf.Variable(tf.fill((rows, dim), 1e-6)) for _ in range(2)]
-    return (means, variances, means, variances), accs * 2
-
-
-@pytest.mark.parametrize("setting", [
-    dict(learning_rate=NAN), dict(learning_rate=-0.1), dict(margin=INF),
-    dict(epsilon=NAN), dict(max_norm=NAN), dict(min_variance=0.0),
-    dict(max_variance=INF), dict(min_variance=2.0, max_variance=1.0),
-])
-def test_fused_ops_refuse_bad_settings(setting):
-    tables, accs = _tables()
-    kwargs = {"learning_rate": 0.1, **setting}
-    with pytest.raises(ValueError, match="finite|> 0|>= 0|exceed"):
-        ranking_step(tables, accs, [0], [1], [[2]], **kwargs)
-    probs, alias = alias_table(np.ones(6))
-    with pytest.raises(ValueError, match="finite|> 0|>= 0|exceed"):
-        skipgram_train(tables, accs, np.arange(4, dtype="int32"), [0, 4], 0,
-                       negative_probs=probs, negative_alias=alias, **kwargs)
-
-
 @pytest.mark.parametrize("dtype", ["uint64", "int64", "uint32"])
 def test_layer_ids_never_wrap(dtype):
     layer = GaussianEmbedding(10, 2)
@@ -88,17 +64,3 @@ def test_layer_ids_never_wrap(dtype):
             layer(np.array([2**63 + 3], dtype))
     mean, _ = layer(np.array([3], dtype))
     np.testing.assert_array_equal(mean, layer(np.array([3], "int32"))[0])
-
-
-def test_fused_op_ids_never_wrap():
-    tables, accs = _tables()
-    before = tables[0].numpy().copy()
-    for word in (np.array([2**32 + 2], "int64"), np.array([2**32 + 2], "uint64"),
-                 np.array([2**63 + 2], "uint64")):
-        with pytest.raises(tf.errors.InvalidArgumentError, match="must lie in"):
-            ranking_step(tables, accs, word, [1], [[2]], learning_rate=0.1)
-    probs, alias = alias_table(np.ones(6))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="must lie in"):
-        skipgram_train(tables, accs, np.array([1, 2**32 + 2], "int64"), [0, 2], 0, 0.1,
-                       probs, alias)
-    np.testing.assert_array_equal(tables[0].numpy(), before)

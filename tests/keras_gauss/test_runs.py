@@ -18,7 +18,6 @@ from keras import ops
 import keras_gauss as kg
 from keras_gauss.cli import main
 from keras_gauss.export import export_run
-from keras_gauss.numpy_ops import pair_energy
 from keras_gauss.run_format import write_run_info
 from keras_gauss.runs import UnknownWordError
 
@@ -126,15 +125,6 @@ def test_kl_direction_against_numerical_integration(hierarchy_run):
         kl += np.trapezoid(np.exp(log_pa) * (log_pa - log_pb), x)
     assert run.energy("dog.n.01", "mammal.n.01") == pytest.approx(-kl, rel=1e-6)
     assert run.energy("dog.n.01", "mammal.n.01") > run.energy("mammal.n.01", "dog.n.01")
-
-
-def test_el_energy_formula():
-    """EL: log of the integral of N_a N_b (1-d, numerically)."""
-    x = np.linspace(-20, 20, 400001)
-    pa = np.exp(-0.5 * (x - 0.3) ** 2 / 0.5) / np.sqrt(2 * np.pi * 0.5)
-    pb = np.exp(-0.5 * (x + 0.4) ** 2 / 2.0) / np.sqrt(2 * np.pi * 2.0)
-    assert pair_energy("el", [0.3], [0.5], [-0.4], [2.0]) == pytest.approx(
-        np.log(np.trapezoid(pa * pb, x)), rel=1e-7)
 
 
 def test_is_a_uses_the_validation_threshold(hierarchy_run, tmp_path):
@@ -279,8 +269,8 @@ def test_generality_energy_is_used_by_energy_is_a_neighbors_and_serving(
     assert info["generality"] == GENERALITY and "log det" in info["kl_direction"]
 
 
-@pytest.mark.parametrize("value", [-1.0, "0.5", True])
-def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, value):
+def test_load_run_names_run_json_with_a_bad_generality(generality_run, tmp_path):
+    # (the values refused: tests/keras_gauss/test_run_format.py)
     import shutil
 
     from keras_gauss.run_format import DamagedRunError
@@ -288,8 +278,8 @@ def test_a_bad_generality_in_run_json_names_the_file(generality_run, tmp_path, v
     path = tmp_path / "damaged"
     shutil.copytree(generality_run, path)
     info = json.loads((path / "run.json").read_text())
-    (path / "run.json").write_text(json.dumps({**info, "generality": value}))
-    with pytest.raises(DamagedRunError, match="run.json: 'generality' must be a finite number >= 0"):
+    (path / "run.json").write_text(json.dumps({**info, "generality": -1.0}))
+    with pytest.raises(DamagedRunError, match=f"{path / 'run.json'}: 'generality' must be"):
         kg.load_run(path)
 
 
@@ -298,7 +288,6 @@ def test_containment_neighbors_nearest_holding_box_first(tmp_path):
     holders come first, smallest first (the nearest hypernyms), the others by
     energy, and the serving `neighbors` gives the same list."""
     from keras_gauss.hierarchy.model import build_kl_model
-    from keras_gauss.numpy_ops import containment_rank
 
     path = tmp_path / "containment"
     path.mkdir()
@@ -317,9 +306,6 @@ def test_containment_neighbors_nearest_holding_box_first(tmp_path):
     log_det = run.log_det()
     assert [log_det[run.words.index(w)] for w in holders] == sorted(
         log_det[run.words.index(w)] for w in holders)
-    np.testing.assert_array_equal(
-        containment_rank(np.array([0.0, -1e-3, -2.0]), np.array([30.0, 11.0, 5.0]), -0.1),
-        [1e6 - 30.0, 1e6 - 11.0, -2.0])
     served = tf.saved_model.load(str(export_run(path, tmp_path / "serve", k=4)))
     for word in run.words:
         mine = run.neighbors(word, k=4)

@@ -15,6 +15,7 @@ from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.train import CorpusConfig
 
 from test_pipelines_train import topic_corpus
+from zipf_ids import zipf_ids
 
 NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / \
     "news2017.txt.gz"
@@ -251,3 +252,40 @@ def test_variance_learning_rate_reaches_the_trainer(tmp_path):
         moved[name] = (np.abs(variances - 1.0).max(), np.abs(means).max())
     assert moved["default"][0] > 0.1 and moved["slow"][0] < 0.01, moved
     assert moved["slow"][1] > 0.1  # the means still learn
+
+
+@needs_native
+def test_the_trainers_draws_follow_the_pipelines_rules():
+    """The triples the native trainer trains on, with the tables the engine
+    draws from: each occurrence kept with word2vec's probability
+    `(sqrt(f / s) + 1) s / f` (f a word's share of the tokens), negatives in
+    proportion to count ** 0.75 whatever the pair."""
+    from keras_gauss.fused import skipgram_triples
+
+    rng = np.random.default_rng(0)
+    vocab, n, sample = 50, 60_000, 5e-3
+    tokens = zipf_ids(rng, vocab, n)
+    counts = np.bincount(tokens, minlength=vocab)
+    probs, alias, keep = native_corpus.sampling_tables(counts, sample)
+    share = counts / n
+    expected_keep = np.minimum((np.sqrt(share / sample) + 1) * sample / share, 1.0)
+    assert expected_keep.min() < 0.2  # the frequent words are subsampled (0.17)
+    # Window 1, no reduction: a kept token but the first and the last is
+    # the centre of 2 pairs.
+    word, context, negatives = skipgram_triples(vocab, tokens, [0, n], 7, probs, alias,
+                                                keep=keep, window=1, dynamic_window=False,
+                                                negatives=3)
+    kept = np.bincount(word, minlength=vocab) / 2
+    frequent = counts > 500
+    np.testing.assert_allclose(kept[frequent] / counts[frequent], expected_keep[frequent],
+                               rtol=0.1)
+    unigram = counts ** 0.75 / (counts ** 0.75).sum()
+    for rows in (slice(None), word == 0):  # every pair; the pairs of the most frequent word
+        freq = np.bincount(negatives[rows].ravel(), minlength=vocab) / negatives[rows].size
+        np.testing.assert_allclose(freq, unigram, atol=0.01)
+    # Without subsampling every token is kept.
+    probs, alias, keep = native_corpus.sampling_tables(counts, 0.0)
+    assert keep is None
+    word, _, _ = skipgram_triples(vocab, tokens, [0, n], 7, probs, alias, window=1,
+                                  dynamic_window=False)
+    assert len(word) == 2 * n - 2

@@ -34,7 +34,7 @@ def _record(path):
 def test_build_verifies_records_and_reuses(tiny, capsys):
     path = fused_build.build()
     err = capsys.readouterr().err
-    assert "compiling the fused C++ op" in err and "done in" in err
+    assert "compiling the layers' C++ kernels" in err and "done in" in err
     assert err.count("\n") == 1
     assert _record(path)["size"] == os.path.getsize(path)
     assert fused_build.build() == path

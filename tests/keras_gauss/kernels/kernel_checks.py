@@ -12,6 +12,7 @@ count the kernel calls, so a silent fallback fails too.
 import contextlib
 import json
 import os
+import runpy
 import sys
 import traceback
 
@@ -25,6 +26,12 @@ import keras_gauss as kg  # noqa: E402
 from keras_gauss import kernels  # noqa: E402
 from keras_gauss import ops as gauss_ops  # noqa: E402
 from keras_gauss.hierarchy.model import build_kl_model  # noqa: E402
+
+
+# By path: run as a script, `tests/` is not on `sys.path` (and must not be:
+# `tests/keras_gauss` would shadow the package).
+zipf_ids = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                       "zipf_ids.py"))["zipf_ids"]
 
 BACKEND = keras.backend.backend()
 # (mean_a, var_a, mean_b, var_b) shapes: broadcast word, spherical sides,
@@ -202,10 +209,8 @@ class Temperature(keras.layers.Layer):
 
 def corpus_data(vocab, n, negatives, seed):
     rng = np.random.default_rng(seed)
-    zipf = 1.0 / np.arange(1, vocab + 1)
-    zipf /= zipf.sum()
-    x = {"word": rng.choice(vocab, n, p=zipf).astype("int32"),
-         "context": rng.choice(vocab, n, p=zipf).astype("int32"),
+    x = {"word": zipf_ids(rng, vocab, n),
+         "context": zipf_ids(rng, vocab, n),
          "negatives": rng.choice(vocab, (n, negatives)).astype("int32")}
     y = np.zeros((n, 1 + negatives), "float32")
     y[:, 0] = 1
@@ -363,6 +368,43 @@ def check_inference_uses_reference_ops():
     with counting() as calls:
         model.predict(x, verbose=0)
     assert not calls, calls
+
+
+def _raw_energy(inputs):
+    """The energy kernel called directly, past the Python wrapper's checks."""
+    kernels.get()  # builds and registers the library
+    if BACKEND == "tensorflow":
+        from keras_gauss.fused import build
+
+        return build.load().keras_gauss_energy(*inputs, energy="el")
+    import jax
+
+    n, k = inputs[0].shape[0], max(inputs[0].shape[1], inputs[2].shape[1])
+    return jax.block_until_ready(jax.ffi.ffi_call(
+        "keras_gauss_energy", jax.ShapeDtypeStruct((n, k), np.float32))(
+            *inputs, kind=np.int32(0), include_constant=False))
+
+
+def check_the_kernels_refuse_shapes_that_do_not_pair_up():
+    """The C++ reads the grid of pairs itself (layer_kernels.h's PairUp): a
+    bad shape is an error, never a read outside the inputs."""
+    def ones(*shape):
+        return np.ones(shape, "float32")
+
+    good = [ones(2, 1, 4), ones(2, 1, 4), ones(2, 3, 4), ones(2, 3, 1)]
+    np.testing.assert_allclose(np.asarray(_raw_energy(good)).shape, (2, 3))
+    for i, bad, message in ((2, ones(2, 3, 5), "pair up"),   # d differs
+                            (1, ones(2, 2, 4), "pair up"),   # var_a's k is not mean_a's
+                            (3, ones(1, 3, 1), "pair up"),   # n differs
+                            (0, ones(2, 4), "(n, k, d)")):   # not 3-d
+        inputs = list(good)
+        inputs[i] = bad
+        try:
+            _raw_energy(inputs)
+        except Exception as error:  # noqa: BLE001 - TensorFlow's or XLA's error type
+            assert message in str(error), str(error)[-500:]
+        else:
+            raise AssertionError(f"input {i} shaped {bad.shape} was accepted")
 
 
 CHECKS = {name[len("check_"):]: fn for name, fn in sorted(globals().items())

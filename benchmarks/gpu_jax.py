@@ -12,14 +12,20 @@ line), `lengths.npy` (tokens per line) and `vocab.tsv` (min_count 5).
 
 `run` trains `keras_gauss.pipelines.build_corpus_model` (a `GaussianModel`)
 with `SparseAdagrad` and `MaxMarginRanking` through `model.fit` on
-`KERAS_BACKEND=jax`, on skip-gram pairs drawn here in NumPy with the
-pipeline's rules (subsampling `keep_probabilities`, reduced window, one
-negative from unigram^0.75), and prints three tables:
+`KERAS_BACKEND=jax`, on skip-gram pairs with the pipeline's rules
+(subsampling `keep_probabilities`, reduced window, one negative from
+unigram^0.75) drawn, with `--pairs device` (default), on the device inside
+the compiled step (`keras_gauss.layers.SkipGramSampler` in front of the
+model, `keras_gauss.pipelines.device_pairs.device_trainer`: only the step
+numbers are fed, `--steps-per-execution` steps a call), or with `--pairs
+host` in NumPy on the host (a shuffled epoch of pairs), and prints three
+tables:
 
 1. speed: pairs/s of `model.fit` for each `--batches` size (one epoch
-   after a warm-up epoch that compiles);
-2. scaling: ms per step at each `--vocabs` size (the same ids < 10k every
-   step) for `SparseAdagrad` (touched rows) and Keras's `Adagrad` (dense);
+   after a warm-up epoch that compiles; `--pairs both`: each path);
+2. scaling: ms per step at each `--vocabs` size (device pairs: news2017's
+   ids modulo 10k; host pairs: the same ids < 10k every step) for
+   `SparseAdagrad` (touched rows) and Keras's `Adagrad` (dense);
 3. quality (with `--quality-epochs N > 0`): the corpus recipe of
    `benchmarks/corpus_quality.py` (batch 16384, lr 0.4, sample 1e-3,
    window 15, margin 0.5, C=4, 20 epochs) for each `--seeds`, scored by
@@ -104,6 +110,48 @@ def epoch_pairs(ids, lengths, counts, window, sample, rng):
     return words[order], contexts[order]
 
 
+def negative_table(counts, size=1_000_000, power=0.75):
+    """word2vec's table (as `keras_gauss.pipelines.negative_table`)."""
+    import numpy as np
+
+    weights = np.asarray(counts, dtype=np.float64) ** power
+    cdf = np.cumsum(weights) / weights.sum()
+    ids = np.searchsorted(cdf, (np.arange(size) + 0.5) / size, side="right")
+    return np.minimum(ids, len(cdf) - 1).astype(np.int32)
+
+
+def device_pairs(data, batch, seed=0, window=15, sample=1e-3):
+    """`(sampler, steps)`: a `SkipGramSampler` over the corpus and the steps
+    of an epoch (the host epoch's expected pairs over `batch`)."""
+    import numpy as np
+
+    from keras_gauss.layers import SkipGramSampler
+    from keras_gauss.layers.skipgram_sampler import expected_pairs
+
+    ids, lengths, counts = data
+    lines = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    keep = keep_probabilities(counts, sample)
+    sampler = SkipGramSampler.from_arrays(ids, lines, keep, negative_table(counts),
+                                          window=window, batch_size=batch, seed=seed)
+    _, pairs = expected_pairs(lines, keep[ids], window, True)
+    return sampler, max(1, round(pairs / batch))
+
+
+def device_fit(trainer, first, steps, args):
+    """`trainer.fit` on steps `first..first+steps-1` (step numbers only)."""
+    import numpy as np
+
+    x = {"step": np.arange(first, first + steps, dtype=np.int32)}
+    y = np.tile(np.array([[1.0, 0.0]], "float32"), (steps, 1))
+    trainer.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0)
+
+
+def trainer_for(model, sampler, args):
+    from keras_gauss.pipelines.device_pairs import device_trainer
+
+    return device_trainer(model, sampler, args.steps_per_execution)
+
+
 def negatives_for(n, counts, k, rng):
     import numpy as np
 
@@ -155,31 +203,46 @@ def speed(data, batches, args, log):
     import numpy as np
 
     ids, lengths, counts = data
-    rng = np.random.default_rng(0)
-    words, contexts = epoch_pairs(ids, lengths, counts, 15, 1e-3, rng)
-    x, y = examples(words, contexts, counts, 1, rng)
     rows = []
-    for batch in batches:
-        model = corpus_model(len(counts), 0.4, 0)
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
-        _sync(model)
-        first = time.perf_counter() - start
-        times = []
-        for _ in range(args.repeats):
+    paths = ["device", "host"] if args.pairs == "both" else [args.pairs]
+    if "host" in paths:
+        rng = np.random.default_rng(0)
+        words, contexts = epoch_pairs(ids, lengths, counts, 15, 1e-3, rng)
+        x, y = examples(words, contexts, counts, 1, rng)
+    for path in paths:
+        for batch in batches:
+            model = corpus_model(len(counts), 0.4, 0)
+            if path == "device":
+                sampler, steps = device_pairs(data, batch)
+                trainer = trainer_for(model, sampler, args)
+                pairs = steps * batch
+
+                def epoch(i):
+                    device_fit(trainer, i * steps, steps, args)
+            else:
+                trainer, pairs, steps = model, len(words), -(-len(words) // batch)
+
+                def epoch(i):
+                    model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
             start = time.perf_counter()
-            model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+            epoch(0)
             _sync(model)
-            times.append(time.perf_counter() - start)
-        best = min(times)
-        rows.append({"batch": batch, "pairs": len(words), "first_epoch_s": first,
-                     "epoch_s": best, "pairs_per_s": len(words) / best,
-                     "ms_per_step": best / -(-len(words) // batch) * 1e3})
-        log(f"speed {rows[-1]}")
+            first = time.perf_counter() - start
+            times = []
+            for i in range(args.repeats):
+                start = time.perf_counter()
+                epoch(i + 1)
+                _sync(model)
+                times.append(time.perf_counter() - start)
+            best = min(times)
+            rows.append({"pairs_from": path, "batch": batch, "pairs": pairs,
+                         "first_epoch_s": first, "epoch_s": best, "pairs_per_s": pairs / best,
+                         "ms_per_step": best / steps * 1e3})
+            log(f"speed {rows[-1]}")
     return rows
 
 
-def scaling(vocabs, batch, steps, log):
+def scaling(data, vocabs, batch, steps, args, log):
     import keras
     import numpy as np
 
@@ -192,22 +255,34 @@ def scaling(vocabs, batch, steps, log):
     y = np.tile(np.array([[1.0, 0.0]], "float32"), (batch, 1))
     xs = {k: np.concatenate([v] * steps) for k, v in x.items()}
     ys = np.concatenate([y] * steps)
+    device = args.pairs != "host"
+    ids, lengths, _ = data
+    small = (ids % 10_000, lengths, np.bincount(ids % 10_000, minlength=10_000) + 1)
     rows = []
     for name, make in (("SparseAdagrad", lambda: SparseAdagrad(0.05)),
                        ("keras Adagrad", lambda: keras.optimizers.Adagrad(0.05))):
         for vocab in vocabs:
             model = corpus_model(vocab, 0.05, 0, optimizer=make())
-            model.fit(xs, ys, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+            if device:  # a sampler of its own: clear_session forgets the last one
+                trainer = trainer_for(model, device_pairs(small, batch)[0], args)
+
+                def run(i, trainer=trainer):
+                    device_fit(trainer, i * steps, steps, args)
+            else:
+                def run(i, model=model):
+                    model.fit(xs, ys, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+            run(0)
             _sync(model)
             times = []
-            for _ in range(3):
+            for i in range(3):
                 start = time.perf_counter()
-                model.fit(xs, ys, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+                run(i + 1)
                 _sync(model)
                 times.append((time.perf_counter() - start) / steps * 1e3)
-            rows.append({"optimizer": name, "vocab": vocab, "ms_per_step": min(times)})
+            rows.append({"optimizer": name, "vocab": vocab, "ms_per_step": min(times),
+                         "pairs_from": "device" if device else "host"})
             log(f"scaling {rows[-1]}")
-            del model
+            model = trainer = run = None
             keras.backend.clear_session()
     return rows
 
@@ -253,7 +328,14 @@ def quality(data, words_list, args, log):
             model = corpus_model(len(counts), args.quality_lr, seed, energy=energy)
             rng = np.random.default_rng(seed)
             pairs_seen, start = 0, time.perf_counter()
-            for _ in range(args.quality_epochs):
+            if args.pairs != "host":
+                sampler, steps = device_pairs(data, args.quality_batch, seed=seed)
+                trainer = trainer_for(model, sampler, args)
+            for epoch in range(args.quality_epochs):
+                if args.pairs != "host":
+                    device_fit(trainer, epoch * steps, steps, args)
+                    pairs_seen += steps * args.quality_batch
+                    continue
                 words, contexts = epoch_pairs(ids, lengths, counts, 15, 1e-3, rng)
                 x, y = examples(words, contexts, counts, 1, rng)
                 model.fit(x, y, batch_size=args.quality_batch, epochs=1, shuffle=False,
@@ -262,7 +344,7 @@ def quality(data, words_list, args, log):
             _sync(model)
             seconds = time.perf_counter() - start
             means = model.get_layer("words").means.numpy()
-            row = {"run": f"{energy} seed {seed}", "seconds": seconds,
+            row = {"run": f"{energy} seed {seed} ({args.pairs} pairs)", "seconds": seconds,
                    "pairs_per_s": pairs_seen / seconds}
             for name, pairs in files.items():
                 rho, covered, total = spearman(means, index, pairs)
@@ -306,7 +388,8 @@ def _run(args):
     if args.batches:
         results["speed"] = speed(data, args.batches, args, log)
     if args.vocabs:
-        results["scaling"] = scaling(args.vocabs, args.scaling_batch, args.scaling_steps, log)
+        results["scaling"] = scaling(data, args.vocabs, args.scaling_batch, args.scaling_steps,
+                                     args, log)
     if args.quality_epochs > 0:
         results["quality"] = quality(data, words_list, args, log)
     if out:
@@ -314,11 +397,12 @@ def _run(args):
 
     print(f"\n{jax.devices()[0].device_kind}, keras {keras.__version__}, jax {jax.__version__}")
     for row in results.get("speed", []):
-        print(f"speed  batch {row['batch']:>7}: {row['pairs_per_s'] / 1e6:6.2f} M pairs/s "
+        print(f"speed  {row['pairs_from']:<6} pairs, batch {row['batch']:>7}: "
+              f"{row['pairs_per_s'] / 1e6:6.2f} M pairs/s "
               f"({row['ms_per_step']:.2f} ms/step, epoch {row['epoch_s']:.2f} s of "
               f"{row['pairs']} pairs; first epoch with compile {row['first_epoch_s']:.1f} s)")
     for row in results.get("scaling", []):
-        print(f"scale  {row['optimizer']:<14} vocab {row['vocab']:>10}: "
+        print(f"scale  {row['optimizer']:<14} ({row['pairs_from']} pairs) vocab {row['vocab']:>10}: "
               f"{row['ms_per_step']:8.2f} ms/step (batch {args.scaling_batch})")
     for row in results.get("quality", []):
         extra = (f" ({row['seconds']:.0f} s, {row['pairs_per_s'] / 1e6:.2f} M pairs/s)"
@@ -342,6 +426,12 @@ def main(argv=None):
     run.add_argument("--out", help="folder for gpu_jax.log and gpu_jax.json")
     run.add_argument("--batches", type=int, nargs="*", default=[16384, 65536, 262144])
     run.add_argument("--repeats", type=int, default=2)
+    run.add_argument("--pairs", choices=("device", "host", "both"), default="device",
+                     help="where the pairs are drawn: on the device inside the compiled "
+                          "step, on the host in NumPy, or both (speed: each path; scaling "
+                          "and quality: device)")
+    run.add_argument("--steps-per-execution", type=int, default=32,
+                     help="steps a compiled call with device pairs (default: %(default)s)")
     run.add_argument("--max-lines", type=int, help="use only the first lines (smoke runs)")
     run.add_argument("--vocabs", type=int, nargs="*",
                      default=[10_000, 100_000, 1_000_000, 10_000_000])

@@ -61,6 +61,11 @@ def add_parser(subparsers):
     train.add_argument("--threads", type=int, default=defaults.threads,
                        help="threads of --engine native (default: 0, the cores this "
                             "process may use)")
+    train.add_argument("--pairs", default=defaults.pairs, metavar="{host,device}",
+                       help="where --engine keras draws its pairs: host (the tf.data stream, "
+                            "a pass over the shuffled lines) or device (the corpus as token "
+                            "ids on the device, pairs drawn inside the compiled step at "
+                            "random positions by the same rules) (default: %(default)s)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

@@ -18,7 +18,7 @@ from keras_gauss.job import check_engine
 from keras_gauss.job import choose_engine
 from keras_gauss.job import model_tables
 from keras_gauss.pipelines import native_corpus
-from keras_gauss.pipelines.corpus_run import NO_PAIRS  # noqa: F401 - re-exported
+from keras_gauss.pipelines.corpus_run import NO_PAIRS
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
 
@@ -26,6 +26,8 @@ from keras_gauss.pipelines.corpus_run import corpus_run_info
 MAX_SEED = 2**23 - 1
 MAX_EPOCHS = 2**16 - 1
 MAX_WINDOW = 2**20
+# Where the keras engine draws its pairs (`CorpusConfig.pairs`).
+PAIRS = ("host", "device")
 
 
 @dataclasses.dataclass
@@ -85,6 +87,17 @@ class CorpusConfig:
               callbacks, `distribution`.
         threads: threads of the `"native"` engine (0: the number of cores
             this process may use).
+        pairs: where the `"keras"` engine draws its pairs:
+            - `"host"` (default): the `tf.data` stream on the CPU
+              (`make_skipgram_dataset`): a pass over the shuffled lines.
+            - `"device"`: the corpus as token ids in a
+              `keras_gauss.layers.SkipGramSampler` inside the compiled
+              step (`keras_gauss.pipelines.device_pairs`), several steps a
+              call: only step numbers are fed. Pairs are drawn at random
+              positions (with replacement) by the same rules; an epoch is
+              the stream's expected number of pairs. One device (no
+              `distribution`); callbacks see the model `fit` trains
+              (step numbers -> sampler -> the corpus model).
     """
 
     dim: int = 50
@@ -108,6 +121,7 @@ class CorpusConfig:
     seed: int = 0
     engine: str = "native"
     threads: int = 0
+    pairs: str = "host"
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -123,9 +137,14 @@ class CorpusConfig:
                 math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
             raise ValueError("--variance-learning-rate must be a finite number > 0, got "
                              f"{self.variance_learning_rate}.")
-        check_engine(self.engine, {"keras": self.variance_learning_rate is not None and (
-            "has one learning rate for means and variances: --variance-learning-rate needs "
-            "the native engine")})
+        if self.pairs not in PAIRS:
+            raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
+        check_engine(self.engine, {
+            "keras": self.variance_learning_rate is not None and (
+                "has one learning rate for means and variances: --variance-learning-rate "
+                "needs the native engine"),
+            "native": self.pairs != CorpusConfig.pairs and (
+                f"draws its pairs itself: --pairs {self.pairs} needs the keras engine")})
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -443,6 +462,9 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         if distribution is not None and distribution.active and config.engine == "native":
             raise DistributionError(f"--distribution {distribution.distribution} trains with "
                                     f"model.fit: it needs --engine keras, not {config.engine}.")
+        if distribution is not None and distribution.active and config.pairs == "device":
+            raise DistributionError(f"--distribution {distribution.distribution}: --pairs "
+                                    "device trains on one device; use --pairs host.")
         check_engine(config.engine, {"native": callbacks and (
             "runs no Keras callbacks (it does not call model.fit)")})
 
@@ -470,6 +492,27 @@ def line_digest(corpus):
     for batch in load_corpus(corpus).batch(4096).as_numpy_iterator():
         digest.update(b"\n".join(batch) + b"\n")
     return digest.hexdigest()
+
+
+# The most tokens a step with pairs drawn on the device may look at
+# (candidates x scan, `keras_gauss.layers.skipgram_sampler.plan_draws`).
+MAX_DEVICE_SCAN = 2**27
+
+
+def _check_device_step(config, data):
+    """One line where a step of `--pairs device` would look at more than
+    `MAX_DEVICE_SCAN` tokens (a window of thousands, heavy subsampling)."""
+    from keras_gauss.layers.skipgram_sampler import plan_draws
+
+    _, candidates, scan = plan_draws(config.batch_size, config.window, config.dynamic_window,
+                                     len(data.ids), data.kept_tokens, data.pairs,
+                                     data.longest_line)
+    if candidates * scan > MAX_DEVICE_SCAN:
+        raise ValueError(
+            f"--pairs device with --window {config.window} and --batch-size "
+            f"{config.batch_size}: a step would look at {candidates * scan:,} tokens for the "
+            f"contexts (at most {MAX_DEVICE_SCAN:,}); give a smaller --window or "
+            "--batch-size, or --pairs host.")
 
 
 class KerasEngine(Engine):
@@ -514,6 +557,19 @@ class KerasEngine(Engine):
             self.vocab = build_vocabulary(self.corpus, min_count=config.min_count,
                                           max_size=config.max_size)
             counting.done()
+        self.pairs_data = None
+        if config.pairs == "device":  # the corpus as token ids, for the device
+            from keras_gauss.pipelines.device_pairs import corpus_ids
+            from keras_gauss.pipelines.device_pairs import device_corpus
+
+            reading = Phase("reading the corpus into token ids", job.verbose)
+            ids, lines = corpus_ids(self.corpus, self.vocab)
+            self.pairs_data = device_corpus(ids, lines, self.vocab.counts, config.window,
+                                            config.dynamic_window, config.sample)
+            reading.done()
+            if not self.pairs_data.steps(config.batch_size):
+                raise ValueError(NO_PAIRS)
+            _check_device_step(config, self.pairs_data)
         digest = native_corpus.corpus_digest(self.corpus) or line_digest(self.corpus)
         return Data(len(self.vocab), config.dim, tables=2, digest=digest)
 
@@ -537,6 +593,13 @@ class KerasEngine(Engine):
             model.optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, model.optimizer, arrays)
+            self.trainer = model
+            if self.pairs_data is not None:  # step numbers -> sampler -> model
+                from keras_gauss.pipelines.device_pairs import device_trainer
+                from keras_gauss.pipelines.device_pairs import make_sampler
+
+                self.trainer = device_trainer(
+                    model, make_sampler(config, self.pairs_data, vocab.counts))
 
     def tables(self):
         return model_tables(self.model)
@@ -593,7 +656,16 @@ def _train(engine, job):
     losses = list(state.get("losses", []))
     marks = {}
 
+    trainer = engine.trainer
+    if engine.pairs_data is not None:  # steps numbered through the run
+        from keras_gauss.pipelines.device_pairs import step_dataset
+
+        per_epoch = engine.pairs_data.steps(config.batch_size)
+
     def epoch_dataset(epoch):  # each epoch's stream depends on its number only
+        if engine.pairs_data is not None:
+            return step_dataset(epoch * per_epoch, (epoch + 1) * per_epoch, config.negatives,
+                                counter, config.batch_size)
         if steps is not None:  # several processes: each reads its own lines
             return shard_batches(config, corpus, vocab, distribution, epoch, steps, counter)
         return make_dataset(dataclasses.replace(config, seed=epoch_seed(config.seed, epoch)),
@@ -610,7 +682,7 @@ def _train(engine, job):
     record = keras.callbacks.LambdaCallback(  # (an epoch without a batch has no loss)
         on_epoch_end=lambda epoch, logs: losses.append(float(logs.get("loss", "nan"))))
     start = (state.get("epoch", 0), state.get("step", 0))
-    saving = fit_checkpoint(job.checkpointer, model, model, start, job.arrays, position)
+    saving = fit_checkpoint(job.checkpointer, model, trainer, start, job.arrays, position)
     throughput = _throughput_callback(counter, config.batch_size, per_batch=False)
     with warnings.catch_warnings():
         # Keras's notes on a dataset of unknown length (the end of the
@@ -618,7 +690,7 @@ def _train(engine, job):
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         warnings.filterwarnings("ignore", message="`shuffle=True` was passed")
         try:
-            fit_by_epoch(model, epoch_dataset, config.epochs,
+            fit_by_epoch(trainer, epoch_dataset, config.epochs,
                          [saving, throughput, FiniteLoss(), *(engine.callbacks or []),
                           progress, record],
                          start=start, on_epoch_begin=mark)

@@ -1,6 +1,6 @@
-// Shared pieces of the fused ops (kernels.cc, skipgram.cc): the energies of
-// one (word, candidate) pair, their gradients, the AdaGrad row update with the
-// row constraints, and locking the eight variables of a step.
+// Shared math of the C++ kernels (layer_ops.cc, jax_ops.cc, native.cc,
+// pairs.cc): the energies of one (word, candidate) pair, their gradients and
+// the AdaGrad row update with the row constraints. Plain C++: no TensorFlow.
 //
 // Energies (the -d/2 log 2pi constant of EL is dropped: it cancels in the
 // hinge):
@@ -19,14 +19,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-// KERAS_GAUSS_NATIVE: the plain C ABI library (native.cc), built without
-// TensorFlow's headers; only the math and the Table are compiled then.
-#ifndef KERAS_GAUSS_NATIVE
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/resource_mgr.h"
-#include "tensorflow/core/framework/resource_var.h"
-#endif
 
 namespace tensorflow {
 namespace keras_gauss {
@@ -307,151 +299,6 @@ inline void UpdateRow(const Table& tb, int64_t row, int64_t d, int64_t dv,
   }
 }
 
-#ifndef KERAS_GAUSS_NATIVE
-// The eight variables of a step (word means, word variances, context means,
-// context variances, then their four AdaGrad accumulators), looked up,
-// checked (float32, initialised, shapes, shared-table consistency), locked in
-// address order and made safe to update in place. The locks are held while
-// this object lives.
-class StepVariables {
- public:
-  static constexpr const char* kNames[8] = {
-      "word_means",           "word_variances",
-      "context_means",        "context_variances",
-      "word_means_accumulator", "word_variances_accumulator",
-      "context_means_accumulator", "context_variances_accumulator"};
-  static constexpr const char* kScalars[3] = {"learning_rate", "margin", "epsilon"};
-
-  // Reads inputs 0..7 (resources), the scalars learning_rate, margin and
-  // epsilon from inputs `scalars` .. `scalars + 2`, and max_norm /
-  // min_variance / max_variance ((2,) vectors each) from the three inputs
-  // after them. On error `ctx` holds the status and `ok()` is false.
-  StepVariables(OpKernelContext* ctx, bool spherical, int scalars) {
-    for (int i = scalars; i < scalars + 3; ++i) {
-      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(ctx->input(i).shape()),
-                  errors::InvalidArgument(kScalars[i - scalars], " must be a scalar."));
-    }
-    lr_ = ctx->input(scalars).scalar<float>()();
-    margin_ = ctx->input(scalars + 1).scalar<float>()();
-    eps_ = ctx->input(scalars + 2).scalar<float>()();
-    const int bounds = scalars + 3;
-    for (int i = 0; i < 8; ++i) {
-      OP_REQUIRES_OK(ctx, LookupResource(ctx, HandleFromInput(ctx, i), &vars_[i]));
-      OP_REQUIRES(ctx, vars_[i]->tensor()->dtype() == DT_FLOAT,
-                  errors::InvalidArgument(kNames[i], " must be float32, got ",
-                                          DataTypeString(vars_[i]->tensor()->dtype())));
-      OP_REQUIRES(ctx, vars_[i]->is_initialized,
-                  errors::FailedPrecondition(kNames[i], " is not initialized."));
-    }
-    shared_ = vars_[0].get() == vars_[2].get();
-    if (shared_) {
-      OP_REQUIRES(ctx,
-                  vars_[1].get() == vars_[3].get() && vars_[4].get() == vars_[6].get() &&
-                      vars_[5].get() == vars_[7].get(),
-                  errors::InvalidArgument(
-                      "word_means and context_means are the same variable (shared "
-                      "table), so the variances and accumulators must be shared too."));
-    }
-    for (int i = bounds; i < bounds + 3; ++i) {
-      OP_REQUIRES(ctx, ctx->input(i).NumElements() == 2,
-                  errors::InvalidArgument(
-                      "max_norm, min_variance and max_variance must have 2 values "
-                      "(word table, context table)."));
-    }
-    const Tensor& wm = *vars_[0]->tensor();
-    OP_REQUIRES(ctx, TensorShapeUtils::IsMatrix(wm.shape()),
-                errors::InvalidArgument("word_means must be (V, d), got ",
-                                        wm.shape().DebugString()));
-    d_ = wm.dim_size(1);
-    dv_ = spherical ? 1 : d_;
-    for (int t = 0; t < 2; ++t) {
-      const int64_t rows = vars_[2 * t]->tensor()->dim_size(0);
-      const TensorShape mean_shape({rows, d_});
-      const TensorShape var_shape({rows, dv_});
-      const int idx[4] = {2 * t, 2 * t + 1, 4 + 2 * t, 5 + 2 * t};
-      const TensorShape* want[4] = {&mean_shape, &var_shape, &mean_shape, &var_shape};
-      for (int j = 0; j < 4; ++j) {
-        OP_REQUIRES(ctx, vars_[idx[j]]->tensor()->shape() == *want[j],
-                    errors::InvalidArgument(
-                        kNames[idx[j]], " has shape ",
-                        vars_[idx[j]]->tensor()->shape().DebugString(), ", expected ",
-                        want[j]->DebugString(),
-                        spherical ? " (spherical=True: variances are (V, 1))"
-                                  : " (spherical=False: variances are (V, d))"));
-      }
-    }
-    // Lock in address order, each variable once, and copy a buffer someone
-    // else still references before writing to it (TF's
-    // EnsureSparseVariableAccess logic).
-    std::vector<Var*> unique_vars;
-    for (auto& v : vars_) {
-      if (std::find(unique_vars.begin(), unique_vars.end(), v.get()) ==
-          unique_vars.end())
-        unique_vars.push_back(v.get());
-    }
-    std::sort(unique_vars.begin(), unique_vars.end(),
-              [](Var* a, Var* b) { return a->mu() < b->mu(); });
-    locks_.reserve(unique_vars.size());
-    for (Var* v : unique_vars) {
-      locks_.emplace_back(*v->mu());
-      if (!v->tensor()->RefCountIsOne()) {
-        Tensor copy;
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, v->tensor()->shape(), &copy));
-        std::memcpy(copy.flat<float>().data(), v->tensor()->flat<float>().data(),
-                    sizeof(float) * v->tensor()->NumElements());
-        *v->tensor() = copy;
-      }
-      v->copy_on_read_mode.store(true);
-    }
-    for (int t = 0; t < 2; ++t) {
-      tables_[t].means = vars_[2 * t]->tensor()->flat<float>().data();
-      tables_[t].variances = vars_[2 * t + 1]->tensor()->flat<float>().data();
-      tables_[t].mean_acc = vars_[4 + 2 * t]->tensor()->flat<float>().data();
-      tables_[t].var_acc = vars_[5 + 2 * t]->tensor()->flat<float>().data();
-      tables_[t].rows = vars_[2 * t]->tensor()->dim_size(0);
-      tables_[t].mean_stride = d_;
-      tables_[t].var_stride = dv_;
-      tables_[t].max_norm = ctx->input(bounds).flat<float>()(t);
-      tables_[t].min_variance = ctx->input(bounds + 1).flat<float>()(t);
-      tables_[t].max_variance = ctx->input(bounds + 2).flat<float>()(t);
-    }
-    ok_ = true;
-  }
-
-  bool ok() const { return ok_; }
-  float learning_rate() const { return lr_; }
-  float margin() const { return margin_; }
-  float epsilon() const { return eps_; }
-  bool shared() const { return shared_; }
-  int64_t d() const { return d_; }
-  int64_t dv() const { return dv_; }
-  // Table 0: words; table 1: contexts (the same buffers when shared).
-  const Table& table(int t) const { return tables_[t]; }
-
- private:
-  core::RefCountPtr<Var> vars_[8];
-  std::vector<mutex_lock> locks_;
-  Table tables_[2];
-  bool shared_ = false;
-  bool ok_ = false;
-  float lr_ = 0.f, margin_ = 0.f, eps_ = 0.f;
-  int64_t d_ = 0, dv_ = 0;
-};
-
-// An InvalidArgument naming the first id outside [0, rows), or OK.
-inline absl::Status CheckIds(const char* op, const char* input, const int32_t* ids,
-                             int64_t n, int64_t rows, const char* table) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= rows) {
-      return errors::InvalidArgument(op, ": `", input, "` holds id ", ids[i],
-                                     " (at flat position ", i, "), outside [0, ",
-                                     rows, "): the ", table, " table has ", rows,
-                                     " rows.");
-    }
-  }
-  return absl::OkStatus();
-}
-#endif  // KERAS_GAUSS_NATIVE
 
 }  // namespace keras_gauss
 }  // namespace tensorflow

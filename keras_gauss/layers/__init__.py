@@ -6,6 +6,8 @@ from keras_gauss.layers.containment_energy import containment_energy
 from keras_gauss.layers.el_energy import ELEnergy
 from keras_gauss.layers.gaussian_embedding import GaussianEmbedding
 from keras_gauss.layers.kl_energy import KLEnergy
+from keras_gauss.layers.skipgram_sampler import SkipGramSampler
+from keras_gauss.layers.skipgram_sampler import sample_skipgram
 
 __all__ = [
     "ENERGIES",
@@ -14,6 +16,8 @@ __all__ = [
     "ELEnergy",
     "GaussianEmbedding",
     "KLEnergy",
+    "SkipGramSampler",
     "candidate_energies",
     "containment_energy",
+    "sample_skipgram",
 ]

@@ -13,7 +13,8 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
 
     Args:
         y_true: `(batch, list_size)` relevance labels; only their order
-            matters (higher is better).
+            matters (higher is better). `(1, list_size)`: the same labels
+            for every list (as when the lists are drawn inside the model).
         y_pred: `(batch, list_size)` energies (higher is better).
         margin: the margin `m`.
 
@@ -35,7 +36,9 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
             f"(batch, list_size), got shape {tuple(y_pred.shape)}. Stack the "
             "positive and negative energies on the last axis."
         )
-    if tuple(y_true.shape) != tuple(y_pred.shape) and None not in y_true.shape:
+    shared = len(y_true.shape) == 2 and y_true.shape[0] == 1 and \
+        tuple(y_true.shape[1:]) == tuple(y_pred.shape[1:])
+    if tuple(y_true.shape) != tuple(y_pred.shape) and None not in y_true.shape and not shared:
         raise ValueError(
             f"`y_true` shape {tuple(y_true.shape)} does not match `y_pred` "
             f"shape {tuple(y_pred.shape)}."

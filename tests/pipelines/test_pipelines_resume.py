@@ -23,10 +23,13 @@ TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "128", "--seed", "3", "--quiet"]
 # "native": the default, the C++ trainer (no TensorFlow); "keras": model.fit.
 ENGINES = {"native": ["--engine", "native", "--threads", "1"],
-           "keras": ["--engine", "keras", "--batch-size", "1024"]}
+           "keras": ["--engine", "keras", "--batch-size", "1024"],
+           "keras-device": ["--engine", "keras", "--batch-size", "1024", "--pairs", "device"]}
 # Checkpoints after every chunk (native: 8 an epoch, its chunks being 2,000
-# tokens here) or step (keras: 40 an epoch); the kill comes in the second epoch.
-KILL_AT = {"native": 11, "keras": 45}
+# tokens here), step (keras: 40 an epoch) or call (keras with pairs drawn on
+# the device: 32 steps a call, 2 calls an epoch); the kill comes in the
+# second epoch.
+KILL_AT = {"native": 11, "keras": 45, "keras-device": 3}
 CHUNKS = {CHUNK_TOKENS_VARIABLE: "2000"}
 NO_TENSORFLOW = {"tensorflow": False, "keras": False}
 needs_native = pytest.mark.skipif(not native_available(),
@@ -94,7 +97,7 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(corpus, referen
     out = tmp_path / "run"
     state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine], engine)
     assert state["epoch"] == 1 and state["step"] > 0  # in the middle of the second epoch
-    assert state["engine"] == engine
+    assert state["engine"] == engine.split("-")[0]
     assert state["data"] == corpus_digest(corpus)  # the same digest for every engine
     if engine == "native":  # the default path: both processes without TensorFlow or Keras
         assert sorted(read_checkpoint(out)[1]) == ["native/0", "native/1"]

@@ -31,6 +31,15 @@ def test_several_negatives_sum_and_batch_mean():
     assert float(summed) == pytest.approx(3.2, rel=1e-6)
 
 
+def test_one_row_of_labels_is_shared_by_every_list():
+    y_pred = np.array([[-1.0, -1.5, -3.0], [0.0, 0.5, 0.2]], "float32")
+    shared = MaxMarginRanking()(np.array([[1, 0, 0]], "float32"), y_pred)
+    tiled = MaxMarginRanking()(np.array([[1, 0, 0]] * 2, "float32"), y_pred)
+    assert float(shared) == pytest.approx(float(tiled)) == pytest.approx(1.6)
+    with pytest.raises(ValueError, match="does not match"):
+        MaxMarginRanking()(np.ones((1, 2), "float32"), y_pred)
+
+
 def test_zero_when_margin_met():
     np.testing.assert_array_equal(
         _per_example([[1, 0, 0]], [[0.0, -1.0, -7.0]]), [0.0])

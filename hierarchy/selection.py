@@ -42,6 +42,9 @@ class BestEpoch:
             (higher is better) of a table's means and variances (`(n, d)`
             each) after epoch `epoch` (counting from 0), used by `callback`
             and by the native engine.
+        latest_on_tie: an epoch as good as the best replaces it (for a
+            score on few pairs, where later, better-trained epochs tie
+            with the first perfect one; default False: the first stays).
 
     Attributes:
         best_epoch: the best epoch so far (counting from 0), or -1.
@@ -51,7 +54,8 @@ class BestEpoch:
         stopped_epoch: the epoch after which training was stopped, or `None`.
     """
 
-    def __init__(self, patience=None, min_delta=0.0, monitor="val_f1", score=None):
+    def __init__(self, patience=None, min_delta=0.0, monitor="val_f1", score=None,
+                 latest_on_tie=False):
         if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                      or patience < 1):
             raise ValueError(f"--patience must be an integer >= 1, got {patience!r}.")
@@ -62,6 +66,7 @@ class BestEpoch:
         self.min_delta = float(min_delta)
         self.monitor = monitor
         self.score = score
+        self.latest_on_tie = latest_on_tie
         self.best_epoch = -1
         self.best_score = -math.inf
         self.weights = None
@@ -75,7 +80,8 @@ class BestEpoch:
         if not math.isfinite(score):
             score = -math.inf  # a NaN epoch is never the best
         self.history.append(score)
-        if self.best_epoch < 0 or score > self.best_score + self.min_delta:
+        if (self.best_epoch < 0 or score > self.best_score + self.min_delta
+                or (self.latest_on_tie and score >= self.best_score)):
             self.best_epoch, self.best_score = int(epoch), score
             self.weights = [np.array(w, copy=True) for w in weights]
         stop = self.patience is not None and epoch - self.best_epoch >= self.patience

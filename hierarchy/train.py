@@ -15,6 +15,7 @@ from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.hierarchy.selection import monitor_of
 from keras_gauss.hierarchy.selection import validation_scorer
+from keras_gauss.hierarchy.split import with_training_pairs
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
@@ -314,6 +315,8 @@ def default_schedule(method, dim):
 
 
 SCHEDULES = ("constant", "linear", "cosine")
+# A run with few validation edges (a small taxonomy) takes at least this many steps an epoch.
+SMALL_DATA_STEPS = 8
 # The loss settings each energy trains with unless told otherwise (chosen on
 # validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
 ENERGY_DEFAULTS = {
@@ -747,7 +750,17 @@ class HierarchyEngine(Engine):
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)
         self.train_edges, self.known = training_edges(self.hierarchy, self.split)
+        # few validation edges: thresholds and the best epoch are chosen with the training edges
+        self.choice, few = with_training_pairs(self.split, self.hierarchy, config.seed)
         edges = len(self.train_edges)
+        if few and not distribution.active and edges < config.batch_size * SMALL_DATA_STEPS:
+            # else a small taxonomy trains one or two steps an epoch, and AdaGrad's first
+            # step (about the learning rate on every coordinate) is most of its training
+            batch = -(-edges // SMALL_DATA_STEPS)
+            self.config = config = dataclasses.replace(config, batch_size=batch)
+            few += f"; batches of {batch} edges, so that an epoch takes {SMALL_DATA_STEPS} steps"
+        if few:
+            split_line += "\n" + few
         if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:
             raise DistributionError(f"--batch-size {config.batch_size}: only {edges} "
                                     "training edges, not one full batch to share over the "
@@ -797,8 +810,9 @@ class HierarchyEngine(Engine):
         monitor = monitor_of(self.split.method)
         selection = BestEpoch(self.config.patience or None, monitor=monitor,
                               # the trained energy: the generality term only rescores
-                              score=validation_scorer(self.split, monitor, 0.0,
-                                                      self.config.energy))
+                              score=validation_scorer(self.choice, monitor, 0.0,
+                                                      self.config.energy),
+                              latest_on_tie=self.choice is not self.split)
         if arrays is not None:
             selection.restore(job.state.get("selection"), arrays)
         return selection
@@ -906,14 +920,18 @@ class HierarchyEngine(Engine):
             return metrics  # process 0 evaluates and writes the run
         evaluating = Phase("evaluating", job.verbose)
         if split is not None:
-            result = evaluate.classification(split.val, split.val_neg, split.test,
+            choice = self.choice  # the validation edges, and the training edges when few
+            result = evaluate.classification(choice.val, choice.val_neg, split.test,
                                              split.test_neg, means, variances,
                                              generality=config.generality, energy=config.energy)
             metrics.update({key: result[key] for key in
                             ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
                              "f1_threshold", "test_auc")})
-            metrics["evaluation"] = evaluate_split(split, means, variances,
+            metrics["evaluation"] = evaluate_split(choice, means, variances,
                                                    config.generality, config.energy)
+            if choice is not split:
+                metrics["chosen_on"] = {"validation_edges": len(split.val),
+                                        "training_edges": len(choice.val) - len(split.val)}
             for kind in ("reversed", "sibling"):
                 if kind in metrics["evaluation"]["model"]:
                     metrics[f"test_{kind}_accuracy"] = \
@@ -940,6 +958,13 @@ class HierarchyEngine(Engine):
         evaluating.done()
         metrics["config"] = dataclasses.asdict(config)
         return metrics
+
+    def history(self):
+        """The loss per epoch and, with a selection, its validation score."""
+        columns = {"loss": self.losses}
+        if self.selection is not None:
+            columns[self.selection.monitor] = self.selection.history
+        return columns
 
     def write(self, job, directory):
         """`model.keras`, `nodes.tsv` and `split/`; returns `run.json`'s entries."""

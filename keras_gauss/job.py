@@ -78,6 +78,7 @@ from keras_gauss.checks import check_table_bounds
 from keras_gauss.distribution import Distribution
 from keras_gauss.distribution import resolve
 from keras_gauss.distribution import start_distribution
+from keras_gauss.history import write_history
 from keras_gauss.io import RUN
 from keras_gauss.io import RUN_IN_PROGRESS
 from keras_gauss.io import OutputClaim
@@ -195,6 +196,12 @@ class Engine:
         `metrics.json`, `run.json` and the marker); returns `run.json`'s
         entries (`keras_gauss.run_format.write_run_info`)."""
         raise NotImplementedError
+
+    def history(self):
+        """`{column: [value per epoch]}` for the run's `history.csv` and
+        `history.png` (`keras_gauss.history`): by default the `losses`
+        attribute the engine's `train` leaves, as `loss`."""
+        return {"loss": getattr(self, "losses", None)}
 
 
 ENGINES = ("native", "keras")
@@ -476,5 +483,6 @@ class Job:
         with Phase(f"saving the run to {self.out_dir}", self.verbose), \
                 atomic_directory(self.out_dir, overwrite=True, content=RUN) as tmp:
             info = engine.write(self, tmp)
+            write_history(tmp, engine.history())  # the training curves: CSV and PNG
             (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
             write_run_info(tmp, **info)

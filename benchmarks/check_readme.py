@@ -394,6 +394,25 @@ def check_speed(blocks, workdir):
     assert all(r <= 1.6 for r in ratios), f"train-corpus / gensim {ratios} above 1.6"
 
 
+def check_examples(blocks, workdir):
+    """The two `model.fit` examples as written: the corpus one on the first 10,000 lines of
+    news2017 (as my_corpus.txt), the WordNet one on the mammals, test accuracy >= .8."""
+    import gzip
+
+    with gzip.open(SHARED / "data/corpus/news2017.txt.gz", "rt") as source:
+        head = [line for _, line in zip(range(10_000), source)]
+    (Path(workdir) / "my_corpus.txt").write_text("".join(head))
+    (block,) = blocks
+    for command in shell_commands(block.text):
+        printed = run(command, workdir)
+        print(printed)
+        if "wordnet_kl_fit" in command:
+            test = re.search(r"\(validation\), (\d\.\d+) \(test\)", printed)
+            assert test and float(test[1]) >= 0.8, "test accuracy below .8 or not printed"
+        else:
+            assert "nearest to" in printed, "no neighbours printed"
+
+
 CHECKS = {
     "main-job": check_main_job,
     "wordnet-scored": check_wordnet_scored,
@@ -405,6 +424,7 @@ CHECKS = {
     "mammals": check_mammals,
     "corpus-news": check_corpus_news,
     "speed": check_speed,
+    "examples": check_examples,
 }
 
 

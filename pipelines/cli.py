@@ -97,9 +97,13 @@ def add_parser(subparsers):
         help="a word's or a node's nearest neighbours (by the run's energy, similarity or variance)",
         description=(
             "Print the --k nearest neighbours of WORD. --by energy ranks by "
-            "the run's energy, as the serving `neighbors` signature does: on a "
-            "hierarchy run, -KL(N_WORD || N_candidate), so the first rows are "
-            "what WORD most plausibly is-a. --by similarity ranks by cosine "
+            "the run's energy, as the serving `neighbors` signature does, so on a "
+            "hierarchy run the first rows are what WORD most plausibly is-a: with "
+            "KL, highest -KL(N_WORD || N_candidate) first; with the containment "
+            "energy, first the boxes that hold WORD's (energy at least the run's "
+            "is-a threshold, box no smaller than WORD's), smallest first, so the "
+            "nearest hypernyms lead, then the others by energy; on a corpus run, "
+            "highest energy first. --by similarity ranks by cosine "
             "between means; --by variance shows those neighbours broadest "
             "first (descending log det of the covariance: the paper's "
             "specificity table). Default: energy on hierarchy runs, "

@@ -442,13 +442,19 @@ def readme_captions(paths=None):
 
 
 def check_mammals_caption(caption, workdir):
-    """The mammal figure's caption: its share of nested direct links (whole
-    percent, within 2 points) and "all N drawn is-a pairs" (exactly N of N)."""
+    """The mammal figure's caption: its share of nested direct links after
+    training (whole percent, within 2 points) and at the tree-shaped start
+    (within half a point), and "all N drawn is-a pairs" (exactly N of N)."""
     printed = run("python examples/wordnet_mammals.py --out runs/mammals-2d", workdir)
     print(printed)
     share = re.search(r"(\d+)% of the mammal subtree's direct links", caption)
+    start = re.search(r"tree-shaped start it trains from nests (\d+\.\d+)%", caption)
     pairs = re.search(r"all (\d+) drawn is-a pairs", caption)
-    assert share and pairs, f"caption not understood: {caption!r}"
+    assert share and pairs and start, f"caption not understood: {caption!r}"
+    got_start = re.search(r"at the start: (\d+\.\d+)%", printed)
+    assert got_start and abs(float(got_start[1]) - float(start[1])) <= 0.5, (
+        f"caption says the start nests {start[1]}%, the example printed "
+        f"{got_start and got_start[1]}%")
     got_share = re.search(r"direct links nested .*?: (\d+\.\d+)%", printed)
     got_pairs = re.search(r"^(\d+)/(\d+) drawn is-a pairs", printed, re.M)
     assert got_share and got_pairs, "the example did not print its figures"

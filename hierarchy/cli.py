@@ -3,6 +3,8 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 def add_parser(subparsers):
     demo = subparsers.add_parser(
@@ -125,7 +127,8 @@ def _add_training_flags(train, defaults):
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
-    train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="hierarchy"),
+                       default=defaults.energy,
                        help="containment (default): how far the specific Gaussian's "
                             "one-sigma box sticks out of the general one's (nested boxes are "
                             "transitive: it infers the edges the training edges imply); kl: "
@@ -255,9 +258,9 @@ def evaluation_table(evaluation, generality=0.0):
         evaluation: `metrics.json`'s `evaluation` entry.
         generality: the run's generality term (named in the model's label).
     """
-    model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
-    if evaluation.get("energy") == "containment":
-        model = "keras-gauss (containment)"
+    energy = energies.get(evaluation.get("energy") or energies.KL.name)
+    model = (f"keras-gauss ({energy.title} + {generality:g} gen.)" if generality
+             else f"keras-gauss ({energy.title})")
     scorers = [("model", model), ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
     split = evaluation["split"]

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
 from keras_gauss.fused.native import native_unavailable
@@ -36,8 +37,8 @@ class WordNetConfig:
     side replaced by a random node that is neither ancestor nor descendant
     of the kept side, the paper's rule). `energy="kl"` trains the paper's
     KL energy with its max-margin loss, five negatives and the reversed
-    edge (`ENERGY_DEFAULTS`); containment scores better on every split and
-    on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
+    edge (the energies' `loss_defaults`, `keras_gauss.energies`);
+    containment scores better on every split and on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -172,12 +173,9 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.hierarchy.evaluate import check_energy
-
-        if self.energy is not None:
-            check_energy(self.energy)
+        resolved = self.resolved()  # checks --energy first (keras_gauss.energies.get)
         self._validate_split()
-        self.resolved()._validate()
+        resolved._validate()
 
     def _validate(self):
         from keras_gauss.checks import check_config
@@ -268,7 +266,9 @@ class WordNetConfig:
 
     def resolved(self):
         """This config with every `None` default set: the energy (containment),
-        the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
+        the loss settings by the energy (its `loss_defaults` in
+        `keras_gauss.energies`, chosen on validation: benchmarks/README.md,
+        "Ganea et al.'s WordNet split"), `epochs` and
         `patience` by the split (`default_schedule`).
 
         Example:
@@ -279,9 +279,10 @@ class WordNetConfig:
         >>> WordNetConfig(energy="kl").resolved().loss
         'ranking'
         """
-        energy = self.energy or "containment"
-        values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
-                                       if getattr(self, k) is None}}
+        energy = energies.get(self.energy or energies.DEFAULTS["hierarchy"].name,
+                              task="hierarchy", setting="--energy")
+        values = {"energy": energy.name, **{k: v for k, v in energy.loss_defaults.items()
+                                            if getattr(self, k) is None}}
         epochs, patience = default_schedule(self.method, self.dim)
         if self.epochs is None:
             values["epochs"] = epochs
@@ -314,16 +315,9 @@ def default_schedule(method, dim):
 
 
 SCHEDULES = ("constant", "linear", "cosine")
-# The loss settings each energy trains with unless told otherwise (chosen on
-# validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
-ENERGY_DEFAULTS = {
-    "kl": {"loss": "ranking", "margin": 1.0, "negatives": 5, "reversed_negatives": True},
-    "containment": {"loss": "threshold", "margin": 0.25, "negatives": 10,
-                    "reversed_negatives": False},
-}
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
-                "train_edges": None, "val_edges": None, "test_edges": None, "energy": "kl"}
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -482,7 +476,7 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, generality=0.0, energy="kl"):
+def evaluate_split(split, means, variances, generality=0.0, energy=energies.KL.name):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with

@@ -81,10 +81,12 @@ logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = (os.path.join(_HERE, "layer_ops.cc"),)
-HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
+HEADERS = tuple(os.path.join(_HERE, name)
+                for name in ("energies.h", "gauss_math.h", "layer_kernels.h"))
 NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc", "scores.cc"))
 NATIVE_HEADERS = tuple(os.path.join(_HERE, name)
-                       for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
+                       for name in ("energies.h", "gauss_math.h", "skipgram_core.h",
+                                    "layer_kernels.h"))
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
 JAX_HEADERS = HEADERS
 

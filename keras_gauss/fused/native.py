@@ -28,6 +28,7 @@ import ctypes
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.checks import check_number
 from keras_gauss.fused import build as _build
 
@@ -326,7 +327,7 @@ class NativeTables:
 
     def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
-              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el",
+              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy=energies.EL.name,
               variance_learning_rate=None):
         """Trains the tables on a chunk of sentences, in place.
 
@@ -346,7 +347,8 @@ class NativeTables:
             num_threads: threads (0: the machine's cores).
             margin: the hinge's margin.
             epsilon: AdaGrad's epsilon.
-            energy: `"el"` (expected likelihood) or `"kl"` (KL divergence).
+            energy: an energy the native corpus trainer runs (`keras_gauss.energies`:
+                expected likelihood, default, or KL).
             variance_learning_rate: the variances' AdaGrad learning rate
                 (None: `learning_rate`).
 
@@ -360,8 +362,7 @@ class NativeTables:
         tokens, splits, probs, alias, keep = _chunk(self.rows, tokens, row_splits,
                                                     negative_probs, negative_alias, keep,
                                                     window, negatives)
-        if energy not in ("el", "kl"):
-            raise ValueError(f"`energy` must be 'el' or 'kl', got {energy!r}.")
+        energy = energies.get(energy, engine="native-corpus", setting="`energy`")
         if int(batch_size) < 1:
             raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size!r}.")
         for name, value in (("learning_rate", learning_rate), ("margin", margin),
@@ -377,7 +378,7 @@ class NativeTables:
             len(splits) - 1, None if keep is None else keep.ctypes.data, probs.ctypes.data,
             alias.ctypes.data, len(probs), int(seed) & (2**64 - 1), int(window),
             int(bool(dynamic_window)), int(negatives), int(bool(shuffle)), int(batch_size),
-            int(num_threads), int(energy == "kl"), float(learning_rate), float(margin),
+            int(num_threads), energy.code, float(learning_rate), float(margin),
             float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
             len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))

@@ -63,7 +63,8 @@ class Run:
         words: vocabulary entries in table order.
         counts: corpus counts (`None` when the vocabulary has none).
         kind: `"wordnet"`, `"hierarchy"` or `"corpus"`.
-        energy_name: `"kl"`, `"el"` or `"containment"` (`energy` is the method).
+        energy_name: the energy's name (`keras_gauss.energies`; `energy` is the
+            method).
         table: the `GaussianEmbedding` layer of the vocabulary.
         info: the whole `run.json`.
         metrics: `metrics.json`, or `{}`.

@@ -60,7 +60,7 @@ class Embeddings:
             by `-KL(N_a || N_b) + beta * (log det Sigma_b - log det
             Sigma_a)`. Default 0 (`from_run` takes the run's).
         energy: the entailment energy, `"kl"` (default) or
-            `"containment"` (`keras_gauss.numpy_ops.pair_energy`);
+            containment (`keras_gauss.numpy_ops.pair_energy`);
             `from_run` takes a hierarchy run's own energy and `"kl"` for
             a corpus run (the paper's entailment score).
 
@@ -278,7 +278,7 @@ def pair_scores(emb, left, right, measure):
         measure: `"m"` (cosine between means), `"d"` (cosine between
             distributions), `"kl"` (`-KL(N_left || N_right)`: high when left
             lies inside right, i.e. left entails right; plus the generality
-            term with `emb.generality > 0`), `"containment"` (0 when left's
+            term with `emb.generality > 0`), containment (0 when left's
             one-sigma box lies inside right's) or `"el"` (log expected
             likelihood).
 

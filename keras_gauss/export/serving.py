@@ -147,12 +147,12 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         gather_query: `ids (batch,) -> (mean, variance)`, each `(batch, d)`.
         gather_candidate: the same for the candidate side.
         all_candidates: `() -> (means, variances)`, each `(n, d)`.
-        energy: `"el"`, `"kl"` or `"containment"`.
+        energy: an energy's name (`keras_gauss.energies`).
         k: neighbours returned by `neighbors`.
         include_constant: keep EL's `-d/2 log 2 pi` term.
         generality: with `"kl"`, the weight of the generality term
             `generality * (log det Sigma_candidate - log det Sigma_query)`.
-        rank_threshold: with `"containment"`, the energy from which a
+        rank_threshold: with containment energy, the energy from which a
             candidate holds the query (`keras_gauss.numpy_ops.containment_rank`).
 
     Returns:
@@ -326,7 +326,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             term added to the energy (`beta * (log det Sigma_candidate -
             log det Sigma_query)`; a hierarchy run's `--generality`);
             default 0.
-        rank_threshold: with `"containment"`, the energy from which a
+        rank_threshold: with containment energy, the energy from which a
             candidate's box holds the query: `neighbors` lists those first,
             smallest first (a run's validation threshold; default 0).
 

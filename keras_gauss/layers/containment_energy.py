@@ -49,18 +49,8 @@ class ContainmentEnergy(GaussianEnergy):
     one's; see `containment_energy`. Trained with
     `keras_gauss.losses.ThresholdedDivergence` (positives at 0, corrupted
     pairs beyond the margin), it embeds is-a as nested boxes, which keeps
-    the edges the training edges imply. A `GaussianEnergy` (float32 by
-    default).
-
-    Args:
-        **kwargs: `keras.layers.Layer` arguments.
-
-    Call arguments:
-        general_mean, general_var: `(..., d)` the general (entailed) side.
-        specific_mean, specific_var: `(..., d)` the specific (entailing) side.
-
-    Returns:
-        `(...)` energies `<= 0`.
+    the edges the training edges imply. A `GaussianEnergy` (its arguments
+    and call: general side first, then the specific side); energies `<= 0`.
 
     Example:
 

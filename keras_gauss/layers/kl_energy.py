@@ -17,18 +17,10 @@ class KLEnergy(GaussianEnergy):
     one, so ranking `E(general, specific)` above corrupted pairs embeds
     "specific is-a general" as inclusion of ellipsoids.
 
-    A `GaussianEnergy` (float32 by default; a compiled kernel in a training
-    step where one is available). See `keras_gauss.ops.kl_energy`.
-
-    Args:
-        **kwargs: `keras.layers.Layer` arguments.
-
-    Call arguments:
-        general_mean, general_var: `(..., d)` the general (entailed) side.
-        specific_mean, specific_var: `(..., d)` the specific (entailing) side.
-
-    Returns:
-        `(...)` energies `<= 0`.
+    A `GaussianEnergy` (its arguments and call: general side first, then
+    the specific side; float32 by default; a compiled kernel in a training
+    step where one is available); energies `<= 0`. See
+    `keras_gauss.ops.kl_energy`.
 
     Example:
 

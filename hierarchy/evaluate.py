@@ -23,7 +23,7 @@ which rewards a general side broader than the specific side and changes sign
 for the reversed pair. `beta = 0` (every function's default) is exactly the
 KL energy, bit for bit.
 
-With `energy="containment"` (a run trained with `--energy containment`)
+With the containment energy (a run trained with `--energy containment`)
 every score is instead `-sum_d max(0, |mu_s - mu_g| + sigma_s - sigma_g)^2`
 (`keras_gauss.layers.containment_energy`): 0 when the specific
 Gaussian's one-sigma box lies inside the general one's.
@@ -61,6 +61,7 @@ import numpy as np
 
 from keras_gauss import energies
 from keras_gauss.fused import scores as _native_scores
+from keras_gauss.fused.native import native_available
 from keras_gauss.metrics import average_precision, best_f1, roc_auc
 from keras_gauss.metrics import threshold_classification, threshold_f1
 from keras_gauss.numpy_ops import check_generality
@@ -145,7 +146,8 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         chunk_size: Pairs per vectorised block (default: about 2M floats per block).
         generality: `beta >= 0`, the weight of the generality term (default 0:
             the plain KL energy, bit for bit).
-        energy: `"kl"` (default) or `"containment"` (see the module docstring).
+        energy: a hierarchy energy's name (`keras_gauss.energies`): KL (default)
+            or containment (see the module docstring).
 
     Returns:
         float64 array shaped like `specific` (`(n,)` for an edge array), all `<= 0`
@@ -217,7 +219,7 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         means: `(num_nodes, d)` means.
         variances: `(num_nodes, d)` variances.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
 
     Returns:
         ``{"threshold", "val_accuracy", "test_accuracy", "f1_threshold",
@@ -263,7 +265,7 @@ def scored_classification(val_pos, val_neg, test_pos, test_neg) -> dict:
 
 def kl_scorer(means, variances, generality: float = 0.0, energy: str = energies.KL.name):
     """`pairs -> -KL(N_specific || N_general)` (plus the generality term with `generality > 0`;
-    or the containment energy with `energy="containment"`, see `edge_scores`): the
+    or another hierarchy energy by its name, see `edge_scores`): the
     model's score of `(n, 2)` edge arrays."""
     generality = check_generality(generality)
     check_energy(energy, generality)
@@ -478,7 +480,7 @@ def reconstruction(
         seed: Seed of that subsample.
         generality: weight `beta` of the generality term in the score (default 0;
             see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
         native_scores: score the blocks and count the ranks in C++
             (`keras_gauss.fused.scores`, 2 threads) when the native library
             loads here (default True); else, or with False, in NumPy. The
@@ -523,7 +525,7 @@ def reconstruction(
     buffer = np.empty((rows, cand, d))
     box = energies.get(energy) is energies.CONTAINMENT
     sigma = np.sqrt(var) if box else None
-    native = native_scores and _native_scores.available()
+    native = native_scores and native_available()
     ap_sum = rank_sum = 0.0
     num_pairs = 0
     for first in range(0, len(queries), block):
@@ -643,7 +645,7 @@ def word_pair_scores(
             `keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
 
     Returns:
         `PairScores` `(scores, covered)`: float64 scores (higher = more

@@ -692,11 +692,11 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
               defaults={"learning_rate_schedule": "constant", "engine": "keras",
                         **NEW_SETTINGS})
-    return job.run(lambda state: choose_engine(
-        config.engine, lambda: NativeHierarchyEngine(config, hyperlex, entailment),
-        lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
-                                entailment),
-        native_unavailable))
+    return job.run(lambda state: choose_engine(config.engine, [
+        ("native", lambda: NativeHierarchyEngine(config, hyperlex, entailment),
+         native_unavailable),
+        ("keras", lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
+                                          entailment), None)]))
 
 
 def hierarchy_digest(hierarchy):

@@ -473,11 +473,11 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
               verbose=verbose, distribution=distribution, batch_size=config.batch_size)
 
     def engines(state):
-        return choose_engine(
-            config.engine, lambda: native_corpus.NativeEngine(config, corpus, vocab),
-            lambda: KerasEngine(dataclasses.replace(config, engine="keras"), corpus, vocab,
-                                callbacks),
-            native_corpus.unavailable)
+        return choose_engine(config.engine, [
+            ("native", lambda: native_corpus.NativeEngine(config, corpus, vocab),
+             native_corpus.unavailable),
+            ("keras", lambda: KerasEngine(dataclasses.replace(config, engine="keras"), corpus,
+                                          vocab, callbacks), None)])
 
     return job.run(engines)
 

@@ -4,7 +4,7 @@
 // SparseAdagrad's row update, from rows (GaussianModel's row gradients) or
 // from a dense gradient (the rows that hold a nonzero value). The math is in
 // layer_kernels.h, shared with the TensorFlow ops (layer_ops.cc). Built
-// without TensorFlow (-DKERAS_GAUSS_NATIVE) against jaxlib's FFI headers
+// without TensorFlow against jaxlib's FFI headers
 // (`jax.ffi.include_dir()`), loaded with ctypes and registered with
 // `jax.ffi.register_ffi_target`. Work is split over XLA's intra-op pool.
 

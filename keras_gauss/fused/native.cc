@@ -1,7 +1,7 @@
 // The skip-gram trainer of `train-corpus --engine native` as a plain C ABI
 // library (no TensorFlow): the kernel of skipgram_core.h on tables in an
 // interleaved layout, loaded with ctypes by keras_gauss.fused.native. Built
-// by keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// by keras_gauss.fused.build.
 //
 // What it trains on: for each sentence, word2vec's subsampling of frequent
 // words (keep[id] per occurrence); (centre, context) pairs within `window`

@@ -55,25 +55,21 @@ _TRIPLES_SIGNATURE = [
 ]
 
 
+_SIGNATURES = {
+    "kg_skipgram_train": (_SIGNATURE, ctypes.c_int),
+    "kg_skipgram_triples": (_TRIPLES_SIGNATURE, ctypes.c_int),
+    "kg_tokenizer_new": ([], _P),
+    "kg_tokenizer_free": ([_P], None),
+    "kg_codepoints": ([ctypes.c_char_p, _I64, _P, _I64], _I64),
+    "kg_tokenizer_set_word": ([_P, _P, _I64], None),
+    "kg_tokenize": ([_P, ctypes.c_char_p, _I64], None),
+    "kg_tokenizer_sizes": ([_P, _P], None),
+    "kg_tokenizer_export": ([_P, _P, _P, _P], None),
+}
+
+
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
-    if not getattr(library, "_keras_gauss_ready", False):
-        library.kg_skipgram_train.argtypes = _SIGNATURE
-        library.kg_skipgram_train.restype = ctypes.c_int
-        library.kg_skipgram_triples.argtypes = _TRIPLES_SIGNATURE
-        library.kg_skipgram_triples.restype = ctypes.c_int
-        library.kg_tokenizer_new.restype = _P
-        library.kg_tokenizer_free.argtypes = [_P]
-        library.kg_codepoints.argtypes = [ctypes.c_char_p, _I64, _P, _I64]
-        library.kg_codepoints.restype = _I64
-        library.kg_tokenizer_set_word.argtypes = [_P, _P, _I64]
-        library.kg_tokenize.argtypes = [_P, ctypes.c_char_p, _I64]
-        library.kg_tokenizer_sizes.argtypes = [_P, _P]
-        library.kg_tokenizer_export.argtypes = [_P, _P, _P, _P]
-        library._keras_gauss_ready = True
-    return library
+    return _build.native_functions("kg_skipgram", _SIGNATURES)
 
 
 class NativeTokenizer:
@@ -139,8 +135,8 @@ class NativeTokenizer:
 
 
 def native_available():
-    """Whether the native trainer builds and loads here (compiles it once)."""
-    return _build.load_native() is not None
+    """Whether the native trainers build and load here (compiles them once)."""
+    return _build.native_available()
 
 
 def native_unavailable():

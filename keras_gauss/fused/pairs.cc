@@ -2,7 +2,7 @@
 // model of keras_gauss.hierarchy.model.build_kl_model, compiled with its loss
 // and SparseAdagrad), as a plain C ABI library (no TensorFlow), loaded with
 // ctypes by keras_gauss.fused.pairs. Built into the native library by
-// keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// keras_gauss.fused.build.
 //
 // A step takes B positive (specific, general) pairs, each with K negative
 // pairs, and does what `model.train_on_batch` does: the energies of the 1 + K

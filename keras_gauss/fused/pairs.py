@@ -54,17 +54,7 @@ SCHEDULES = ("constant", "linear", "cosine")
 
 
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
-    if not getattr(library, "_kg_pairs", False):
-        for name, (arguments, result) in _SIGNATURES.items():
-            function = getattr(library, name)
-            function.argtypes, function.restype = arguments, result
-        if library.kg_pairs_version() != 1:
-            raise RuntimeError("the native pair trainer's layout version is not 1")
-        library._kg_pairs = True
-    return library
+    return _build.native_functions("kg_pairs", _SIGNATURES, version=1)
 
 
 def _ids(value):

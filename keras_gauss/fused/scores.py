@@ -7,8 +7,8 @@ element formed in the same order, each sum over the dimensions taken in
 order: identical candidates score identically); `ancestor_counts` counts,
 for every (query row, ancestor) pair, the row's entries above and at its
 score. Both split their rows over `threads` threads (the results do not
-depend on it). `available()` says whether the native library builds and
-loads here.
+depend on it). `keras_gauss.fused.native_available()` says whether the
+native library builds and loads here.
 
 Example:
 
@@ -36,23 +36,8 @@ _SIGNATURES = {
 }
 
 
-def available():
-    """Whether the native library builds and loads here (compiles it once)."""
-    return _build.load_native() is not None
-
-
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native library is unavailable ({_build.native_error()})")
-    if not getattr(library, "_kg_scores", False):
-        for name, (arguments, result) in _SIGNATURES.items():
-            function = getattr(library, name)
-            function.argtypes, function.restype = arguments, result
-        if library.kg_scores_version() != 1:
-            raise RuntimeError("the native score blocks' layout version is not 1")
-        library._kg_scores = True
-    return library
+    return _build.native_functions("kg_scores", _SIGNATURES, version=1)
 
 
 def _f64(value):

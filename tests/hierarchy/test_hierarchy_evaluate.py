@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_gauss.fused import native_available
 from keras_gauss.fused import scores as native_scores
 from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
 from keras_gauss.metrics import average_ranks, threshold_classification
@@ -543,7 +544,7 @@ def test_hyperlex_with_equal_human_scores_is_undefined_and_says_why(tmp_path):
 
 # --------------------------------------------------------------------------- native score blocks
 
-native = pytest.mark.skipif(not native_scores.available(), reason="no C++ compiler")
+native = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
 
 def tied_tables(rng, n, d, spherical=False, scale=0.37, choices=(0.3, 1.0, 2.5)):

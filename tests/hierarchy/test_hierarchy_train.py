@@ -88,6 +88,26 @@ def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("flag", [
+    "--dim", "--epochs", "--patience", "--batch-size", "--negatives", "--sibling-negatives",
+    "--margin", "--threshold", "--learning-rate", "--max-norm", "--min-variance",
+    "--max-variance", "--val-size", "--test-size", "--reconstruction-nodes", "--seed",
+    "--generality", "--non-basic-percent", "--checkpoint-every"])
+def test_every_number_setting_is_checked_before_any_data_is_read(tmp_path, capsys, flag):
+    # A negative value of every number flag is one line naming it, before the
+    # (unreadable) edges file is read and before any training.
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("one column only\n")
+    split = ["--split", "ganea"] if flag == "--non-basic-percent" else []
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-hierarchy", "--edges", str(edges), "--out", str(tmp_path / "run"),
+              *split, f"{flag}=-1"])
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert flag in err and "edges.tsv" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.tsv"]
+
+
 def test_malformed_hyperlex_file_names_the_line(tmp_path, capsys):
     bad = tmp_path / "hyperlex.txt"
     bad.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD\n"

@@ -238,29 +238,14 @@ def compile_command(sources, output):
 
 
 def native_compile_command(sources, output):
-    """The compiler command line building the native trainer (no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
+    """`compile_command` (the same arguments and result) for the native
+    library: no TensorFlow."""
     return _base_command(sources, output) + ["-pthread"]
 
 
 def jax_compile_command(sources, output):
-    """The compiler command line building the JAX kernels (XLA FFI handlers,
-    against jaxlib's headers; no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
+    """`compile_command` (the same arguments and result) for the JAX kernels
+    (XLA FFI handlers, against jaxlib's headers; no TensorFlow)."""
     from jax import ffi
 
     return _base_command(sources, output) + ["-pthread", "-isystem", ffi.include_dir()]

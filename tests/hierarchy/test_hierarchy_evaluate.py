@@ -617,7 +617,7 @@ def test_reconstruction_is_the_same_with_and_without_the_native_library(monkeypa
         patch.setattr(evaluate, "_kl_block", numpy_only)
         fast = reconstruction(h, means, variances, **fallback)
     slow = reconstruction(h, means, variances, native_scores=False, **fallback)
-    monkeypatch.setattr(native_scores, "available", lambda: False)
+    monkeypatch.setattr(evaluate, "native_available", lambda: False)
     forced = reconstruction(h, means, variances, **fallback)
     assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])
     assert (forced["mean_rank"], forced["map"]) == (slow["mean_rank"], slow["map"])

@@ -208,6 +208,10 @@ class WordNetConfig:
             raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
+        nodes = self.reconstruction_nodes
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
+                                  or nodes < 1):
+            raise ValueError(f"--reconstruction-nodes must be an integer >= 1, got {nodes!r}.")
         from keras_gauss.hierarchy.evaluate import check_generality
 
         check_generality(self.generality, "--generality")

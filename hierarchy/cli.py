@@ -3,11 +3,13 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 # The default energy in words: (short, for a command's help; long, for its description).
 ENERGY_WORDS = {
-    "containment": ("nested boxes (containment)", "the containment energy (each node's one-sigma box inside "
-                    "its hypernyms'; --energy kl for asymmetric KL)"),
+    "containment": ("nested boxes (containment)", "the containment energy (each node's "
+                    "one-sigma box inside its hypernyms'; --energy kl for asymmetric KL)"),
     "kl": ("asymmetric KL", "the asymmetric KL energy, -KL(N_specific || N_general) "
            "(--energy containment for nested boxes)"),
 }
@@ -36,7 +38,8 @@ def add_parser(subparsers):
 
     defaults = WordNetConfig()
     # the energy the commands train by default, in words (--energy changes it)
-    energy = ENERGY_WORDS[defaults.resolved().energy]
+    default = defaults.resolved().energy
+    energy = ENERGY_WORDS.get(default, (f"the {default} energy",) * 2)
     train = subparsers.add_parser(
         "train-wordnet",
         help=f"embed the WordNet noun (or verb) hierarchy, or a subtree, with {energy[0]}",
@@ -139,7 +142,8 @@ def _add_training_flags(train, defaults):
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
-    train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="hierarchy"),
+                       default=defaults.energy,
                        help="containment (default): how far the specific Gaussian's "
                             "one-sigma box sticks out of the general one's (nested boxes are "
                             "transitive: it infers the edges the training edges imply); kl: "
@@ -269,9 +273,9 @@ def evaluation_table(evaluation, generality=0.0):
         evaluation: `metrics.json`'s `evaluation` entry.
         generality: the run's generality term (named in the model's label).
     """
-    model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
-    if evaluation.get("energy") == "containment":
-        model = "keras-gauss (containment)"
+    energy = energies.get(evaluation.get("energy") or energies.KL.name)
+    model = (f"keras-gauss ({energy.title} + {generality:g} gen.)" if generality
+             else f"keras-gauss ({energy.title})")
     scorers = [("model", model), ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
     split = evaluation["split"]

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.metrics import best_f1
 from keras_gauss.metrics import threshold_classification
 
@@ -191,7 +192,7 @@ def monitor_of(method):
     return "val_f1" if method in ("ganea", "given") else "val_accuracy"
 
 
-def validation_scorer(split, monitor, generality=0.0, energy="kl"):
+def validation_scorer(split, monitor, generality=0.0, energy=energies.KL.name):
     """`(means, variances, epoch=None) -> float`: the validation F1 or
     accuracy of a hierarchy table on `split` (its threshold chosen on the
     same pairs), scored by the run's energy (`generality`, `energy`, see

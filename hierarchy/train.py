@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
 from keras_gauss.fused.native import native_unavailable
@@ -37,8 +38,8 @@ class WordNetConfig:
     side replaced by a random node that is neither ancestor nor descendant
     of the kept side, the paper's rule). `energy="kl"` trains the paper's
     KL energy with its max-margin loss, five negatives and the reversed
-    edge (`ENERGY_DEFAULTS`); containment scores better on every split and
-    on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
+    edge (the energies' `loss_defaults`, `keras_gauss.energies`);
+    containment scores better on every split and on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -173,12 +174,9 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.hierarchy.evaluate import check_energy
-
-        if self.energy is not None:
-            check_energy(self.energy)
+        resolved = self.resolved()  # checks --energy first (keras_gauss.energies.get)
         self._validate_split()
-        self.resolved()._validate()
+        resolved._validate()
 
     def _validate(self):
         from keras_gauss.checks import check_config
@@ -209,6 +207,10 @@ class WordNetConfig:
             raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
+        nodes = self.reconstruction_nodes
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
+                                  or nodes < 1):
+            raise ValueError(f"--reconstruction-nodes must be an integer >= 1, got {nodes!r}.")
         from keras_gauss.hierarchy.evaluate import check_generality
 
         check_generality(self.generality, "--generality")
@@ -269,7 +271,9 @@ class WordNetConfig:
 
     def resolved(self):
         """This config with every `None` default set: the energy (containment),
-        the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
+        the loss settings by the energy (its `loss_defaults` in
+        `keras_gauss.energies`, chosen on validation: benchmarks/README.md,
+        "Ganea et al.'s WordNet split"), `epochs` and
         `patience` by the split (`default_schedule`).
 
         Example:
@@ -280,9 +284,10 @@ class WordNetConfig:
         >>> WordNetConfig(energy="kl").resolved().loss
         'ranking'
         """
-        energy = self.energy or "containment"
-        values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
-                                       if getattr(self, k) is None}}
+        energy = energies.get(self.energy or energies.DEFAULTS["hierarchy"].name,
+                              task="hierarchy", setting="--energy")
+        values = {"energy": energy.name, **{k: v for k, v in energy.loss_defaults.items()
+                                            if getattr(self, k) is None}}
         epochs, patience = default_schedule(self.method, self.dim)
         if self.epochs is None:
             values["epochs"] = epochs
@@ -317,16 +322,9 @@ def default_schedule(method, dim):
 SCHEDULES = ("constant", "linear", "cosine")
 # A run with few validation edges (a small taxonomy) takes at least this many steps an epoch.
 SMALL_DATA_STEPS = 8
-# The loss settings each energy trains with unless told otherwise (chosen on
-# validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
-ENERGY_DEFAULTS = {
-    "kl": {"loss": "ranking", "margin": 1.0, "negatives": 5, "reversed_negatives": True},
-    "containment": {"loss": "threshold", "margin": 0.25, "negatives": 10,
-                    "reversed_negatives": False},
-}
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
-                "train_edges": None, "val_edges": None, "test_edges": None, "energy": "kl"}
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -485,7 +483,7 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, generality=0.0, energy="kl"):
+def evaluate_split(split, means, variances, generality=0.0, energy=energies.KL.name):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with
@@ -701,11 +699,11 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
               defaults={"learning_rate_schedule": "constant", "engine": "keras",
                         **NEW_SETTINGS})
-    return job.run(lambda state: choose_engine(
-        config.engine, lambda: NativeHierarchyEngine(config, hyperlex, entailment),
-        lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
-                                entailment),
-        native_unavailable))
+    return job.run(lambda state: choose_engine(config.engine, [
+        ("native", lambda: NativeHierarchyEngine(config, hyperlex, entailment),
+         native_unavailable),
+        ("keras", lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
+                                          entailment), None)]))
 
 
 def hierarchy_digest(hierarchy):

@@ -10,6 +10,7 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 import argparse
 import importlib
 import os
+import sys
 
 from keras_gauss import distribution
 from keras_gauss.checks import CommandError
@@ -107,11 +108,17 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    from keras_gauss.callbacks.progress import BestEffortStream
     from keras_gauss.callbacks.progress import Phase
 
     # A multi-process job's other processes hear of this one's error, and
     # its watchdog's line (another process ended) starts as ours.
     distribution.set_error_prefix(f"keras-gauss {args.command}: error: ")
+    # What the command prints is best-effort: a closed pipe or a full disk
+    # on stdout is one warning line, never the end of the job.
+    stdout = sys.stdout
+    if not isinstance(stdout, BestEffortStream):
+        sys.stdout = BestEffortStream(stdout)
     try:
         return args.handler(args) or 0
     except CommandError as error:
@@ -130,4 +137,10 @@ def main(argv=None):
     except Exception as error:
         distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
         raise
+    finally:
+        if isinstance(sys.stdout, BestEffortStream) and sys.stdout.stream is stdout:
+            try:
+                sys.stdout.flush()
+            finally:
+                sys.stdout = stdout
 

@@ -3,6 +3,8 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
@@ -43,7 +45,8 @@ def add_parser(subparsers):
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
-    train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="corpus"),
+                       default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance, help="(default: %(default)s)")

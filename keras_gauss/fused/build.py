@@ -81,10 +81,12 @@ logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = (os.path.join(_HERE, "layer_ops.cc"),)
-HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
+HEADERS = tuple(os.path.join(_HERE, name)
+                for name in ("energies.h", "gauss_math.h", "layer_kernels.h"))
 NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc", "scores.cc"))
 NATIVE_HEADERS = tuple(os.path.join(_HERE, name)
-                       for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
+                       for name in ("energies.h", "gauss_math.h", "skipgram_core.h",
+                                    "layer_kernels.h"))
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
 JAX_HEADERS = HEADERS
 
@@ -236,33 +238,17 @@ def compile_command(sources, output):
 
 
 def native_compile_command(sources, output):
-    """The compiler command line building the native trainer (no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
-    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread"]
+    """`compile_command` (the same arguments and result) for the native
+    library: no TensorFlow."""
+    return _base_command(sources, output) + ["-pthread"]
 
 
 def jax_compile_command(sources, output):
-    """The compiler command line building the JAX kernels (XLA FFI handlers,
-    against jaxlib's headers; no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
+    """`compile_command` (the same arguments and result) for the JAX kernels
+    (XLA FFI handlers, against jaxlib's headers; no TensorFlow)."""
     from jax import ffi
 
-    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread", "-isystem",
-                                             ffi.include_dir()]
+    return _base_command(sources, output) + ["-pthread", "-isystem", ffi.include_dir()]
 
 
 def _base_command(sources, output):
@@ -443,36 +429,18 @@ def build(path=None):
 
 
 def build_native(path=None):
-    """`build` for the native trainer (`native.cc`, no TensorFlow headers).
-
-    Args:
-        path: target path (default `native_library_path()`).
-
-    Returns:
-        The path of the library.
-
-    Raises:
-        RuntimeError: when the compiler is missing or fails, or the new
-            library does not load.
-    """
+    """`build` (the same arguments, result and errors) for the native
+    library (`NATIVE_SOURCES`, no TensorFlow headers) at `path` (default
+    `native_library_path()`)."""
     return _build(path or native_library_path(), native_compile_command, _NATIVE_CHECK,
                   "the native trainers", NATIVE_SOURCES)
 
 
 def build_jax(path=None):
-    """`build` for the JAX backend's kernels (`jax_ops.cc`: XLA FFI handlers,
-    compiled against `jax.ffi.include_dir()`, no TensorFlow headers).
-
-    Args:
-        path: target path (default `jax_library_path()`).
-
-    Returns:
-        The path of the library.
-
-    Raises:
-        RuntimeError: when the compiler is missing or fails, or the new
-            library does not load.
-    """
+    """`build` (the same arguments, result and errors) for the JAX
+    backend's kernels (`jax_ops.cc`: XLA FFI handlers, compiled against
+    `jax.ffi.include_dir()`, no TensorFlow headers) at `path` (default
+    `jax_library_path()`)."""
     return _build(path or jax_library_path(), jax_compile_command, _NATIVE_CHECK,
                   "the JAX kernels", JAX_SOURCES)
 
@@ -585,6 +553,41 @@ def load_native():
     import ctypes
 
     return _load_once(_native_state, build_native, ctypes.CDLL)
+
+
+def native_available():
+    """Whether the native library builds and loads here (compiles it once)."""
+    return load_native() is not None
+
+
+def native_functions(group, signatures, version=None):
+    """The native library, its functions of `group` declared (once a process).
+
+    Args:
+        group: a name for the set of functions (`"kg_pairs"`).
+        signatures: `{function name: (argtypes, restype)}`.
+        version: the layout version `<group>_version()` must return (None:
+            no check).
+
+    Returns:
+        The `ctypes.CDLL`.
+
+    Raises:
+        RuntimeError: the library cannot be built or loaded (naming why),
+            or its layout version differs.
+    """
+    library = load_native()
+    if library is None:
+        raise RuntimeError(f"the native library is unavailable ({native_error()})")
+    ready = library.__dict__.setdefault("_kg_groups", set())
+    if group not in ready:
+        for name, (arguments, result) in signatures.items():
+            function = getattr(library, name)
+            function.argtypes, function.restype = arguments, result
+        if version is not None and getattr(library, f"{group}_version")() != version:
+            raise RuntimeError(f"the native library's {group} layout version is not {version}")
+        ready.add(group)
+    return library
 
 
 def load_jax():

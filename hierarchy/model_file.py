@@ -172,7 +172,6 @@ def write_hierarchy_model(path, model_config, arrays, iterations=0):
     >>> model_config = hierarchy_model_config(WordNetConfig(dim=2).resolved(), 3, 1, 10)
     >>> write_hierarchy_model("model.keras", model_config,
     ...                       [np.zeros((3, 2)), np.ones((3, 2))] * 2)
-    >>> keras_gauss.register_serializables()
     >>> keras.saving.load_model("model.keras").get_layer("nodes").variances.numpy().tolist()
     [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """

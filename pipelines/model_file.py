@@ -174,7 +174,6 @@ def write_corpus_model(path, tables, accumulators, config, iterations=0):
     ...                              0.2, 0.5)
     >>> tables = [np.zeros((3, 2)), np.ones((3, 2))] * 2  # means, variances (x2)
     >>> write_corpus_model("model.keras", tables, [np.zeros((3, 2))] * 4, config)
-    >>> keras_gauss.register_serializables()
     >>> model = keras.saving.load_model("model.keras")
     >>> model.get_layer("words").variances.numpy().tolist()
     [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]

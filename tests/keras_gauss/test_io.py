@@ -345,6 +345,45 @@ def test_an_output_being_written_refuses_a_second_writer(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["run"]  # the lock file went too
 
 
+def test_a_job_holds_its_whole_output_tree_against_nested_writers(tmp_path, capsys):
+    import fcntl
+
+    from keras_gauss.cli import main
+
+    nest = tmp_path / "runs" / "nest"
+    nest.parent.mkdir()
+    # Another process trains into runs/nest (its lock held by another open
+    # file: flock locks of two opens exclude each other, as two processes').
+    held = os.open(nest.parent / ".nest.keras-gauss-lock", os.O_RDWR | os.O_CREAT)
+    os.write(held, b"4242")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    busy = f"inside {nest}, which another keras-gauss process \\(process 4242\\) is writing"
+    try:
+        for inner in (nest / "inner", nest / "a" / "b"):
+            with pytest.raises(OutputBusyError, match=busy):
+                OutputClaim(inner).__enter__()
+            with pytest.raises(OutputBusyError, match=busy):
+                check_output_dir(inner, overwrite=True)
+            with pytest.raises(OutputBusyError, match=busy):
+                with atomic_directory(inner):
+                    pass
+            for content in (None, WORD2VEC):
+                with pytest.raises(OutputBusyError, match=busy):
+                    with atomic_file(inner / "x.txt", content=content):
+                        pass
+        edges = tmp_path / "edges.tsv"
+        edges.write_text("dog\tmammal\n")
+        with pytest.raises(SystemExit) as info:
+            main(["train-hierarchy", "--edges", str(edges), "--out", str(nest / "inner")])
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and len(err.splitlines()) == 1 and busy[:20] in err, err
+        assert not nest.exists()  # nothing made inside the other writer's output
+    finally:
+        os.close(held)
+    with OutputClaim(nest / "inner") as claim:  # the writer gone, the path is free
+        claim.check()
+
+
 @pytest.mark.parametrize("kind", ["directory", "file"])
 def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kind):
     target = tmp_path / ("run" if kind == "directory" else "means.txt")

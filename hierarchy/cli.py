@@ -15,6 +15,25 @@ ENERGY_WORDS = {
 }
 
 
+# The training settings whose default each energy sets (its `loss_defaults`).
+ENERGY_SETTINGS = ("negatives", "margin", "threshold", "max_norm", "min_variance")
+
+
+def by_energy(field):
+    """The default of a setting for each hierarchy energy, in words.
+
+    Example:
+
+    >>> by_energy("margin")
+    '20.0 with kl, 0.25 with containment'
+    """
+    def word(value):
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+    return ", ".join(f"{word(energies.get(name).loss_defaults[field])} with {name}"
+                     for name in energies.names(task="hierarchy"))
+
+
 def add_parser(subparsers):
     demo = subparsers.add_parser(
         "demo",
@@ -127,10 +146,9 @@ def _add_training_flags(train, defaults):
         shown = default
         if field in ("val_size", "test_size"):
             shown = "the smaller of 4000 and 10%% of the eligible edges"
-        elif field == "negatives":
-            shown = "5 with kl, 10 with containment"
-        elif field == "margin":
-            shown = "1 with kl, 0.25 with containment"
+        elif field in ENERGY_SETTINGS:
+            shown = by_energy(field)
+            kind = int if field == "negatives" else float
         elif field == "batch_size":
             shown = (f"{default}; with fewer than 100 validation edges at most an eighth of "
                      "the training edges, so an epoch takes 8 steps")
@@ -144,18 +162,26 @@ def _add_training_flags(train, defaults):
                        default=defaults.covariance)
     train.add_argument("--energy", choices=energies.names(task="hierarchy"),
                        default=defaults.energy,
-                       help="containment (default): how far the specific Gaussian's "
-                            "one-sigma box sticks out of the general one's (nested boxes are "
-                            "transitive: it infers the edges the training edges imply); kl: "
-                            "the paper's -KL(N_specific || N_general)")
+                       help="kl (default): the paper's -KL(N_specific || N_general); "
+                            "containment: how far the specific Gaussian's one-sigma box "
+                            "sticks out of the general one's (nested boxes are transitive). "
+                            "Each energy trains with its own defaults of the settings that "
+                            "say 'with kl' and 'with containment'")
     train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
                        help="max-margin ranking (the paper) or thresholded divergence "
-                            "(positives below --threshold, negatives beyond it + --margin); "
-                            "default: ranking with kl, threshold with containment")
+                            f"(positives below --threshold, negatives beyond it + --margin); "
+                            f"default: {by_energy('loss')}")
+    from keras_gauss.hierarchy.initialization import INITS
+
+    train.add_argument("--init", choices=INITS, default=defaults.init,
+                       help="how the table starts: tree (nested along the training edges' "
+                            "direct links: variances shrinking a level, each mean near its "
+                            "parents') or uniform (means in +-0.05, variances 1); default: "
+                            f"{by_energy('init')}")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
-                       help="also use each reversed edge as a negative (default: on with kl, "
-                            "off with containment)")
+                       help="also use each reversed edge as a negative (default: "
+                            f"{by_energy('reversed_negatives')})")
     train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "

@@ -42,24 +42,47 @@ def related_nodes(index):
     return RelatedNodes(*index.csr())
 
 
-def pair_table(config, rows, total_steps):
+def pair_table(config, rows, total_steps, index=None):
     """The table a (resolved) `WordNetConfig` trains, started as the keras
-    engine's model starts (means uniform in +-0.05 from the seed, variances
-    1, accumulators 1e-6; NumPy's numbers, not Keras's).
+    engine's model starts: with `config.init == "tree"` nested along the
+    direct links of `index` (the training edges' closure, `initial_table`),
+    else means uniform in +-0.05 from the seed and variances 1 (NumPy's
+    numbers, not Keras's); accumulators 1e-6.
 
     Example:
 
     >>> from keras_gauss.hierarchy.train import WordNetConfig
-    >>> pair_table(WordNetConfig(dim=3).resolved(), rows=4, total_steps=10).means.shape
+    >>> config = WordNetConfig(dim=3, init="uniform").resolved()
+    >>> pair_table(config, rows=4, total_steps=10).means.shape
     (4, 3)
     """
-    return NativePairTable.initial(
+    table = NativePairTable.initial(
         rows, config.dim, seed=config.seed, spherical=config.covariance == "spherical",
         energy=config.energy, loss=config.loss, margin=config.margin,
         threshold=config.threshold, learning_rate=config.learning_rate,
         schedule=config.learning_rate_schedule, total_steps=total_steps,
         max_norm=config.max_norm, min_variance=config.min_variance,
         max_variance=config.max_variance)
+    start = initial_table(config, index)
+    if start is not None:
+        table.means[...], table.variances[...] = start
+    return table
+
+
+def initial_table(config, index):
+    """The starting `(means, variances)` of a (resolved) config with
+    `init == "tree"` (`keras_gauss.hierarchy.initialization.tree_initialization`
+    of `index`, the training edges' closure, seeded by `config.seed`), else
+    `None` (the layers' own start)."""
+    if config.init != "tree":
+        return None
+    if index is None:
+        raise ValueError("init='tree' needs the training edges' closure (index).")
+    from keras_gauss.hierarchy.initialization import tree_initialization
+
+    return tree_initialization(index, config.dim, min_variance=config.min_variance,
+                               max_variance=config.max_variance, max_norm=config.max_norm,
+                               seed=config.seed, spherical=config.covariance == "spherical")
 
 
 def restore(table, arrays, out_dir):

@@ -32,14 +32,18 @@ class WordNetConfig:
     """Settings of a WordNet run (all saved in `metrics.json`).
 
     Defaults embed the full noun closure in 50-d diagonal Gaussians with one
-    shared table, the containment energy (each specific Gaussian's one-sigma
-    box inside its general ones') and density order embeddings' thresholded
-    loss, and `SparseAdagrad`. Each positive edge gets ten negatives (one
-    side replaced by a random node that is neither ancestor nor descendant
-    of the kept side, the paper's rule). `energy="kl"` trains the paper's
-    KL energy with its max-margin loss, five negatives and the reversed
-    edge (the energies' `loss_defaults`, `keras_gauss.energies`);
-    containment scores better on every split and on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
+    shared table and the paper's KL energy, `-KL(N_specific || N_general)`,
+    trained with density order embeddings' thresholded loss (positives
+    below a divergence of 20, negatives beyond 40) and `SparseAdagrad`,
+    from a table nested along the training tree (`init="tree"`,
+    `keras_gauss.hierarchy.initialization`). Each positive edge gets ten
+    negatives (one side replaced by a random node that is neither ancestor
+    nor descendant of the kept side, the paper's rule). `energy="containment"`
+    trains how far the specific one-sigma box sticks out of the general
+    one's instead, with its own defaults. Each energy's defaults are its
+    `loss_defaults` (`keras_gauss.energies`), chosen on validation
+    (`research/kl_sweep.md`; `benchmarks/README.md`, "Ganea et al.'s
+    WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -58,10 +62,9 @@ class WordNetConfig:
             stops (`None`: the default of the split and dimension; 0: never
             stop early, still keep the best epoch).
         batch_size: positive edges per step.
-        negatives: corrupted edges per positive (`None`: 5 with KL, 10 with
-            containment).
+        negatives: corrupted edges per positive (`None`: the energy's, 10).
         reversed_negatives: also use each reversed edge as a negative
-            (`None`: with KL yes, with containment no).
+            (`None`: the energy's, no).
         sibling_negatives: fraction (0 to 1) of the `negatives` whose general
             node is replaced by one of its siblings in the training closure
             (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.
@@ -70,19 +73,23 @@ class WordNetConfig:
             the specific Gaussian's one-sigma box sticks out of the general
             one's; nested boxes are transitive, so it infers the edges the
             training edges imply). The run is scored and served with it.
-            `None`: containment, which beats KL on every split (`benchmarks/README.md`,
-            "Ganea et al.'s WordNet split").
+            `None`: KL.
         loss: `"ranking"` (the paper's max-margin) or `"threshold"` (density
-            order embeddings' thresholded divergence); `None`: ranking with
-            KL, threshold with containment.
-        margin: margin of the loss (`None`: 1 with KL, 0.25 with containment).
-        threshold: divergence tolerance of the `"threshold"` loss.
+            order embeddings' thresholded divergence); `None`: threshold.
+        margin: margin of the loss (`None`: 20 with KL, 0.25 with containment).
+        threshold: divergence tolerance of the `"threshold"` loss (`None`:
+            20 with KL, 0 with containment).
+        init: how the table starts: `"tree"` (nested along the training
+            edges' direct links, `keras_gauss.hierarchy.initialization
+            .tree_initialization`) or `"uniform"` (means uniform in +-0.05,
+            variances 1); `None`: tree with KL, uniform with containment.
         learning_rate: `SparseAdagrad` learning rate (the first step's).
         learning_rate_schedule: `"constant"` (default: `learning_rate` every
             step), `"linear"` or `"cosine"`: decays from `learning_rate` to 0
             over all the run's steps (`learning_rate_schedule`).
-        max_norm: mean norm bound `C`.
-        min_variance: variance bound `m`.
+        max_norm: mean norm bound `C` (`None`: 10 with KL, 4 with containment).
+        min_variance: variance bound `m` (`None`: 0.01 with KL, 0.05 with
+            containment).
         max_variance: variance bound `M`.
         split: `"closure"` holds out closure edges that two training edges
             imply (Vendrov et al.); `"reduction"` holds out edges of the
@@ -153,11 +160,12 @@ class WordNetConfig:
     energy: str | None = None
     loss: str | None = None
     margin: float | None = None
-    threshold: float = 0.0
+    threshold: float | None = None
+    init: str | None = None
     learning_rate: float = 0.3
     learning_rate_schedule: str = "constant"
-    max_norm: float = 4.0
-    min_variance: float = 0.05
+    max_norm: float | None = None
+    min_variance: float | None = None
     max_variance: float = 5.0
     split: str = "closure"
     val_size: float | None = None
@@ -194,6 +202,10 @@ class WordNetConfig:
                              f"got {self.learning_rate_schedule!r}.")
         if self.loss not in ("ranking", "threshold"):
             raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
+        from keras_gauss.hierarchy.initialization import INITS
+
+        if self.init not in INITS:
+            raise ValueError(f"--init must be one of {', '.join(INITS)}, got {self.init!r}.")
         from keras_gauss.hierarchy.split import SPLITS
 
         if self.split not in SPLITS:
@@ -270,7 +282,7 @@ class WordNetConfig:
         return self.split
 
     def resolved(self):
-        """This config with every `None` default set: the energy (containment),
+        """This config with every `None` default set: the energy (KL),
         the loss settings by the energy (its `loss_defaults` in
         `keras_gauss.energies`, chosen on validation: benchmarks/README.md,
         "Ganea et al.'s WordNet split"), `epochs` and
@@ -279,10 +291,10 @@ class WordNetConfig:
         Example:
 
         >>> config = WordNetConfig(split="ganea", non_basic_percent=25).resolved()
-        >>> config.energy, config.loss, config.margin, config.epochs
-        ('containment', 'threshold', 0.25, 200)
-        >>> WordNetConfig(energy="kl").resolved().loss
-        'ranking'
+        >>> config.energy, config.loss, config.threshold, config.init, config.epochs
+        ('kl', 'threshold', 20.0, 'tree', 200)
+        >>> WordNetConfig(energy="containment").resolved().margin
+        0.25
         """
         energy = energies.get(self.energy or energies.DEFAULTS["hierarchy"].name,
                               task="hierarchy", setting="--energy")
@@ -324,7 +336,8 @@ SCHEDULES = ("constant", "linear", "cosine")
 SMALL_DATA_STEPS = 8
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
-                "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name}
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name,
+                "init": "uniform"}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -805,6 +818,11 @@ class HierarchyEngine(Engine):
             self.model = model = hierarchy_model(config, self.hierarchy.num_nodes, k,
                                                  config.epochs * self.steps_per_epoch)
             optimizer = model.optimizer
+            start = native_training.initial_table(config, self.known)
+            if start is not None:  # the tree-shaped start (config.init)
+                table = model.get_layer("nodes")
+                table.means.assign(start[0])
+                table.variances.assign(start[1])
             self._describe(job)
             optimizer.build(model.trainable_variables)
             if arrays is not None:
@@ -1006,7 +1024,7 @@ class NativeHierarchyEngine(HierarchyEngine):
         config = self.config
         self.selection = self._selection(job, arrays)
         self.table = native_training.pair_table(config, self.hierarchy.num_nodes,
-                                                config.epochs * self.steps_per_epoch)
+                                                config.epochs * self.steps_per_epoch, self.known)
         if arrays is not None:
             native_training.restore(self.table, arrays, job.out_dir)
         self._describe(job)

@@ -38,7 +38,7 @@ from keras_gauss.energies.kl import KL
 ALL = (EL, KL, CONTAINMENT)
 BY_NAME = {energy.name: energy for energy in ALL}
 # The energy each command trains unless told otherwise.
-DEFAULTS = {"corpus": EL, "hierarchy": CONTAINMENT}
+DEFAULTS = {"corpus": EL, "hierarchy": KL}
 
 
 def names(task=None, engine=None):

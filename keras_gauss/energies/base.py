@@ -44,8 +44,10 @@ class Energy:
         layer: `"module:class"` of its `keras_gauss.layers.GaussianEnergy`.
         tasks: what it trains (`TASKS`).
         engines: where else it runs (`ENGINES`).
-        loss_defaults: the hierarchy loss settings it trains with unless told
-            otherwise (`loss`, `margin`, `negatives`, `reversed_negatives`).
+        loss_defaults: the hierarchy settings it trains with unless told
+            otherwise (`loss`, `threshold`, `margin`, `negatives`,
+            `reversed_negatives`, `init`, `max_norm`, `min_variance`; the
+            `WordNetConfig` fields of those names).
         rank_by_box: neighbours rank by `keras_gauss.numpy_ops.containment_rank`
             (every holding box scores about 0: the smallest first).
 

@@ -24,6 +24,7 @@ CONTAINMENT = Energy(
     keras="keras_gauss.layers.containment_energy:containment_energy",
     layer="keras_gauss.layers.containment_energy:ContainmentEnergy",
     tasks=("hierarchy",), engines=("native-hierarchy", "scores"),
-    loss_defaults={"loss": "threshold", "margin": 0.25, "negatives": 10,
-                   "reversed_negatives": False},
+    loss_defaults={"loss": "threshold", "threshold": 0.0, "margin": 0.25, "negatives": 10,
+                   "reversed_negatives": False, "init": "uniform", "max_norm": 4.0,
+                   "min_variance": 0.05},
     rank_by_box=True)

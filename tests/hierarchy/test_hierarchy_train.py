@@ -38,12 +38,13 @@ def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):
     out, _ = mammal_run
     run = load_run(out)
-    assert run.kind == "wordnet" and run.energy_name == "containment"
+    assert run.kind == "wordnet" and run.energy_name == "kl"  # the default energy
     means, variances = run.tables()
     assert means.shape == (len(run.words), 5)
     assert run.words[run.ids(["dog.n.01"])[0]] == "dog.n.01"
-    assert np.linalg.norm(means, axis=1).max() <= WordNetConfig().max_norm + 1e-5
-    assert variances.min() >= 0.05 - 1e-7
+    config = WordNetConfig().resolved()
+    assert np.linalg.norm(means, axis=1).max() <= config.max_norm + 1e-5
+    assert variances.min() >= config.min_variance - 1e-7
     with pytest.raises(KeyError, match="cat.n.99"):
         run.ids(["cat.n.99"])
 

@@ -152,10 +152,13 @@ def test_names_and_checks():
 
 
 def test_loss_defaults_keep_their_values():
-    assert dict(energies.KL.loss_defaults) == {"loss": "ranking", "margin": 1.0, "negatives": 5,
-                                               "reversed_negatives": True}
+    assert dict(energies.KL.loss_defaults) == {
+        "loss": "threshold", "threshold": 20.0, "margin": 20.0, "negatives": 10,
+        "reversed_negatives": True, "init": "tree", "max_norm": 10.0, "min_variance": 0.01}
     assert dict(energies.CONTAINMENT.loss_defaults) == {
-        "loss": "threshold", "margin": 0.25, "negatives": 10, "reversed_negatives": False}
+        "loss": "threshold", "threshold": 0.0, "margin": 0.25, "negatives": 10,
+        "reversed_negatives": False, "init": "uniform", "max_norm": 4.0, "min_variance": 0.05}
+    assert energies.DEFAULTS["hierarchy"] is energies.KL  # what train-wordnet trains
 
 
 def _files_naming_an_energy():

@@ -125,8 +125,9 @@ def device_settings(args, gpu=None):
     """Fills in the `train-corpus` settings left unset (None): on a GPU
     (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
     (the keras engine, pairs drawn on the device, the GPU batch and rate)
-    unless `--engine native` was asked for, else with `CorpusConfig`'s
-    defaults. Returns the line that says the GPU is used, or None.
+    unless `--engine native` or a `--distribution` was asked for, else with
+    `CorpusConfig`'s defaults. Returns the line that says the GPU is used,
+    or None.
 
     Example:
 
@@ -143,9 +144,12 @@ def device_settings(args, gpu=None):
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
-    if args.engine != "native" and gpu is None:
+    # With --distribution the job starts JAX's distributed runtime first:
+    # no device may be asked for before (and the settings stay the CPU's).
+    distributed = getattr(args, "distribution", None) is not None
+    if args.engine != "native" and gpu is None and not distributed:
         gpu = jax_gpu()
-    use = gpu is not None and args.engine in (None, "keras")
+    use = gpu is not None and args.engine in (None, "keras") and not distributed
     for field, value in GPU_SETTINGS.items():
         if getattr(args, field) is None:
             setattr(args, field, value if use else getattr(defaults, field))

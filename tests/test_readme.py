@@ -385,9 +385,7 @@ TEST_CHECKS = {
 NEEDS_WORDNET_RUN = {"load-run", "wordnet-cli", "serving", "serving-request", "export-formats"}
 
 
-@pytest.mark.parametrize("check_id", [
-    pytest.param(check_id, marks=pytest.mark.xdist_group("jobs")) if check_id == "scale-out"
-    else check_id for check_id in sorted(TEST_CHECKS)])  # "jobs": tests/conftest.py
+@pytest.mark.parametrize("check_id", sorted(TEST_CHECKS))
 def test_readme_block(check_id, blocks, project, request):
     if check_id not in blocks:
         pytest.fail(f"no block of README.md or docs/*.md is marked `<!-- check: test {check_id} -->`")

@@ -45,9 +45,6 @@ def jax_env(devices=1):
                 KERAS_GAUSS_KERNELS="reference")
 
 
-# The jobs of several processes run one at a time under `pytest -n 2` (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("jobs")
-
 CLI = [sys.executable, "-c", "import sys; from keras_gauss.cli import main; sys.exit(main())"]
 
 

@@ -20,7 +20,6 @@ JOB_TESTS = ("tests/keras_gauss/test_distribution.py",
              "tests/test_readme.py::test_readme_block[scale-out]")
 # Started first, longest first: a minute or more each on 2 cores.
 FIRST = (JOBS, "tests/test_readme.py", "tests/keras_gauss/kernels/test_kernels.py",
-         "tests/pipelines/test_pipelines_sources.py",
          "tests/keras_gauss/optimizers/test_sparse_adagrad.py")
 
 

@@ -1,5 +1,9 @@
 """The op cache heals: verified before loading, rebuilt when damaged, no
-leftovers from killed compiles (a tiny library stands in for the op)."""
+leftovers from killed compiles (a tiny library stands in for the op). The
+three libraries (the TensorFlow op, the native trainers, the JAX kernels)
+share one `_build`: the healing is tested through the native build, whose
+check loads the library with ctypes (no TensorFlow in the child); one test
+builds and verifies through TensorFlow."""
 
 import json
 import os
@@ -18,11 +22,15 @@ TINY = 'extern "C" int keras_gauss_build_test() { return 7; }\n'
 
 @pytest.fixture
 def tiny(tmp_path, monkeypatch):
+    """The tiny library as the op (`build`) and as the native trainers
+    (`build_native`), in a fresh cache."""
     source = tmp_path / "tiny.cc"
     source.write_text(TINY)
     monkeypatch.setenv("KERAS_GAUSS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fused_build, "SOURCES", (str(source),))
     monkeypatch.setattr(fused_build, "HEADERS", ())
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    monkeypatch.setattr(fused_build, "NATIVE_HEADERS", ())
     return source
 
 
@@ -32,6 +40,7 @@ def _record(path):
 
 
 def test_build_verifies_records_and_reuses(tiny, capsys):
+    """The TensorFlow op's build: loaded by `tf.load_op_library` in a child."""
     path = fused_build.build()
     err = capsys.readouterr().err
     assert "compiling the layers' C++ kernels" in err and "done in" in err
@@ -43,7 +52,7 @@ def test_build_verifies_records_and_reuses(tiny, capsys):
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_damaged_library_is_rebuilt(tiny, capsys, damage):
-    path = fused_build.build()
+    path = fused_build.build_native()
     size = os.path.getsize(path)
     with open(path, "r+b") as f:
         if damage == "truncated":
@@ -51,7 +60,7 @@ def test_damaged_library_is_rebuilt(tiny, capsys, damage):
         else:
             f.write(os.urandom(size))
     capsys.readouterr()
-    assert fused_build.build() == path
+    assert fused_build.build_native() == path
     err = capsys.readouterr().err
     assert "is damaged" in err and "rebuilding" in err and "done in" in err
     assert os.path.getsize(path) == size == _record(path)["size"]
@@ -60,17 +69,17 @@ def test_damaged_library_is_rebuilt(tiny, capsys, damage):
 LOADER = textwrap.dedent("""
     import sys
     from keras_gauss.fused import build
-    build.SOURCES, build.HEADERS = (sys.argv[1],), ()
-    path = build.library_path()
+    build.NATIVE_SOURCES, build.NATIVE_HEADERS = (sys.argv[1],), ()
+    path = build.native_library_path()
     with open(path, "r+b") as f:
         f.truncate(4096)  # loading this in-process dies of SIGBUS
-    assert build.load() is not None, build.error()
+    assert build.load_native() is not None, build.native_error()
     print("loaded")
 """)
 
 
 def test_truncated_library_never_crashes_the_process(tiny, tmp_path):
-    fused_build.build()
+    fused_build.build_native()
     script = tmp_path / "loader.py"
     script.write_text(LOADER)
     result = subprocess.run([sys.executable, str(script), str(tiny)], capture_output=True,
@@ -87,10 +96,11 @@ def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
     cxx.chmod(0o755)
     monkeypatch.setenv("CXX", str(cxx))
     code = ("import sys; from keras_gauss.fused import build; "
-            "build.SOURCES, build.HEADERS = (sys.argv[1],), (); build.build()")
+            "build.NATIVE_SOURCES, build.NATIVE_HEADERS = (sys.argv[1],), (); "
+            "build.build_native()")
     process = subprocess.Popen([sys.executable, "-c", code, str(tiny)],
                                stderr=subprocess.DEVNULL, start_new_session=True)
-    directory = os.path.dirname(fused_build.library_path())
+    directory = os.path.dirname(fused_build.native_library_path())
     deadline = time.monotonic() + 120
     while not (os.path.isdir(directory)
                and [n for n in os.listdir(directory) if n.endswith(".so.tmp")]):
@@ -99,7 +109,7 @@ def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
     os.killpg(process.pid, signal.SIGKILL)  # the build and its compiler
     process.wait()
     gate.unlink()
-    path = fused_build.build()
+    path = fused_build.build_native()
     assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
     assert _record(path)["size"] == os.path.getsize(path)
 

@@ -463,7 +463,7 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
     >>> metrics["vocab_size"], len(metrics["loss_per_epoch"])
     (7, 2)
     >>> sorted(os.listdir("runs/tiny"))  # and the marker of a run of ours, written last
-    ['.keras-gauss', 'metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
+    ['.keras-gauss', 'history.csv', 'history.png', 'metrics.json', 'model.keras', 'run.json', 'vocab.tsv']
     """
     def check():  # every setting, before anything is read or imported
         config.validate()

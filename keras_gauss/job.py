@@ -266,6 +266,9 @@ def choose_engine(engine, native, keras, native_available):
         reason = native_available()
         if reason is None:
             return [native()]
+        from keras_gauss.fused.build import fallback_once
+
+        fallback_once("the native trainer")  # the cause is said here: the rest are silent
         warnings.warn(f"the native trainer is unavailable ({reason}); training with "
                       "--engine keras instead.", RuntimeWarning, stacklevel=2)
     return [keras()]

@@ -377,7 +377,18 @@ def _load_in_child(path, check=_CHECK):
         how = (f"signal {-result.returncode}" if result.returncode < 0
                else f"exit {result.returncode}")
         raise RuntimeError(f"the compiled op does not load ({how}): "
-                           + result.stderr.strip()[-2000:])
+                           + _last_line(result.stderr))
+
+
+def _last_line(text, prefer=None):
+    """The line of a child's output that says why (one line, at most 300
+    characters): the first holding `prefer`, else the last (a traceback's
+    exception), not the whole output."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    chosen = next((line for line in lines if prefer and prefer in line), lines[-1])
+    return chosen[:300]
 
 
 def _write_record(path):
@@ -482,18 +493,32 @@ def _trusted_place(path, what):
     says why) when the cache directory is not private; `RuntimeError` when
     no private directory can be had."""
     directory = os.path.dirname(path)
-    _make_private(directory)
-    problem = untrusted(directory)
-    if problem is None:
-        return path
-    private = _private_dir()
+    try:
+        _make_private(directory)
+    except OSError as error:  # a read-only home, a file in the way
+        problem, kind = error.strerror or str(error), "cannot be made"
+    else:
+        problem = untrusted(directory)
+        kind = "is not private"
+        if problem is None and not os.access(directory, os.W_OK | os.X_OK) and not (
+                os.path.exists(path) and _damage(path) is None):
+            problem, kind = "it is read-only", "cannot be written"
+        if problem is None:
+            return path
+    try:
+        private = _private_dir()
+    except OSError as error:
+        raise RuntimeError(f"the op cache {directory} {kind} ({problem}), and no temporary "
+                           f"directory can be made ({error.strerror or error})") from None
     refused = untrusted(private, root=private)
     if refused:
-        raise RuntimeError(f"the op cache {directory} is not private ({problem}), and "
+        raise RuntimeError(f"the op cache {directory} {kind} ({problem}), and "
                            f"neither is a temporary directory ({refused})")
-    _say(f"keras-gauss: the op cache {directory} is not private ({problem}); building "
-         f"{what} in {private} for this process instead (set KERAS_GAUSS_CACHE to a "
-         "directory only you can write).")
+    if not _private.get("said"):  # one line a process: every library goes there
+        _private["said"] = True
+        _say(f"keras-gauss: the op cache {directory} {kind} ({problem}); building "
+             f"{what} in {private} for this process instead (set KERAS_GAUSS_CACHE to a "
+             "directory only you can write).")
     return os.path.join(private, os.path.basename(path))
 
 
@@ -524,6 +549,9 @@ def _build(path, command_for, check, what, sources=None):
             for stale in (path, _record_path(path)):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(stale)
+        if _fallbacks:  # the same compiler failed on another library: said once already
+            raise RuntimeError(f"{_fallbacks[0]} could not be built or loaded in this process "
+                               "(the same compiler)")
         fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
         os.close(fd)
         try:
@@ -539,11 +567,15 @@ def _build(path, command_for, check, what, sources=None):
             seconds = time.perf_counter() - start
             if result.returncode != 0:
                 _say(f" failed after {seconds:.1f} s")
-                raise RuntimeError(
-                    f"compiling {what} failed:\n" + result.stderr[-4000:]
-                )
+                raise RuntimeError(f"compiling {what} with {command[0]} failed (exit "
+                                   f"{result.returncode}): "
+                                   + _last_line(result.stderr, prefer="error"))
             os.chmod(tmp, 0o700)  # the linker wrote it with the umask's mode
-            _load_in_child(tmp, check)
+            try:
+                _load_in_child(tmp, check)
+            except (RuntimeError, subprocess.TimeoutExpired):
+                _say(f" built in {seconds:.1f} s, but it does not load")
+                raise
             _say(f" done in {seconds:.1f} s")
             os.replace(tmp, path)
             _write_record(path)
@@ -566,6 +598,8 @@ def load():
         return tf.load_op_library(path)
 
     def warn(reason):
+        if not fallback_once("the layers' C++ kernels"):
+            return
         logger.warning(
             "keras_gauss: the compiled C++ ops are unavailable (%s); the layers' "
             "kernels use their keras.ops code instead.",
@@ -597,6 +631,27 @@ def load_jax():
     import ctypes
 
     return _load_once(_jax_state, build_jax, ctypes.CDLL)
+
+
+_fallbacks = []  # the compiled libraries whose fallback was said in this process
+
+
+def fallback_once(what):
+    """True when no fallback of a compiled library (one that cannot be built
+    or loaded) was said in this process yet; records `what`. The libraries
+    share the compiler, its flags and the cache, so the first to fail says
+    why in one line and the others, failing for the same cause, are silent.
+
+    Example:
+
+    >>> _reset()
+    >>> fallback_once("the native trainer"), fallback_once("the layers' kernels")
+    (True, False)
+    >>> _reset()
+    """
+    first = not _fallbacks
+    _fallbacks.append(what)
+    return first
 
 
 def _load_once(state, build_library, open_library, on_failure=None):
@@ -639,3 +694,4 @@ def _reset():
     with _lock:
         for state in (_state, _native_state, _jax_state):
             state.update(tried=False, module=None, error=None)
+        _fallbacks.clear()

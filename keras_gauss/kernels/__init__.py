@@ -23,6 +23,7 @@ import os
 
 import keras
 
+from keras_gauss.fused import build as _build
 from keras_gauss.kernels.memory import keep_freed_memory
 
 if keras.backend.backend() == "tensorflow":
@@ -49,6 +50,8 @@ def get(training=True):
     quiet = getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
     if not _warned and not quiet:
         _warned.append(reason)
+        if not _build.fallback_once("the layer kernels"):
+            return None
         logger.warning("keras_gauss: the compiled layer kernels are unavailable (%s); "
                        "the layers train with their keras.ops code instead.", reason)
     return None

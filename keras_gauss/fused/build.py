@@ -364,15 +364,31 @@ def _damage(path):
 
 
 _CHECK = "import sys, tensorflow as tf; tf.load_op_library(sys.argv[1])"
-_NATIVE_CHECK = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+# Loads a plain C library and looks up the entry points named after it.
+_NATIVE_CHECK = ("import ctypes, sys; library = ctypes.CDLL(sys.argv[1]); "
+                 "[getattr(library, name) for name in sys.argv[2:]]")
 
 
-def _load_in_child(path, check=_CHECK):
-    """Loads the library in a child process; raises `RuntimeError` if it fails
-    (a crash there, e.g. SIGBUS, does not take this process down)."""
+def _entry_points(sources):
+    """The layout-version entries (`int kg_..._version()`) the C sources
+    define: a library is kept only when it has them all (one built from
+    other sources, e.g. older ones, lacks some)."""
+    import re
+
+    names = []
+    for source in sources:
+        with open(source, encoding="utf-8") as f:
+            names += re.findall(r"\bint (kg_\w+_version)\(\)", f.read())
+    return names
+
+
+def _load_in_child(path, check=_CHECK, symbols=()):
+    """Loads the library in a child process (and looks up `symbols`, with
+    `_NATIVE_CHECK`); raises `RuntimeError` if it fails (a crash there, e.g.
+    SIGBUS, does not take this process down)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", check, path], capture_output=True,
-                            text=True, env=env, timeout=600)
+    result = subprocess.run([sys.executable, "-c", check, path, *symbols],
+                            capture_output=True, text=True, env=env, timeout=600)
     if result.returncode != 0:
         how = (f"signal {-result.returncode}" if result.returncode < 0
                else f"exit {result.returncode}")
@@ -523,6 +539,7 @@ def _trusted_place(path, what):
 
 
 def _build(path, command_for, check, what, sources=None):
+    symbols = _entry_points(SOURCES if sources is None else sources)
     path = _trusted_place(path, what)
     directory = os.path.dirname(path)
     if os.path.exists(path) and _damage(path) is None:
@@ -539,7 +556,7 @@ def _build(path, command_for, check, what, sources=None):
                 return path  # another process built it meanwhile
             if damage == "no record of a verified build":
                 try:  # a library from before records (in a private cache): keep it if it loads
-                    _load_in_child(path, check)
+                    _load_in_child(path, check, symbols)
                     _write_record(path)
                     return path
                 except (RuntimeError, subprocess.TimeoutExpired):
@@ -572,7 +589,7 @@ def _build(path, command_for, check, what, sources=None):
                                    + _last_line(result.stderr, prefer="error"))
             os.chmod(tmp, 0o700)  # the linker wrote it with the umask's mode
             try:
-                _load_in_child(tmp, check)
+                _load_in_child(tmp, check, symbols)
             except (RuntimeError, subprocess.TimeoutExpired):
                 _say(f" built in {seconds:.1f} s, but it does not load")
                 raise

@@ -288,3 +288,25 @@ def test_one_line_a_cause_whichever_libraries_it_stops(native, monkeypatch, caps
         assert "could not be built or loaded in this process" in fused_build.error()
     finally:
         fused_build._reset()
+
+
+def test_a_record_less_library_without_the_entry_points_is_rebuilt(native, monkeypatch,
+                                                                   capsys):
+    # A library from other (older) sources at the cache's place, without a
+    # record: it loads, but lacks an entry of these sources; kept, it would
+    # fail at its first use (an AttributeError) instead of being rebuilt.
+    import ctypes
+
+    source = native / "versioned.cc"
+    source.write_text(TINY + 'extern "C" int kg_tiny_version() { return 1; }\n')
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    path = fused_build.native_library_path()
+    os.makedirs(os.path.dirname(path), mode=0o700)
+    subprocess.run(["g++", "-shared", "-fPIC", str(native / "native.cc"), "-o", path],
+                   check=True)
+    os.chmod(path, 0o700)
+    capsys.readouterr()
+    assert fused_build.build_native() == path
+    err = capsys.readouterr().err
+    assert "is damaged (it does not load); rebuilding it." in err, err
+    assert ctypes.CDLL(path).kg_tiny_version() == 1

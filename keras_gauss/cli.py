@@ -21,6 +21,7 @@ SUBCOMMANDS = [
     "keras_gauss.hierarchy.cli",
     "keras_gauss.pipelines.cli",
     "keras_gauss.export.cli",
+    "keras_gauss.history",
 ]
 
 BACKEND_MISSING = (

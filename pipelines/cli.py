@@ -3,6 +3,8 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
@@ -43,7 +45,8 @@ def add_parser(subparsers):
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
-    train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="corpus"),
+                       default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance, help="(default: %(default)s)")
@@ -97,9 +100,13 @@ def add_parser(subparsers):
         help="a word's or a node's nearest neighbours (by the run's energy, similarity or variance)",
         description=(
             "Print the --k nearest neighbours of WORD. --by energy ranks by "
-            "the run's energy, as the serving `neighbors` signature does: on a "
-            "hierarchy run, -KL(N_WORD || N_candidate), so the first rows are "
-            "what WORD most plausibly is-a. --by similarity ranks by cosine "
+            "the run's energy, as the serving `neighbors` signature does, so on a "
+            "hierarchy run the first rows are what WORD most plausibly is-a: with "
+            "KL, highest -KL(N_WORD || N_candidate) first; with the containment "
+            "energy, first the boxes that hold WORD's (energy at least the run's "
+            "is-a threshold, box no smaller than WORD's), smallest first, so the "
+            "nearest hypernyms lead, then the others by energy; on a corpus run, "
+            "highest energy first. --by similarity ranks by cosine "
             "between means; --by variance shows those neighbours broadest "
             "first (descending log det of the covariance: the paper's "
             "specificity table). Default: energy on hierarchy runs, "

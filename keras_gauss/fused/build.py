@@ -81,14 +81,27 @@ logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = (os.path.join(_HERE, "layer_ops.cc"),)
-HEADERS = tuple(os.path.join(_HERE, name) for name in ("gauss_math.h", "layer_kernels.h"))
+HEADERS = tuple(os.path.join(_HERE, name)
+                for name in ("energies.h", "gauss_math.h", "layer_kernels.h"))
 NATIVE_SOURCES = tuple(os.path.join(_HERE, name) for name in ("native.cc", "pairs.cc", "scores.cc"))
 NATIVE_HEADERS = tuple(os.path.join(_HERE, name)
-                       for name in ("gauss_math.h", "skipgram_core.h", "layer_kernels.h"))
+                       for name in ("energies.h", "gauss_math.h", "skipgram_core.h",
+                                    "layer_kernels.h"))
 JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
 JAX_HEADERS = HEADERS
 
 _lock = threading.Lock()
+# The libraries whose compile failed in this process (no compiler, a compile
+# error, a library that does not load). The libraries share the compiler and
+# its flags: after the first failure, which the caller says in one line, the
+# others are not compiled again (`_NotCompiledAgain`) and say nothing.
+_failed = []
+NOT_COMPILED_AGAIN = "not compiled again"
+
+
+class _NotCompiledAgain(RuntimeError):
+    """An earlier library failed to build in this process with the same compiler."""
+
 _state = {"tried": False, "module": None, "error": None}
 _native_state = {"tried": False, "module": None, "error": None}
 _jax_state = {"tried": False, "module": None, "error": None}
@@ -236,33 +249,17 @@ def compile_command(sources, output):
 
 
 def native_compile_command(sources, output):
-    """The compiler command line building the native trainer (no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
-    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread"]
+    """`compile_command` (the same arguments and result) for the native
+    library: no TensorFlow."""
+    return _base_command(sources, output) + ["-pthread"]
 
 
 def jax_compile_command(sources, output):
-    """The compiler command line building the JAX kernels (XLA FFI handlers,
-    against jaxlib's headers; no TensorFlow).
-
-    Args:
-        sources: paths of the C++ sources.
-        output: path of the shared library to write.
-
-    Returns:
-        A list of arguments for `subprocess.run`.
-    """
+    """`compile_command` (the same arguments and result) for the JAX kernels
+    (XLA FFI handlers, against jaxlib's headers; no TensorFlow)."""
     from jax import ffi
 
-    return _base_command(sources, output) + ["-DKERAS_GAUSS_NATIVE", "-pthread", "-isystem",
-                                             ffi.include_dir()]
+    return _base_command(sources, output) + ["-pthread", "-isystem", ffi.include_dir()]
 
 
 def _base_command(sources, output):
@@ -470,36 +467,18 @@ def build(path=None):
 
 
 def build_native(path=None):
-    """`build` for the native trainer (`native.cc`, no TensorFlow headers).
-
-    Args:
-        path: target path (default `native_library_path()`).
-
-    Returns:
-        The path of the library.
-
-    Raises:
-        RuntimeError: when the compiler is missing or fails, or the new
-            library does not load.
-    """
+    """`build` (the same arguments, result and errors) for the native
+    library (`NATIVE_SOURCES`, no TensorFlow headers) at `path` (default
+    `native_library_path()`)."""
     return _build(path or native_library_path(), native_compile_command, _NATIVE_CHECK,
                   "the native trainers", NATIVE_SOURCES)
 
 
 def build_jax(path=None):
-    """`build` for the JAX backend's kernels (`jax_ops.cc`: XLA FFI handlers,
-    compiled against `jax.ffi.include_dir()`, no TensorFlow headers).
-
-    Args:
-        path: target path (default `jax_library_path()`).
-
-    Returns:
-        The path of the library.
-
-    Raises:
-        RuntimeError: when the compiler is missing or fails, or the new
-            library does not load.
-    """
+    """`build` (the same arguments, result and errors) for the JAX
+    backend's kernels (`jax_ops.cc`: XLA FFI handlers, compiled against
+    `jax.ffi.include_dir()`, no TensorFlow headers) at `path` (default
+    `jax_library_path()`)."""
     return _build(path or jax_library_path(), jax_compile_command, _NATIVE_CHECK,
                   "the JAX kernels", JAX_SOURCES)
 
@@ -566,14 +545,15 @@ def _build(path, command_for, check, what, sources=None):
             for stale in (path, _record_path(path)):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(stale)
-        if _fallbacks:  # the same compiler failed on another library: said once already
-            raise RuntimeError(f"{_fallbacks[0]} could not be built or loaded in this process "
-                               "(the same compiler)")
+        if _failed:  # the same compiler failed on another library: said once already
+            raise _NotCompiledAgain(f"{NOT_COMPILED_AGAIN}: {_failed[0]} failed to build in "
+                                    "this process (the same compiler)")
         fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
         os.close(fd)
         try:
             command = command_for(SOURCES if sources is None else sources, tmp)
             if shutil.which(command[0]) is None:
+                _failed.append(what)
                 raise RuntimeError(f"C++ compiler {command[0]!r} not found")
             _say(f"keras-gauss: compiling {what} with {command[0]} into "
                  f"{directory} (once per source, "
@@ -584,6 +564,7 @@ def _build(path, command_for, check, what, sources=None):
             seconds = time.perf_counter() - start
             if result.returncode != 0:
                 _say(f" failed after {seconds:.1f} s")
+                _failed.append(what)
                 raise RuntimeError(f"compiling {what} with {command[0]} failed (exit "
                                    f"{result.returncode}): "
                                    + _last_line(result.stderr, prefer="error"))
@@ -592,6 +573,7 @@ def _build(path, command_for, check, what, sources=None):
                 _load_in_child(tmp, check, symbols)
             except (RuntimeError, subprocess.TimeoutExpired):
                 _say(f" built in {seconds:.1f} s, but it does not load")
+                _failed.append(what)
                 raise
             _say(f" done in {seconds:.1f} s")
             os.replace(tmp, path)
@@ -615,8 +597,6 @@ def load():
         return tf.load_op_library(path)
 
     def warn(reason):
-        if not fallback_once("the layers' C++ kernels"):
-            return
         logger.warning(
             "keras_gauss: the compiled C++ ops are unavailable (%s); the layers' "
             "kernels use their keras.ops code instead.",
@@ -638,6 +618,41 @@ def load_native():
     return _load_once(_native_state, build_native, ctypes.CDLL)
 
 
+def native_available():
+    """Whether the native library builds and loads here (compiles it once)."""
+    return load_native() is not None
+
+
+def native_functions(group, signatures, version=None):
+    """The native library, its functions of `group` declared (once a process).
+
+    Args:
+        group: a name for the set of functions (`"kg_pairs"`).
+        signatures: `{function name: (argtypes, restype)}`.
+        version: the layout version `<group>_version()` must return (None:
+            no check).
+
+    Returns:
+        The `ctypes.CDLL`.
+
+    Raises:
+        RuntimeError: the library cannot be built or loaded (naming why),
+            or its layout version differs.
+    """
+    library = load_native()
+    if library is None:
+        raise RuntimeError(f"the native library is unavailable ({native_error()})")
+    ready = library.__dict__.setdefault("_kg_groups", set())
+    if group not in ready:
+        for name, (arguments, result) in signatures.items():
+            function = getattr(library, name)
+            function.argtypes, function.restype = arguments, result
+        if version is not None and getattr(library, f"{group}_version")() != version:
+            raise RuntimeError(f"the native library's {group} layout version is not {version}")
+        ready.add(group)
+    return library
+
+
 def load_jax():
     """Builds (once per process, cached on disk) and loads the JAX kernels.
 
@@ -648,27 +663,6 @@ def load_jax():
     import ctypes
 
     return _load_once(_jax_state, build_jax, ctypes.CDLL)
-
-
-_fallbacks = []  # the compiled libraries whose fallback was said in this process
-
-
-def fallback_once(what):
-    """True when no fallback of a compiled library (one that cannot be built
-    or loaded) was said in this process yet; records `what`. The libraries
-    share the compiler, its flags and the cache, so the first to fail says
-    why in one line and the others, failing for the same cause, are silent.
-
-    Example:
-
-    >>> _reset()
-    >>> fallback_once("the native trainer"), fallback_once("the layers' kernels")
-    (True, False)
-    >>> _reset()
-    """
-    first = not _fallbacks
-    _fallbacks.append(what)
-    return first
 
 
 def _load_once(state, build_library, open_library, on_failure=None):
@@ -686,7 +680,7 @@ def _load_once(state, build_library, open_library, on_failure=None):
             state["module"] = open_library(build_library())
         except Exception as error:  # noqa: BLE001 - any failure means fallback
             state["error"] = f"{type(error).__name__}: {error}"
-            if on_failure is not None:
+            if on_failure is not None and not isinstance(error, _NotCompiledAgain):
                 on_failure(state["error"])
         return state["module"]
 
@@ -711,4 +705,4 @@ def _reset():
     with _lock:
         for state in (_state, _native_state, _jax_state):
             state.update(tried=False, module=None, error=None)
-        _fallbacks.clear()
+        _failed.clear()

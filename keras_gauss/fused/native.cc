@@ -1,7 +1,7 @@
 // The skip-gram trainer of `train-corpus --engine native` as a plain C ABI
 // library (no TensorFlow): the kernel of skipgram_core.h on tables in an
 // interleaved layout, loaded with ctypes by keras_gauss.fused.native. Built
-// by keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// by keras_gauss.fused.build.
 //
 // What it trains on: for each sentence, word2vec's subsampling of frequent
 // words (keep[id] per occurrence); (centre, context) pairs within `window`
@@ -348,7 +348,7 @@ int kg_native_version() { return 1; }
 // keep: V keep probabilities, or null (no subsampling).
 // probs / alias: the negatives' alias table, `outcomes` entries.
 // bounds: max_norm, min_variance, max_variance of (word, context) tables.
-// energy: 0 EL, 1 KL. threads: 0 = the hardware's. `started`: the threads
+// energy: its code (energies.h), EL or KL. threads: 0 = the hardware's. `started`: the threads
 // that trained (the caller's among them); when the system could start fewer
 // than asked, the others' blocks are trained by those that did, and `error`
 // holds the reason (a warning: the return is 0).
@@ -400,7 +400,7 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
     for (std::thread& thread : pool) thread.join();
   };
   tensorflow::keras_gauss::TrainChunk(
-      tables, shared, d, dv, energy == 1 ? Energy::kKL : Energy::kEL, spherical != 0,
+      tables, shared, d, dv, tensorflow::keras_gauss::EnergyOfCode(energy), spherical != 0,
       batch_size, learning_rate, margin, epsilon, sg, sentences, threads, parallel, loss,
       pairs, variance_learning_rate);
   return 0;

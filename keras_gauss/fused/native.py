@@ -29,6 +29,7 @@ import warnings
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.checks import check_number
 from keras_gauss.fused import build as _build
 
@@ -56,25 +57,21 @@ _TRIPLES_SIGNATURE = [
 ]
 
 
+_SIGNATURES = {
+    "kg_skipgram_train": (_SIGNATURE, ctypes.c_int),
+    "kg_skipgram_triples": (_TRIPLES_SIGNATURE, ctypes.c_int),
+    "kg_tokenizer_new": ([], _P),
+    "kg_tokenizer_free": ([_P], None),
+    "kg_codepoints": ([ctypes.c_char_p, _I64, _P, _I64], _I64),
+    "kg_tokenizer_set_word": ([_P, _P, _I64], None),
+    "kg_tokenize": ([_P, ctypes.c_char_p, _I64], None),
+    "kg_tokenizer_sizes": ([_P, _P], None),
+    "kg_tokenizer_export": ([_P, _P, _P, _P], None),
+}
+
+
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
-    if not getattr(library, "_keras_gauss_ready", False):
-        library.kg_skipgram_train.argtypes = _SIGNATURE
-        library.kg_skipgram_train.restype = ctypes.c_int
-        library.kg_skipgram_triples.argtypes = _TRIPLES_SIGNATURE
-        library.kg_skipgram_triples.restype = ctypes.c_int
-        library.kg_tokenizer_new.restype = _P
-        library.kg_tokenizer_free.argtypes = [_P]
-        library.kg_codepoints.argtypes = [ctypes.c_char_p, _I64, _P, _I64]
-        library.kg_codepoints.restype = _I64
-        library.kg_tokenizer_set_word.argtypes = [_P, _P, _I64]
-        library.kg_tokenize.argtypes = [_P, ctypes.c_char_p, _I64]
-        library.kg_tokenizer_sizes.argtypes = [_P, _P]
-        library.kg_tokenizer_export.argtypes = [_P, _P, _P, _P]
-        library._keras_gauss_ready = True
-    return library
+    return _build.native_functions("kg_skipgram", _SIGNATURES)
 
 
 class NativeTokenizer:
@@ -140,8 +137,8 @@ class NativeTokenizer:
 
 
 def native_available():
-    """Whether the native trainer builds and loads here (compiles it once)."""
-    return _build.load_native() is not None
+    """Whether the native trainers build and load here (compiles them once)."""
+    return _build.native_available()
 
 
 def native_unavailable():
@@ -329,7 +326,7 @@ class NativeTables:
 
     def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
-              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el",
+              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy=energies.EL.name,
               variance_learning_rate=None):
         """Trains the tables on a chunk of sentences, in place.
 
@@ -351,7 +348,8 @@ class NativeTables:
                 `RuntimeWarning`), and later calls ask for no more.
             margin: the hinge's margin.
             epsilon: AdaGrad's epsilon.
-            energy: `"el"` (expected likelihood) or `"kl"` (KL divergence).
+            energy: an energy the native corpus trainer runs (`keras_gauss.energies`:
+                expected likelihood, default, or KL).
             variance_learning_rate: the variances' AdaGrad learning rate
                 (None: `learning_rate`).
 
@@ -365,8 +363,7 @@ class NativeTables:
         tokens, splits, probs, alias, keep = _chunk(self.rows, tokens, row_splits,
                                                     negative_probs, negative_alias, keep,
                                                     window, negatives)
-        if energy not in ("el", "kl"):
-            raise ValueError(f"`energy` must be 'el' or 'kl', got {energy!r}.")
+        energy = energies.get(energy, engine="native-corpus", setting="`energy`")
         if int(batch_size) < 1:
             raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size!r}.")
         for name, value in (("learning_rate", learning_rate), ("margin", margin),
@@ -385,7 +382,7 @@ class NativeTables:
             len(splits) - 1, None if keep is None else keep.ctypes.data, probs.ctypes.data,
             alias.ctypes.data, len(probs), int(seed) & (2**64 - 1), int(window),
             int(bool(dynamic_window)), int(negatives), int(bool(shuffle)), int(batch_size),
-            threads, int(energy == "kl"), float(learning_rate), float(margin),
+            threads, energy.code, float(learning_rate), float(margin),
             float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
             len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate),

@@ -47,11 +47,10 @@ def get(training=True):
     reason = _backend.unavailable()
     if reason is None:
         return _backend
-    quiet = getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
+    quiet = (getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
+             or _build.NOT_COMPILED_AGAIN in reason)  # the first failure said why
     if not _warned and not quiet:
         _warned.append(reason)
-        if not _build.fallback_once("the layer kernels"):
-            return None
         logger.warning("keras_gauss: the compiled layer kernels are unavailable (%s); "
                        "the layers train with their keras.ops code instead.", reason)
     return None

@@ -2,6 +2,7 @@ import keras
 
 from keras_gauss.models.row_lookups import RowGradient
 from keras_gauss.models.row_lookups import RowLookups
+from keras_gauss.models.row_lookups import materialized
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
@@ -16,10 +17,14 @@ class GaussianModel(keras.Model):
     the gathered rows of every `GaussianEmbedding` table instead of the
     tables, so a step reads and writes only the rows of its batch, as on
     TensorFlow: its cost does not grow with the vocabulary. Other
-    optimizers, and optimizers with gradient clipping, accumulation, EMA or
-    loss scaling, take Keras's ordinary (dense) step. The tables must be
-    read only through their `GaussianEmbedding` lookups (true of every model
-    keras-gauss builds).
+    optimizers (Keras's own), and optimizers with gradient clipping,
+    accumulation, EMA or loss scaling, get the same row gradients summed
+    into dense arrays of the tables' shapes (what Keras's own step would
+    hand them). The row gradients are materialized before any scatter sums
+    them (`keras_gauss.models.row_lookups.materialized`), so XLA cannot fuse
+    the backward pass into the scatter (on a GPU that fusion serializes on
+    frequent ids). The tables must be read only through their
+    `GaussianEmbedding` lookups (true of every model keras-gauss builds).
 
     The saved model (`model.save("m.keras")`) loads on any backend.
 
@@ -37,7 +42,7 @@ class GaussianModel(keras.Model):
     """
 
     def train_step(self, *args, **kwargs):
-        if keras.backend.backend() != "jax" or not _takes_row_gradients(self.optimizer):
+        if keras.backend.backend() != "jax" or self.optimizer is None:
             return super().train_step(*args, **kwargs)
         return self._row_train_step(*args, **kwargs)
 
@@ -86,25 +91,45 @@ class GaussianModel(keras.Model):
             loss_fn, argnums=(0, 1), has_aux=True)(offsets, dense_values)
         unscaled_loss, y_pred, non_trainable, metrics_values = aux
 
-        # 3. One RowGradient per table (all its lookups), dense grads for the rest.
+        # 3. One RowGradient per table (all its lookups), materialized;
+        # summed into a dense array for optimizers that take no rows.
         grads = [None] * len(trainable)
         for i, g in zip(dense_indices, dense_grads):
             grads[i] = g
+        rows = _takes_row_gradients(self.optimizer)
         for i in table_indices:
             variable = self.trainable_variables[i]
             parts = [(ids, g) for (j, _, _), ids, g in zip(lookups, ids_list, row_grads)
                      if j == i]
             columns = variable.shape[-1]
-            grads[i] = RowGradient(
-                indices=jnp.concatenate([jnp.reshape(ids, (-1,)) for ids, _ in parts]),
-                values=jnp.concatenate([jnp.reshape(g, (-1, columns)) for _, g in parts]),
-                dense_shape=tuple(variable.shape),
-            )
+            indices, values = materialized(
+                jnp.concatenate([jnp.reshape(ids, (-1,)) for ids, _ in parts]),
+                jnp.concatenate([jnp.reshape(g, (-1, columns)) for _, g in parts]))
+            gradient = RowGradient(indices, values, tuple(variable.shape))
+            grads[i] = gradient if rows else dense_gradient(gradient, variable.dtype)
         trainable, optimizer_values = self.optimizer.stateless_apply(
             optimizer_values, grads, trainable)
         logs, metrics_values = self._update_metrics_variables(
             metrics_values, unscaled_loss, x, y, y_pred, sample_weight)
         return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+
+def dense_gradient(gradient, dtype):
+    """The dense array of a `RowGradient` (JAX): its rows summed into zeros
+    of its `dense_shape` (ids outside the table dropped), as the gradient of
+    a `take` would be.
+
+    Example:
+
+    >>> import numpy as np
+    >>> g = RowGradient(np.array([1, 1]), np.ones((2, 3), "float32"), (4, 3))
+    >>> dense_gradient(g, "float32")[1].tolist()
+    [2.0, 2.0, 2.0]
+    """
+    from jax import numpy as jnp
+
+    zeros = jnp.zeros(gradient.dense_shape, dtype)
+    return zeros.at[gradient.indices].add(gradient.values.astype(dtype), mode="drop")
 
 
 def _takes_row_gradients(optimizer):

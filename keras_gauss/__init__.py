@@ -20,6 +20,7 @@ _EXPORTS = {
     "ELEnergy": "keras_gauss.layers",
     "GaussianModel": "keras_gauss.models",
     "GaussianEmbedding": "keras_gauss.layers",
+    "GaussianEnergy": "keras_gauss.layers",
     "KLEnergy": "keras_gauss.layers",
     "MaxMarginRanking": "keras_gauss.losses",
     "NormClip": "keras_gauss.constraints",

@@ -3,6 +3,8 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
@@ -47,7 +49,8 @@ def add_parser(subparsers):
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
-    train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="corpus"),
+                       default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance, help="(default: %(default)s)")
@@ -103,9 +106,13 @@ def add_parser(subparsers):
         help="a word's or a node's nearest neighbours (by the run's energy, similarity or variance)",
         description=(
             "Print the --k nearest neighbours of WORD. --by energy ranks by "
-            "the run's energy, as the serving `neighbors` signature does: on a "
-            "hierarchy run, -KL(N_WORD || N_candidate), so the first rows are "
-            "what WORD most plausibly is-a. --by similarity ranks by cosine "
+            "the run's energy, as the serving `neighbors` signature does, so on a "
+            "hierarchy run the first rows are what WORD most plausibly is-a: with "
+            "KL, highest -KL(N_WORD || N_candidate) first; with the containment "
+            "energy, first the boxes that hold WORD's (energy at least the run's "
+            "is-a threshold, box no smaller than WORD's), smallest first, so the "
+            "nearest hypernyms lead, then the others by energy; on a corpus run, "
+            "highest energy first. --by similarity ranks by cosine "
             "between means; --by variance shows those neighbours broadest "
             "first (descending log det of the covariance: the paper's "
             "specificity table). Default: energy on hierarchy runs, "
@@ -240,6 +247,7 @@ def run_evaluate(args):
                 check_input_file(path, f"--{flag}")  # never opens a FIFO
             except InputFileError as error:
                 raise CommandError(str(error)) from None
+    stamp = _run_stamp(args.run)  # the run read: eval.json goes into it only
     emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)
@@ -257,14 +265,38 @@ def run_evaluate(args):
     print(format_table(results))
     for note in notes:  # a measure that is undefined says why (as n/a in the table)
         print(note)
-    _write_eval(args.run, results)
+    _write_eval(args.run, results, stamp)
 
 
-def _write_eval(run_dir, results):
-    """Writes `eval.json` atomically, with the mode of the other run files."""
+def _run_stamp(run_dir):
+    """What tells the run in `run_dir` from another: the identity of the
+    directory and of its files (a replaced run is another directory, a
+    rewritten file another inode or time)."""
+    stamp = []
+    for name in ("", ".keras-gauss", "run.json", "model.keras", "metrics.json"):
+        try:
+            info = os.stat(os.path.join(run_dir, name))
+        except OSError:
+            stamp.append(None)
+            continue
+        stamp.append((info.st_dev, info.st_ino) if not name else
+                     (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size))
+    return stamp
+
+
+def _write_eval(run_dir, results, stamp):
+    """Writes `eval.json` atomically (with the mode of the other run files)
+    under the run's lock, only into the run that was read (`stamp`,
+    `_run_stamp`); `CommandError` (one line) when it cannot: another
+    process writes the run, the run was replaced, or the file system
+    refuses."""
     import json
     import math
 
+    from keras_gauss.checks import CommandError
+    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import OutputLock
+    from keras_gauss.io import OutputNotWritableError
     from keras_gauss.io import atomic_file
 
     def clean(value):
@@ -274,8 +306,25 @@ def _write_eval(run_dir, results):
             return None
         return value
 
-    with atomic_file(os.path.join(run_dir, "eval.json"), overwrite=True) as f:
-        f.write(json.dumps(clean(results), indent=2) + "\n")
+    path = os.path.join(run_dir, "eval.json")
+    try:
+        lock = OutputLock(run_dir).acquire()  # a training job holds it from start to end
+    except OSError as error:  # OutputBusyError, or a lock file that cannot be made
+        reason = error if isinstance(error, OutputExistsError) else (
+            f"cannot take its lock ({error.strerror or error})")
+        raise CommandError(f"{path} not written: {reason}") from None
+    try:
+        if _run_stamp(run_dir) != stamp:
+            raise CommandError(f"{path} not written: {run_dir} was replaced while evaluate "
+                               "read it; run evaluate again on the new run.")
+        with atomic_file(path, overwrite=True) as f:
+            f.write(json.dumps(clean(results), indent=2) + "\n")
+    except (OutputExistsError, OutputNotWritableError) as error:
+        raise CommandError(f"{path} not written: {error}") from None
+    except OSError as error:
+        raise CommandError(f"{path} not written: {error.strerror or error}") from None
+    finally:
+        lock.release()
 
 
 def run_neighbors(args):

@@ -2,7 +2,7 @@
 // model of keras_gauss.hierarchy.model.build_kl_model, compiled with its loss
 // and SparseAdagrad), as a plain C ABI library (no TensorFlow), loaded with
 // ctypes by keras_gauss.fused.pairs. Built into the native library by
-// keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// keras_gauss.fused.build.
 //
 // A step takes B positive (specific, general) pairs, each with K negative
 // pairs, and does what `model.train_on_batch` does: the energies of the 1 + K
@@ -57,7 +57,6 @@ enum FloatSetting {
 enum IntSetting {
   kRows, kDim, kSpherical, kEnergy, kLoss, kSchedule, kTotalSteps, kIntSettings
 };
-enum EnergyKind { kKL = 0, kContainment = 1 };
 enum LossKind { kRankingLoss = 0, kThresholdLoss = 1 };
 enum ScheduleKind { kConstant = 0, kLinear = 1, kCosine = 2 };
 
@@ -258,7 +257,8 @@ void ContainmentPairGrad(int64_t d, float g, const float* ma, const float* va, c
 struct Settings {
   int64_t rows, d, dv;
   bool spherical;
-  int energy, loss, schedule;
+  kg::Energy energy;
+  int loss, schedule;
   int64_t total_steps;
   float lr, eps, margin, threshold;
   kl::RowBounds mean_bounds, var_bounds;
@@ -268,7 +268,7 @@ struct Settings {
     d = n[kDim];
     spherical = n[kSpherical] != 0;
     dv = spherical ? 1 : d;
-    energy = static_cast<int>(n[kEnergy]);
+    energy = kg::EnergyOfCode(static_cast<int32_t>(n[kEnergy]));
     loss = static_cast<int>(n[kLoss]);
     schedule = static_cast<int>(n[kSchedule]);
     total_steps = std::max<int64_t>(n[kTotalSteps], 1);
@@ -362,7 +362,7 @@ class Step {
       };
       for (int64_t j = 0; j < list; ++j) {
         pair(j);
-        energies_[j] = st.energy == kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
+        energies_[j] = st.energy == kg::Energy::kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
                                         : ContainmentPair<S>(d, ma, va, mb, vb);
       }
       // dL/dE of each pair of the row, and the row's loss.
@@ -400,7 +400,7 @@ class Step {
         float* gva = gv_.data() + sa * dv;
         float* gmb = gm_.data() + sb * d;
         float* gvb = gv_.data() + sb * dv;
-        if (st.energy == kKL) {
+        if (st.energy == kg::Energy::kKL) {
           kl::KlPairGrad<S, S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);
         } else {
           ContainmentPairGrad<S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);

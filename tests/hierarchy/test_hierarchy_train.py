@@ -23,7 +23,8 @@ def mammal_run(tmp_path_factory):
 def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
     out, metrics = mammal_run
     assert sorted(p.name for p in out.iterdir()) == [
-        ".keras-gauss", "metrics.json", "model.keras", "nodes.tsv", "run.json", "split"]
+        ".keras-gauss", "history.csv", "history.png", "metrics.json", "model.keras", "nodes.tsv",
+        "run.json", "split"]
     saved = json.loads((out / "metrics.json").read_text())
     for key in ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
                 "train_seconds", "config"):

@@ -20,11 +20,29 @@ def _train(backend, out, extra_env=None):
     return dict(np.load(out))
 
 
+def _train_here(out):
+    """`backend_training.py` in this process (TensorFlow, the tests' backend)."""
+    import importlib.util
+
+    import keras
+
+    spec = importlib.util.spec_from_file_location("backend_training", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    keras.backend.clear_session()  # the layer names (variable paths) of a fresh process
+    module.main(str(out))
+    return dict(np.load(out))
+
+
 @pytest.fixture(scope="module")
 def both_backends(tmp_path_factory):
+    """The script's results on TensorFlow (here) and on JAX (a child)."""
     pytest.importorskip("jax")
+    import keras
+
+    assert keras.backend.backend() == "tensorflow"
     folder = tmp_path_factory.mktemp("backends")
-    return _train("tensorflow", folder / "tf.npz"), _train("jax", folder / "jax.npz")
+    return _train_here(folder / "tf.npz"), _train("jax", folder / "jax.npz")
 
 
 def test_jax_trains_like_tensorflow(both_backends):

@@ -33,7 +33,8 @@ def _exit(argv, capsys):
 
 def test_train_writes_run(run_dir, capsys):
     assert {p.name for p in run_dir.iterdir()} == {
-        "model.keras", "vocab.tsv", "run.json", "metrics.json", ".keras-gauss"}
+        "model.keras", "vocab.tsv", "run.json", "metrics.json", "history.csv",
+        "history.png", ".keras-gauss"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["config"]["dim"] == 6 and metrics["config"]["window"] == 2
 

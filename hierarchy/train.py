@@ -705,10 +705,14 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
                                           entailment), None)]))
 
 
-def hierarchy_digest(hierarchy):
+def hierarchy_digest(hierarchy, split=None):
     """The content digest of a hierarchy (`keras_gauss.job.Digest`): its node
     names in table order and its closure edges, whatever file or WordNet
-    they came from.
+    they came from; with a split read from files (`split.method ==
+    "given"`), every part of it too, each pair in file order: the training
+    pairs as given (they are trained as given, in their order), the
+    validation and test positives and negatives (the run chooses on them).
+    A split the run makes follows from the hierarchy and the settings.
 
     Example:
 
@@ -721,6 +725,12 @@ def hierarchy_digest(hierarchy):
     digest = Digest("hierarchy")
     digest.update_strings(hierarchy.nodes)
     digest.update(np.asarray(hierarchy.edges, np.int64))
+    if split is not None and split.method == "given":
+        for part in ("train", "val", "val_neg", "test", "test_neg"):
+            pairs = np.asarray(getattr(split, part), np.int64).reshape(-1, 2)
+            digest.update_strings([part])
+            digest.update(np.array([len(pairs)], np.int64))  # where one part ends
+            digest.update(pairs)
     return digest.hexdigest()
 
 
@@ -778,7 +788,7 @@ class HierarchyEngine(Engine):
             print(source)
             print(split_line)
         return Data(self.hierarchy.num_nodes, config.dim, tables=1,
-                    digest=hierarchy_digest(self.hierarchy), rows_flag="--root")
+                    digest=hierarchy_digest(self.hierarchy, self.split), rows_flag="--root")
 
     def build(self, job, arrays):
         """The compiled model, the checkpoint's tables and optimizer state

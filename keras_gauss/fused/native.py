@@ -25,6 +25,7 @@ Example:
 """
 
 import ctypes
+import warnings
 
 import numpy as np
 
@@ -45,6 +46,7 @@ _SIGNATURE = [
     _P, _P, _P,  # max_norm, min_variance, max_variance
     ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_I64), ctypes.c_char_p, _I64,
     ctypes.c_float,  # variance_learning_rate (< 0: learning_rate)
+    ctypes.POINTER(_I64),  # started: the threads that trained
 ]
 _TRIPLES_SIGNATURE = [
     _I64, _P, _P, _I64,  # rows, tokens, splits, sentences
@@ -281,6 +283,7 @@ class NativeTables:
         pairs = [_pair(value, default)
                  for value, default in zip(bounds, (0.0, -inf, inf))]
         self.bounds = [np.asarray(pair, np.float32) for pair in pairs]
+        self.thread_limit = None  # the threads that started when fewer than asked did
 
     @classmethod
     def initial(cls, rows, dim, seed=0, init_variance=1.0, mean_range=0.05, **kwargs):
@@ -340,7 +343,9 @@ class NativeTables:
                 draws, as in `skipgram_triples`.
             learning_rate: AdaGrad's learning rate (>= 0; 0: the loss alone).
             batch_size: triples per step.
-            num_threads: threads (0: the machine's cores).
+            num_threads: threads (0: the machine's cores). When the system
+                starts fewer, those that start train the whole chunk (one
+                `RuntimeWarning`), and later calls ask for no more.
             margin: the hinge's margin.
             epsilon: AdaGrad's epsilon.
             energy: an energy the native corpus trainer runs (`keras_gauss.energies`:
@@ -366,7 +371,10 @@ class NativeTables:
                             ("variance_learning_rate", variance_learning_rate)):
             if value is not None:
                 check_number(value, f"`{name}`", at_least=0)
-        loss, pairs = ctypes.c_double(), _I64()
+        threads = int(num_threads)
+        if self.thread_limit is not None and not 0 < threads <= self.thread_limit:
+            threads = self.thread_limit  # what started before: no new try every chunk
+        loss, pairs, started = ctypes.c_double(), _I64(), _I64()
         error = ctypes.create_string_buffer(512)
         status = library.kg_skipgram_train(
             self.data[0].ctypes.data, self.data[1].ctypes.data, self.rows, self.stride,
@@ -374,12 +382,18 @@ class NativeTables:
             len(splits) - 1, None if keep is None else keep.ctypes.data, probs.ctypes.data,
             alias.ctypes.data, len(probs), int(seed) & (2**64 - 1), int(window),
             int(bool(dynamic_window)), int(negatives), int(bool(shuffle)), int(batch_size),
-            int(num_threads), energy.code, float(learning_rate), float(margin),
+            threads, energy.code, float(learning_rate), float(margin),
             float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
-            len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))
+            len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate),
+            ctypes.byref(started))
         if status:
             raise ValueError(f"NativeTables.train: {error.value.decode()}")
+        if error.value:  # fewer threads started than asked: they trained it all
+            self.thread_limit = started.value
+            warnings.warn(f"only {started.value} threads could start "
+                          f"({error.value.decode(errors='replace')}); training on with "
+                          f"{started.value}.", RuntimeWarning, stacklevel=2)
         return loss.value, pairs.value
 
 

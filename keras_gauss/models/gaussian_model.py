@@ -2,6 +2,7 @@ import keras
 
 from keras_gauss.models.row_lookups import RowGradient
 from keras_gauss.models.row_lookups import RowLookups
+from keras_gauss.models.row_lookups import TorchRowLookups
 from keras_gauss.models.row_lookups import materialized
 
 
@@ -47,6 +48,9 @@ class GaussianModel(keras.Model):
     """
 
     def train_step(self, *args, **kwargs):
+        if keras.backend.backend() == "torch" and _takes_row_gradients(self.optimizer):
+            with TorchRowLookups():  # the tables' gradients: sparse rows
+                return super().train_step(*args, **kwargs)
         if keras.backend.backend() != "jax" or self.optimizer is None:
             return super().train_step(*args, **kwargs)
         return self._row_train_step(*args, **kwargs)

@@ -394,6 +394,25 @@ def check_speed(blocks, workdir):
     assert all(r <= 1.6 for r in ratios), f"train-corpus / gensim {ratios} above 1.6"
 
 
+def check_examples(blocks, workdir):
+    """The two `model.fit` examples as written: the corpus one on the first 10,000 lines of
+    news2017 (as my_corpus.txt), the WordNet one on the mammals, test accuracy >= .8."""
+    import gzip
+
+    with gzip.open(SHARED / "data/corpus/news2017.txt.gz", "rt") as source:
+        head = [line for _, line in zip(range(10_000), source)]
+    (Path(workdir) / "my_corpus.txt").write_text("".join(head))
+    (block,) = blocks
+    for command in shell_commands(block.text):
+        printed = run(command, workdir)
+        print(printed)
+        if "wordnet_kl_fit" in command:
+            test = re.search(r"\(validation\), (\d\.\d+) \(test\)", printed)
+            assert test and float(test[1]) >= 0.8, "test accuracy below .8 or not printed"
+        else:
+            assert "nearest to" in printed, "no neighbours printed"
+
+
 CHECKS = {
     "main-job": check_main_job,
     "wordnet-scored": check_wordnet_scored,
@@ -405,6 +424,7 @@ CHECKS = {
     "mammals": check_mammals,
     "corpus-news": check_corpus_news,
     "speed": check_speed,
+    "examples": check_examples,
 }
 
 
@@ -422,13 +442,19 @@ def readme_captions(paths=None):
 
 
 def check_mammals_caption(caption, workdir):
-    """The mammal figure's caption: its share of nested direct links (whole
-    percent, within 2 points) and "all N drawn is-a pairs" (exactly N of N)."""
+    """The mammal figure's caption: its share of nested direct links after
+    training (whole percent, within 2 points) and at the tree-shaped start
+    (within half a point), and "all N drawn is-a pairs" (exactly N of N)."""
     printed = run("python examples/wordnet_mammals.py --out runs/mammals-2d", workdir)
     print(printed)
     share = re.search(r"(\d+)% of the mammal subtree's direct links", caption)
+    start = re.search(r"tree-shaped start it trains from nests (\d+\.\d+)%", caption)
     pairs = re.search(r"all (\d+) drawn is-a pairs", caption)
-    assert share and pairs, f"caption not understood: {caption!r}"
+    assert share and pairs and start, f"caption not understood: {caption!r}"
+    got_start = re.search(r"at the start: (\d+\.\d+)%", printed)
+    assert got_start and abs(float(got_start[1]) - float(start[1])) <= 0.5, (
+        f"caption says the start nests {start[1]}%, the example printed "
+        f"{got_start and got_start[1]}%")
     got_share = re.search(r"direct links nested .*?: (\d+\.\d+)%", printed)
     got_pairs = re.search(r"^(\d+)/(\d+) drawn is-a pairs", printed, re.M)
     assert got_share and got_pairs, "the example did not print its figures"

@@ -30,10 +30,25 @@ tables:
    `benchmarks/corpus_quality.py` (batch 16384, lr 0.4, sample 1e-3,
    window 15, margin 0.5, C=4, 20 epochs) for each `--seeds`, scored by
    Spearman rho of the cosine of the word means on WordSim353 and
-   SimLex-999 (files from `--similarity`), beside random vectors.
+   SimLex-999 (files from `--similarity`), beside random vectors; with
+   `--target R`, WordSim353 after every epoch and the training seconds
+   until it first reached R.
+
+`--no-barrier` adds the speed rows without the optimization barrier on the
+row gradients (`keras_gauss.models.row_lookups.materialized` made an
+identity) and without the scan (as before issue 32): XLA then fuses the
+backward pass into the optimizer's scatter, which serializes on frequent
+ids on a GPU. `--no-scan` adds the rows with the barrier but the steps of
+a call run as single compiled steps (Keras's loop), not one `lax.scan`.
+`--reference` adds a hand-written JAX step at each batch size (the same
+model, loss and row AdaGrad in plain JAX, `--steps-per-execution` steps
+in one `lax.scan`, ids drawn from the unigram distribution on the device):
+what the device can do without Keras. `benchmarks/gpu_check.sh` runs it
+all on a GPU machine that has JAX but no TensorFlow, Keras or keras-gauss.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -146,10 +161,10 @@ def device_fit(trainer, first, steps, args):
     trainer.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0)
 
 
-def trainer_for(model, sampler, args):
+def trainer_for(model, sampler, args, scan=None):
     from keras_gauss.pipelines.device_pairs import device_trainer
 
-    return device_trainer(model, sampler, args.steps_per_execution)
+    return device_trainer(model, sampler, args.steps_per_execution, scan=scan)
 
 
 def negatives_for(n, counts, k, rng):
@@ -199,7 +214,38 @@ def _sync(model):
         jax.block_until_ready(variable.value)
 
 
+@contextlib.contextmanager
+def barrier(on):
+    """With `on` False: the row gradients unguarded (`materialized` an
+    identity), as before issue 32."""
+    from keras_gauss.models import gaussian_model
+    from keras_gauss.models import row_lookups
+
+    saved = row_lookups.materialized, gaussian_model.materialized
+    if not on:
+        def identity(*arrays):
+            return arrays[0] if len(arrays) == 1 else arrays
+        row_lookups.materialized = gaussian_model.materialized = identity
+    try:
+        yield
+    finally:
+        row_lookups.materialized, gaussian_model.materialized = saved
+
+
 def speed(data, batches, args, log):
+    rows = []
+    variants = [("keras-gauss fit", True, None)]  # (column, barrier, scan)
+    if args.no_scan:
+        variants.append(("no scan", True, False))
+    if args.no_barrier:
+        variants.append(("before (no barrier, no scan)", False, False))
+    for variant, guarded, scan in variants:
+        with barrier(guarded):
+            rows += speed_rows(data, batches, args, log, guarded, scan, variant)
+    return rows
+
+
+def speed_rows(data, batches, args, log, guarded, scan, variant):
     import numpy as np
 
     ids, lengths, counts = data
@@ -214,7 +260,7 @@ def speed(data, batches, args, log):
             model = corpus_model(len(counts), 0.4, 0)
             if path == "device":
                 sampler, steps = device_pairs(data, batch)
-                trainer = trainer_for(model, sampler, args)
+                trainer = trainer_for(model, sampler, args, scan)
                 pairs = steps * batch
 
                 def epoch(i):
@@ -229,13 +275,13 @@ def speed(data, batches, args, log):
             _sync(model)
             first = time.perf_counter() - start
             times = []
-            for i in range(args.repeats):
+            for i in range(args.repeats if variant == "keras-gauss fit" else 1):
                 start = time.perf_counter()
                 epoch(i + 1)
                 _sync(model)
                 times.append(time.perf_counter() - start)
             best = min(times)
-            rows.append({"pairs_from": path, "batch": batch, "pairs": pairs,
+            rows.append({"pairs_from": path, "variant": variant, "batch": batch, "pairs": pairs,
                          "first_epoch_s": first, "epoch_s": best, "pairs_per_s": pairs / best,
                          "ms_per_step": best / steps * 1e3})
             log(f"speed {rows[-1]}")
@@ -259,8 +305,9 @@ def scaling(data, vocabs, batch, steps, args, log):
     ids, lengths, _ = data
     small = (ids % 10_000, lengths, np.bincount(ids % 10_000, minlength=10_000) + 1)
     rows = []
-    for name, make in (("SparseAdagrad", lambda: SparseAdagrad(0.05)),
-                       ("keras Adagrad", lambda: keras.optimizers.Adagrad(0.05))):
+    makers = {"sparse": ("SparseAdagrad", lambda: SparseAdagrad(0.05)),
+              "keras": ("keras Adagrad", lambda: keras.optimizers.Adagrad(0.05))}
+    for name, make in [makers[key] for key in args.scaling_optimizers]:
         for vocab in vocabs:
             model = corpus_model(vocab, 0.05, 0, optimizer=make())
             if device:  # a sampler of its own: clear_session forgets the last one
@@ -284,6 +331,113 @@ def scaling(data, vocabs, batch, steps, args, log):
             log(f"scaling {rows[-1]}")
             model = trainer = run = None
             keras.backend.clear_session()
+    return rows
+
+
+# --------------------------------------------------------------------------- reference
+
+
+def reference_trainer(counts, batch, steps, lr=0.4, dim=50, margin=0.5, max_norm=4.0,
+                      min_variance=0.05, max_variance=5.0):
+    """`(train, tables)`: a hand-written JAX step of the corpus model (EL
+    energy, one negative, max-margin loss, row AdaGrad with the mean norm
+    and variance clips), `steps` of them in one `lax.scan`; word and
+    context ids drawn from the unigram distribution, negatives from
+    unigram^0.75, on the device. `train(tables, key) -> (tables, key)`."""
+    import jax
+    import numpy as np
+    from jax import numpy as jnp
+    from jax.ops import segment_sum
+
+    vocab = len(counts)
+    unigram = jnp.asarray(np.cumsum(counts) / np.sum(counts), jnp.float32)
+    smoothed = np.asarray(counts, np.float64) ** 0.75
+    noise = jnp.asarray(np.cumsum(smoothed) / smoothed.sum(), jnp.float32)
+
+    def draw(key, cdf):
+        return jnp.minimum(jnp.searchsorted(cdf, jax.random.uniform(key, (batch,))), vocab - 1)
+
+    def energy(mean_i, var_i, mean_j, var_j):
+        var = var_i + var_j
+        return -0.5 * (jnp.log(var) + jnp.square(mean_i - mean_j) / var).sum(-1)
+
+    def loss(rows):
+        (mw, vw), (mc, vc), (mn, vn) = rows
+        return jnp.mean(jax.nn.relu(margin - energy(mw, vw, mc, vc) + energy(mw, vw, mn, vn)))
+
+    def adagrad(table, acc, ids, grad, clip):
+        size = ids.shape[0]
+        rows, positions = jnp.unique(ids, size=size, fill_value=vocab, return_inverse=True)
+        grad = segment_sum(grad, positions.reshape(-1), num_segments=size)
+        acc_rows = acc.at[rows].get(mode="fill", fill_value=0) + jnp.square(grad)
+        new = clip(table.at[rows].get(mode="fill", fill_value=0)
+                   - lr * grad / jnp.sqrt(acc_rows + 1e-7))
+        return table.at[rows].set(new, mode="drop"), acc.at[rows].set(acc_rows, mode="drop")
+
+    def clip_mean(rows):
+        norm = jnp.linalg.norm(rows, axis=-1, keepdims=True)
+        return rows * jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-12))
+
+    def clip_var(rows):
+        return jnp.clip(rows, min_variance, max_variance)
+
+    def step(tables, key):
+        key, kw, kc, kn = jax.random.split(key, 4)
+        words, contexts, negatives = draw(kw, unigram), draw(kc, unigram), draw(kn, noise)
+        (wm, wv, wma, wva), (cm, cv, cma, cva) = tables
+        rows = ((wm[words], wv[words]), (cm[contexts], cv[contexts]),
+                (cm[negatives], cv[negatives]))
+        grads = jax.lax.optimization_barrier(jax.grad(loss)(rows))
+        (gwm, gwv), (gcm, gcv), (gnm, gnv) = grads
+        both = jnp.concatenate([contexts, negatives])
+        wm, wma = adagrad(wm, wma, words, gwm, clip_mean)
+        wv, wva = adagrad(wv, wva, words, gwv, clip_var)
+        cm, cma = adagrad(cm, cma, both, jnp.concatenate([gcm, gnm]), clip_mean)
+        cv, cva = adagrad(cv, cva, both, jnp.concatenate([gcv, gnv]), clip_var)
+        return ((wm, wv, wma, wva), (cm, cv, cma, cva)), key
+
+    @jax.jit
+    def train(tables, key):
+        def body(carry, _):
+            return step(*carry), None
+        return jax.lax.scan(body, (tables, key), None, length=steps)[0]
+
+    rng = np.random.default_rng(0)
+
+    def table():
+        means = jnp.asarray(rng.uniform(-0.05, 0.05, (vocab, dim)), jnp.float32)
+        acc = jnp.full((vocab, dim), 1e-6, jnp.float32)
+        return (means, jnp.ones((vocab, dim), jnp.float32), acc, acc)
+
+    return train, (table(), table())
+
+
+def reference(data, batches, args, log):
+    import jax
+
+    _, _, counts = data
+    rows = []
+    for batch in batches:
+        steps = args.steps_per_execution
+        train, tables = reference_trainer(counts, batch, steps)
+        key = jax.random.key(0)
+        start = time.perf_counter()
+        tables, key = jax.block_until_ready(train(tables, key))
+        first = time.perf_counter() - start
+        calls = max(1, round(args.reference_pairs / (batch * steps)))
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            for _ in range(calls):
+                tables, key = train(tables, key)
+            jax.block_until_ready(tables)
+            times.append(time.perf_counter() - start)
+        best = min(times)
+        pairs = calls * steps * batch
+        rows.append({"pairs_from": "reference", "batch": batch, "pairs": pairs,
+                     "first_epoch_s": first, "epoch_s": best, "pairs_per_s": pairs / best,
+                     "ms_per_step": best / (calls * steps) * 1e3})
+        log(f"reference {rows[-1]}")
     return rows
 
 
@@ -327,7 +481,8 @@ def quality(data, words_list, args, log):
         for seed in args.seeds:
             model = corpus_model(len(counts), args.quality_lr, seed, energy=energy)
             rng = np.random.default_rng(seed)
-            pairs_seen, start = 0, time.perf_counter()
+            pairs_seen, seconds, reached, curve, clock = 0, 0.0, None, [], []
+            start = time.perf_counter()
             if args.pairs != "host":
                 sampler, steps = device_pairs(data, args.quality_batch, seed=seed)
                 trainer = trainer_for(model, sampler, args)
@@ -335,17 +490,31 @@ def quality(data, words_list, args, log):
                 if args.pairs != "host":
                     device_fit(trainer, epoch * steps, steps, args)
                     pairs_seen += steps * args.quality_batch
+                else:
+                    words, contexts = epoch_pairs(ids, lengths, counts, 15, 1e-3, rng)
+                    x, y = examples(words, contexts, counts, 1, rng)
+                    model.fit(x, y, batch_size=args.quality_batch, epochs=1, shuffle=False,
+                              verbose=0)
+                    pairs_seen += len(words)
+                if args.target is None:
                     continue
-                words, contexts = epoch_pairs(ids, lengths, counts, 15, 1e-3, rng)
-                x, y = examples(words, contexts, counts, 1, rng)
-                model.fit(x, y, batch_size=args.quality_batch, epochs=1, shuffle=False,
-                          verbose=0)
-                pairs_seen += len(words)
+                _sync(model)  # the clock stops while WordSim353 is scored
+                seconds += time.perf_counter() - start
+                rho = spearman(model.get_layer("words").means.numpy(), index,
+                               files["wordsim353"])[0]
+                curve.append(round(float(rho), 4))
+                clock.append(round(seconds, 2))
+                if reached is None and rho >= args.target:
+                    reached = (epoch + 1, seconds)
+                start = time.perf_counter()
             _sync(model)
-            seconds = time.perf_counter() - start
+            seconds += time.perf_counter() - start
             means = model.get_layer("words").means.numpy()
             row = {"run": f"{energy} seed {seed} ({args.pairs} pairs)", "seconds": seconds,
-                   "pairs_per_s": pairs_seen / seconds}
+                   "pairs_per_s": pairs_seen / seconds, "wordsim353_by_epoch": curve,
+                   "seconds_by_epoch": clock,
+                   "target_epoch": reached and reached[0],
+                   "target_seconds": reached and reached[1]}
             for name, pairs in files.items():
                 rho, covered, total = spearman(means, index, pairs)
                 row[name] = rho
@@ -387,6 +556,8 @@ def _run(args):
     results = {}
     if args.batches:
         results["speed"] = speed(data, args.batches, args, log)
+    if args.reference and args.batches:
+        results["reference"] = reference(data, args.batches, args, log)
     if args.vocabs:
         results["scaling"] = scaling(data, args.vocabs, args.scaling_batch, args.scaling_steps,
                                      args, log)
@@ -396,19 +567,47 @@ def _run(args):
         (out / "gpu_jax.json").write_text(json.dumps(results, indent=1))
 
     print(f"\n{jax.devices()[0].device_kind}, keras {keras.__version__}, jax {jax.__version__}")
-    for row in results.get("speed", []):
-        print(f"speed  {row['pairs_from']:<6} pairs, batch {row['batch']:>7}: "
+    for row in results.get("speed", []) + results.get("reference", []):
+        name = row.get("variant", "hand-written step")
+        print(f"speed  {row['pairs_from']:<9} pairs, {name:<28}, batch {row['batch']:>7}: "
               f"{row['pairs_per_s'] / 1e6:6.2f} M pairs/s "
-              f"({row['ms_per_step']:.2f} ms/step, epoch {row['epoch_s']:.2f} s of "
-              f"{row['pairs']} pairs; first epoch with compile {row['first_epoch_s']:.1f} s)")
+              f"({row['ms_per_step']:.2f} ms/step, {row['epoch_s']:.2f} s for "
+              f"{row['pairs']} pairs; first call with compile {row['first_epoch_s']:.1f} s)")
+    print_table(results)
     for row in results.get("scaling", []):
         print(f"scale  {row['optimizer']:<14} ({row['pairs_from']} pairs) vocab {row['vocab']:>10}: "
               f"{row['ms_per_step']:8.2f} ms/step (batch {args.scaling_batch})")
     for row in results.get("quality", []):
         extra = (f" ({row['seconds']:.0f} s, {row['pairs_per_s'] / 1e6:.2f} M pairs/s)"
                  if "seconds" in row else "")
+        if row.get("target_seconds") is not None:
+            extra += (f"; WS353 >= {args.target} after epoch {row['target_epoch']}, "
+                      f"{row['target_seconds']:.1f} s of training (the first epoch, "
+                      f"with the compile: {row['seconds_by_epoch'][0]:.1f} s)")
+        elif row.get("wordsim353_by_epoch"):
+            extra += f"; WS353 never reached {args.target}"
         print(f"qual   {row['run']:<16} WS353 {row['wordsim353']:.3f}  "
               f"SimLex {row['simlex999']:.3f}{extra}")
+
+
+def print_table(results):
+    """The speed rows side by side: M pairs/s (ms/step) per batch."""
+    rows = results.get("speed", []) + results.get("reference", [])
+    names = list(dict.fromkeys(r.get("variant", "hand-written step") for r in rows
+                               if r["pairs_from"] != "host"))
+    columns = [(name, lambda r, name=name: r["pairs_from"] != "host"
+                and r.get("variant", "hand-written step") == name) for name in names]
+    if not columns:
+        return
+    print("\n| batch | " + " | ".join(name for name, _ in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for batch in sorted({r["batch"] for r in rows}):
+        cells = []
+        for _, pick in columns:
+            found = [r for r in rows if r["batch"] == batch and pick(r)]
+            cells.append(f"{found[0]['pairs_per_s'] / 1e6:.1f} M ({found[0]['ms_per_step']:.2f} ms)"
+                         if found else "-")
+        print(f"| {batch:,} | " + " | ".join(cells) + " |")
 
 
 def main(argv=None):
@@ -426,6 +625,16 @@ def main(argv=None):
     run.add_argument("--out", help="folder for gpu_jax.log and gpu_jax.json")
     run.add_argument("--batches", type=int, nargs="*", default=[16384, 65536, 262144])
     run.add_argument("--repeats", type=int, default=2)
+    run.add_argument("--no-barrier", action="store_true",
+                     help="also time each batch without the barrier and the scan "
+                          "(as before issue 32)")
+    run.add_argument("--no-scan", action="store_true",
+                     help="also time each batch with the steps of a call as single "
+                          "compiled steps (Keras's loop)")
+    run.add_argument("--reference", action="store_true",
+                     help="also time the hand-written JAX step at each batch")
+    run.add_argument("--reference-pairs", type=float, default=2e8,
+                     help="pairs a timed run of the hand-written step (default: %(default)s)")
     run.add_argument("--pairs", choices=("device", "host", "both"), default="device",
                      help="where the pairs are drawn: on the device inside the compiled "
                           "step, on the host in NumPy, or both (speed: each path; scaling "
@@ -437,6 +646,10 @@ def main(argv=None):
                      default=[10_000, 100_000, 1_000_000, 10_000_000])
     run.add_argument("--scaling-batch", type=int, default=65536)
     run.add_argument("--scaling-steps", type=int, default=50)
+    run.add_argument("--scaling-optimizers", nargs="*", choices=("sparse", "keras"),
+                     default=["sparse", "keras"])
+    run.add_argument("--target", type=float,
+                     help="score WordSim353 after every epoch: seconds until it reaches this")
     run.add_argument("--quality-epochs", type=int, default=20)
     run.add_argument("--quality-batch", type=int, default=16384)
     run.add_argument("--quality-lr", type=float, default=0.4)

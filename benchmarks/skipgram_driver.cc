@@ -6,7 +6,7 @@
 // TensorFlow op's layout on the Keras variables).
 //
 //   g++ -std=c++17 -O3 -fno-math-errno -fopenmp-simd -march=native -pthread \
-//       -DKERAS_GAUSS_NATIVE -Ikeras_gauss/fused benchmarks/skipgram_driver.cc \
+//       -Ikeras_gauss/fused benchmarks/skipgram_driver.cc \
 //       -o /tmp/skipgram_driver
 //   /tmp/skipgram_driver FILE interleaved|separate [threads] [max_tokens]
 //

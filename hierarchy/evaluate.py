@@ -23,7 +23,7 @@ which rewards a general side broader than the specific side and changes sign
 for the reversed pair. `beta = 0` (every function's default) is exactly the
 KL energy, bit for bit.
 
-With `energy="containment"` (a run trained with `--energy containment`)
+With the containment energy (a run trained with `--energy containment`)
 every score is instead `-sum_d max(0, |mu_s - mu_g| + sigma_s - sigma_g)^2`
 (`keras_gauss.layers.containment_energy`): 0 when the specific
 Gaussian's one-sigma box lies inside the general one's.
@@ -59,12 +59,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.fused import scores as _native_scores
+from keras_gauss.fused.native import native_available
 from keras_gauss.metrics import average_precision, best_f1, roc_auc
 from keras_gauss.metrics import threshold_classification, threshold_f1
 from keras_gauss.numpy_ops import check_generality
 from keras_gauss.numpy_ops import pair_energy
-from keras_gauss.run_format import HIERARCHY_ENERGIES
 
 from .benchmark_data import read_entailment, read_hyperlex
 from .closure import Hierarchy
@@ -119,17 +120,17 @@ def _check_ids(ids, num_nodes: int, name: str) -> np.ndarray:
 
 
 def check_energy(energy: str, generality: float = 0.0) -> str:
-    """`energy` if it is a hierarchy energy (`"kl"`, `"containment"`), else `ValueError`;
-    the generality term applies to `"kl"` only."""
-    if energy not in HIERARCHY_ENERGIES:
-        raise ValueError(f"--energy must be one of {', '.join(HIERARCHY_ENERGIES)}, got {energy!r}.")
-    if generality and energy != "kl":
-        raise ValueError("--generality applies to --energy kl only.")
+    """`energy` if it is a hierarchy energy of `keras_gauss.energies`, else `ValueError`;
+    the generality term applies to the energies that take it (KL) only."""
+    spec = energies.get(energy, task="hierarchy", setting="--energy")
+    if generality and "generality" not in spec.options:
+        takes = [e.name for e in energies.ALL if "generality" in e.options]
+        raise ValueError(f"--generality applies to --energy {' or '.join(takes)} only.")
     return energy
 
 
 def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None,
-                generality: float = 0.0, energy: str = "kl") -> np.ndarray:
+                generality: float = 0.0, energy: str = energies.KL.name) -> np.ndarray:
     """Energies `-KL(N_specific || N_general)` of many node pairs at once.
 
     With `generality = beta > 0` each energy gains the generality term
@@ -145,7 +146,8 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         chunk_size: Pairs per vectorised block (default: about 2M floats per block).
         generality: `beta >= 0`, the weight of the generality term (default 0:
             the plain KL energy, bit for bit).
-        energy: `"kl"` (default) or `"containment"` (see the module docstring).
+        energy: a hierarchy energy's name (`keras_gauss.energies`): KL (default)
+            or containment (see the module docstring).
 
     Returns:
         float64 array shaped like `specific` (`(n,)` for an edge array), all `<= 0`
@@ -198,7 +200,7 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
 
 
 def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
-                   generality: float = 0.0, energy: str = "kl") -> dict:
+                   generality: float = 0.0, energy: str = energies.KL.name) -> dict:
     """Held-out edge classification: accuracy, F1 and AUC (Vendrov et al., 2016; Ganea et al., 2018).
 
     Each pair `(specific, general)` is scored by `-KL(N_specific || N_general)`
@@ -217,7 +219,7 @@ def classification(val_pos, val_neg, test_pos, test_neg, means, variances, *,
         means: `(num_nodes, d)` means.
         variances: `(num_nodes, d)` variances.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
 
     Returns:
         ``{"threshold", "val_accuracy", "test_accuracy", "f1_threshold",
@@ -261,9 +263,9 @@ def scored_classification(val_pos, val_neg, test_pos, test_neg) -> dict:
     return result
 
 
-def kl_scorer(means, variances, generality: float = 0.0, energy: str = "kl"):
+def kl_scorer(means, variances, generality: float = 0.0, energy: str = energies.KL.name):
     """`pairs -> -KL(N_specific || N_general)` (plus the generality term with `generality > 0`;
-    or the containment energy with `energy="containment"`, see `edge_scores`): the
+    or another hierarchy energy by its name, see `edge_scores`): the
     model's score of `(n, 2)` edge arrays."""
     generality = check_generality(generality)
     check_energy(energy, generality)
@@ -443,7 +445,7 @@ def reconstruction(
     seed: int = 0,
     *,
     generality: float = 0.0,
-    energy: str = "kl",
+    energy: str = energies.KL.name,
     native_scores: bool = True,
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
@@ -478,7 +480,7 @@ def reconstruction(
         seed: Seed of that subsample.
         generality: weight `beta` of the generality term in the score (default 0;
             see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
         native_scores: score the blocks and count the ranks in C++
             (`keras_gauss.fused.scores`, 2 threads) when the native library
             loads here (default True); else, or with False, in NumPy. The
@@ -521,8 +523,9 @@ def reconstruction(
     cand = min(n, max(1, _CACHE_ELEMENTS // max(d, 1)))  # candidates per cache-sized (rows, cand, d) buffer
     rows = max(1, _CACHE_ELEMENTS // (cand * max(d, 1)))
     buffer = np.empty((rows, cand, d))
-    sigma = np.sqrt(var) if energy == "containment" else None
-    native = native_scores and _native_scores.available()
+    box = energies.get(energy) is energies.CONTAINMENT
+    sigma = np.sqrt(var) if box else None
+    native = native_scores and native_available()
     ap_sum = rank_sum = 0.0
     num_pairs = 0
     for first in range(0, len(queries), block):
@@ -531,7 +534,7 @@ def reconstruction(
         if native:
             scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma, inv_var=inv_var,
                                                  log_det=log_det)
-        elif energy == "containment":
+        elif box:
             scores = _containment_block(mu, sigma, q, rows, cand, buffer)
         else:
             scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
@@ -610,7 +613,7 @@ def word_pair_scores(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
-    energy: str = "kl",
+    energy: str = energies.KL.name,
 ) -> PairScores:
     """Score word pairs `(word1, word2)` meaning "word1 is-a word2" with the node embeddings.
 
@@ -642,7 +645,7 @@ def word_pair_scores(
             `keras_gauss.hierarchy.wordnet.read_noun_synsets`.
         data_dir: WordNet data directory for that default.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
-        energy: `"kl"` or `"containment"` (see `edge_scores`).
+        energy: a hierarchy energy's name (see `edge_scores`).
 
     Returns:
         `PairScores` `(scores, covered)`: float64 scores (higher = more
@@ -713,7 +716,7 @@ def hyperlex_spearman(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
-    energy: str = "kl",
+    energy: str = energies.KL.name,
 ) -> dict:
     """Spearman correlation with the HyperLex noun scores (Vulić et al., 2017).
 
@@ -793,7 +796,7 @@ def baroni2012(
     lemmas: Mapping[str, Iterable[str]] | None = None,
     data_dir: str | os.PathLike | None = None,
     generality: float = 0.0,
-    energy: str = "kl",
+    energy: str = energies.KL.name,
 ) -> dict:
     """Lexical entailment detection on Baroni et al. (2012): average precision and best F1.
 

@@ -3,13 +3,14 @@
 import keras
 from keras import ops
 
-from keras_gauss.layers import ContainmentEnergy
+from keras_gauss import energies
 from keras_gauss.layers import GaussianEmbedding
-from keras_gauss.layers import KLEnergy
 from keras_gauss.models import GaussianModel
 
 INPUTS = ("general", "specific", "neg_general", "neg_specific")
-ENERGY_LAYERS = {"kl": KLEnergy, "containment": ContainmentEnergy}
+# The hierarchy energies' layers (`keras_gauss.energies`).
+ENERGY_LAYERS = {name: energies.get(name).layer_class()
+                 for name in energies.names(task="hierarchy")}
 
 
 def build_kl_model(
@@ -22,7 +23,7 @@ def build_kl_model(
     max_variance=5.0,
     mean_initializer="uniform",
     variance_initializer="ones",
-    energy="kl",
+    energy=energies.KL.name,
 ):
     """Builds the paper's hierarchy model (Section 5.3) as a Keras model.
 
@@ -31,9 +32,10 @@ def build_kl_model(
     variances up without bound. A positive edge `(specific, general)` (for
     example `dog.n.01 is-a mammal.n.01`) is scored
     `E = -KL(N_specific || N_general)` (`keras_gauss.layers.KLEnergy`) and
-    listed first, followed by its `negatives` corrupted edges. With
-    `energy="containment"` the pairs are scored by
-    `keras_gauss.layers.ContainmentEnergy` instead (nested one-sigma boxes).
+    listed first, followed by its `negatives` corrupted edges. Another
+    hierarchy energy of `keras_gauss.energies` scores the pairs with its
+    layer instead (containment: `keras_gauss.layers.ContainmentEnergy`,
+    nested one-sigma boxes).
 
     Args:
         num_nodes: number of nodes (rows of the table).
@@ -45,7 +47,7 @@ def build_kl_model(
         max_variance: the variance upper bound `M`.
         mean_initializer: initializer of the means.
         variance_initializer: initializer of the variances.
-        energy: `"kl"` or `"containment"`.
+        energy: a hierarchy energy's name (`keras_gauss.energies`; default KL).
 
     Returns:
         A `keras.Model` taking a dict of int32 ids `{"general": (batch,),
@@ -61,8 +63,7 @@ def build_kl_model(
     """
     if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
-    if energy not in ENERGY_LAYERS:
-        raise ValueError(f"`energy` must be one of {', '.join(ENERGY_LAYERS)}, got {energy!r}.")
+    energy = energies.get(energy, task="hierarchy", setting="`energy`").name
     nodes = GaussianEmbedding(
         num_nodes,
         dim,

@@ -17,10 +17,9 @@ Example: see `write_hierarchy_model`.
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.keras_file import write_keras_file
 
-_LAYERS = {"kl": ("KLEnergy", "keras_gauss.layers.kl_energy"),
-           "containment": ("ContainmentEnergy", "keras_gauss.layers.containment_energy")}
 _LOSSES = {"ranking": ("MaxMarginRanking", "keras_gauss.losses.max_margin_ranking",
                        "max_margin_ranking"),
            "threshold": ("ThresholdedDivergence", "keras_gauss.losses.thresholded_divergence",
@@ -84,7 +83,7 @@ def hierarchy_model_config(config, rows, negatives, total_steps):
     (['containment_energy', 0, 0], 'ThresholdedDivergence')
     """
     k, d, energy = int(negatives), int(config.dim), config.energy
-    layer_class, layer_module = _LAYERS[energy]
+    layer_module, layer_class = energies.get(energy, task="hierarchy").layer.split(":")
     energy_name = f"{energy}_energy"
     nodes = {
         "build_config": {"input_shape": [None, k + 1]}, "class_name": "GaussianEmbedding",
@@ -172,7 +171,6 @@ def write_hierarchy_model(path, model_config, arrays, iterations=0):
     >>> model_config = hierarchy_model_config(WordNetConfig(dim=2).resolved(), 3, 1, 10)
     >>> write_hierarchy_model("model.keras", model_config,
     ...                       [np.zeros((3, 2)), np.ones((3, 2))] * 2)
-    >>> keras_gauss.register_serializables()
     >>> keras.saving.load_model("model.keras").get_layer("nodes").variances.numpy().tolist()
     [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.metrics import best_f1
 from keras_gauss.metrics import threshold_classification
 
@@ -42,6 +43,9 @@ class BestEpoch:
             (higher is better) of a table's means and variances (`(n, d)`
             each) after epoch `epoch` (counting from 0), used by `callback`
             and by the native engine.
+        latest_on_tie: an epoch as good as the best replaces it (for a
+            score on few pairs, where later, better-trained epochs tie
+            with the first perfect one; default False: the first stays).
 
     Attributes:
         best_epoch: the best epoch so far (counting from 0), or -1.
@@ -51,7 +55,8 @@ class BestEpoch:
         stopped_epoch: the epoch after which training was stopped, or `None`.
     """
 
-    def __init__(self, patience=None, min_delta=0.0, monitor="val_f1", score=None):
+    def __init__(self, patience=None, min_delta=0.0, monitor="val_f1", score=None,
+                 latest_on_tie=False):
         if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                      or patience < 1):
             raise ValueError(f"--patience must be an integer >= 1, got {patience!r}.")
@@ -62,6 +67,7 @@ class BestEpoch:
         self.min_delta = float(min_delta)
         self.monitor = monitor
         self.score = score
+        self.latest_on_tie = latest_on_tie
         self.best_epoch = -1
         self.best_score = -math.inf
         self.weights = None
@@ -75,7 +81,8 @@ class BestEpoch:
         if not math.isfinite(score):
             score = -math.inf  # a NaN epoch is never the best
         self.history.append(score)
-        if self.best_epoch < 0 or score > self.best_score + self.min_delta:
+        if (self.best_epoch < 0 or score > self.best_score + self.min_delta
+                or (self.latest_on_tie and score >= self.best_score)):
             self.best_epoch, self.best_score = int(epoch), score
             self.weights = [np.array(w, copy=True) for w in weights]
         stop = self.patience is not None and epoch - self.best_epoch >= self.patience
@@ -185,7 +192,7 @@ def monitor_of(method):
     return "val_f1" if method in ("ganea", "given") else "val_accuracy"
 
 
-def validation_scorer(split, monitor, generality=0.0, energy="kl"):
+def validation_scorer(split, monitor, generality=0.0, energy=energies.KL.name):
     """`(means, variances, epoch=None) -> float`: the validation F1 or
     accuracy of a hierarchy table on `split` (its threshold chosen on the
     same pairs), scored by the run's energy (`generality`, `energy`, see

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.hierarchy.closure import hierarchy_from_parents
 
 # Two small trees, each node mapped to its parent. Leaves share a parent in
@@ -188,7 +189,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        write_run_info(tmp, kind="hierarchy", energy="kl", table="nodes",
+        write_run_info(tmp, kind="hierarchy", energy=energies.KL.name, table="nodes",
                        vocabulary="nodes.tsv")
     plt.close(ax.figure)
     return metrics

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
 from keras_gauss.fused.native import native_unavailable
@@ -15,6 +16,7 @@ from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.hierarchy.selection import monitor_of
 from keras_gauss.hierarchy.selection import validation_scorer
+from keras_gauss.hierarchy.split import with_training_pairs
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
@@ -36,8 +38,8 @@ class WordNetConfig:
     side replaced by a random node that is neither ancestor nor descendant
     of the kept side, the paper's rule). `energy="kl"` trains the paper's
     KL energy with its max-margin loss, five negatives and the reversed
-    edge (`ENERGY_DEFAULTS`); containment scores better on every split and
-    on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
+    edge (the energies' `loss_defaults`, `keras_gauss.energies`);
+    containment scores better on every split and on HyperLex (`benchmarks/README.md`, "Ganea et al.'s WordNet split").
 
     Attributes:
         edges: a TSV/CSV file of `child, parent` is-a pairs to embed instead
@@ -172,12 +174,9 @@ class WordNetConfig:
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
-        from keras_gauss.hierarchy.evaluate import check_energy
-
-        if self.energy is not None:
-            check_energy(self.energy)
+        resolved = self.resolved()  # checks --energy first (keras_gauss.energies.get)
         self._validate_split()
-        self.resolved()._validate()
+        resolved._validate()
 
     def _validate(self):
         from keras_gauss.checks import check_config
@@ -208,6 +207,10 @@ class WordNetConfig:
             raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
+        nodes = self.reconstruction_nodes
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int)
+                                  or nodes < 1):
+            raise ValueError(f"--reconstruction-nodes must be an integer >= 1, got {nodes!r}.")
         from keras_gauss.hierarchy.evaluate import check_generality
 
         check_generality(self.generality, "--generality")
@@ -268,7 +271,9 @@ class WordNetConfig:
 
     def resolved(self):
         """This config with every `None` default set: the energy (containment),
-        the loss settings by the energy (`ENERGY_DEFAULTS`), `epochs` and
+        the loss settings by the energy (its `loss_defaults` in
+        `keras_gauss.energies`, chosen on validation: benchmarks/README.md,
+        "Ganea et al.'s WordNet split"), `epochs` and
         `patience` by the split (`default_schedule`).
 
         Example:
@@ -279,9 +284,10 @@ class WordNetConfig:
         >>> WordNetConfig(energy="kl").resolved().loss
         'ranking'
         """
-        energy = self.energy or "containment"
-        values = {"energy": energy, **{k: v for k, v in ENERGY_DEFAULTS.get(energy, {}).items()
-                                       if getattr(self, k) is None}}
+        energy = energies.get(self.energy or energies.DEFAULTS["hierarchy"].name,
+                              task="hierarchy", setting="--energy")
+        values = {"energy": energy.name, **{k: v for k, v in energy.loss_defaults.items()
+                                            if getattr(self, k) is None}}
         epochs, patience = default_schedule(self.method, self.dim)
         if self.epochs is None:
             values["epochs"] = epochs
@@ -314,16 +320,11 @@ def default_schedule(method, dim):
 
 
 SCHEDULES = ("constant", "linear", "cosine")
-# The loss settings each energy trains with unless told otherwise (chosen on
-# validation: benchmarks/README.md, "Ganea et al.'s WordNet split").
-ENERGY_DEFAULTS = {
-    "kl": {"loss": "ranking", "margin": 1.0, "negatives": 5, "reversed_negatives": True},
-    "containment": {"loss": "threshold", "margin": 0.25, "negatives": 10,
-                    "reversed_negatives": False},
-}
+# A run with few validation edges (a small taxonomy) takes at least this many steps an epoch.
+SMALL_DATA_STEPS = 8
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
-                "train_edges": None, "val_edges": None, "test_edges": None, "energy": "kl"}
+                "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name}
 
 
 def learning_rate_schedule(kind, learning_rate, total_steps):
@@ -482,7 +483,7 @@ def training_edges(hierarchy, split):
     return split.train, split.train_index
 
 
-def evaluate_split(split, means, variances, generality=0.0, energy="kl"):
+def evaluate_split(split, means, variances, generality=0.0, energy=energies.KL.name):
     """Every kind of held-out negatives, scored by the model and the baselines.
 
     The model's score is `-KL(N_specific || N_general)` plus, with
@@ -698,17 +699,21 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
               # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
               defaults={"learning_rate_schedule": "constant", "engine": "keras",
                         **NEW_SETTINGS})
-    return job.run(lambda state: choose_engine(
-        config.engine, lambda: NativeHierarchyEngine(config, hyperlex, entailment),
-        lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
-                                entailment),
-        native_unavailable))
+    return job.run(lambda state: choose_engine(config.engine, [
+        ("native", lambda: NativeHierarchyEngine(config, hyperlex, entailment),
+         native_unavailable),
+        ("keras", lambda: HierarchyEngine(dataclasses.replace(config, engine="keras"), hyperlex,
+                                          entailment), None)]))
 
 
-def hierarchy_digest(hierarchy):
+def hierarchy_digest(hierarchy, split=None):
     """The content digest of a hierarchy (`keras_gauss.job.Digest`): its node
     names in table order and its closure edges, whatever file or WordNet
-    they came from.
+    they came from; with a split read from files (`split.method ==
+    "given"`), every part of it too, each pair in file order: the training
+    pairs as given (they are trained as given, in their order), the
+    validation and test positives and negatives (the run chooses on them).
+    A split the run makes follows from the hierarchy and the settings.
 
     Example:
 
@@ -721,6 +726,12 @@ def hierarchy_digest(hierarchy):
     digest = Digest("hierarchy")
     digest.update_strings(hierarchy.nodes)
     digest.update(np.asarray(hierarchy.edges, np.int64))
+    if split is not None and split.method == "given":
+        for part in ("train", "val", "val_neg", "test", "test_neg"):
+            pairs = np.asarray(getattr(split, part), np.int64).reshape(-1, 2)
+            digest.update_strings([part])
+            digest.update(np.array([len(pairs)], np.int64))  # where one part ends
+            digest.update(pairs)
     return digest.hexdigest()
 
 
@@ -747,7 +758,17 @@ class HierarchyEngine(Engine):
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)
         self.train_edges, self.known = training_edges(self.hierarchy, self.split)
+        # few validation edges: thresholds and the best epoch are chosen with the training edges
+        self.choice, few = with_training_pairs(self.split, self.hierarchy, config.seed)
         edges = len(self.train_edges)
+        if few and not distribution.active and edges < config.batch_size * SMALL_DATA_STEPS:
+            # else a small taxonomy trains one or two steps an epoch, and AdaGrad's first
+            # step (about the learning rate on every coordinate) is most of its training
+            batch = -(-edges // SMALL_DATA_STEPS)
+            self.config = config = dataclasses.replace(config, batch_size=batch)
+            few += f"; batches of {batch} edges, so that an epoch takes {SMALL_DATA_STEPS} steps"
+        if few:
+            split_line += "\n" + few
         if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:
             raise DistributionError(f"--batch-size {config.batch_size}: only {edges} "
                                     "training edges, not one full batch to share over the "
@@ -766,7 +787,7 @@ class HierarchyEngine(Engine):
             print(source)
             print(split_line)
         return Data(self.hierarchy.num_nodes, config.dim, tables=1,
-                    digest=hierarchy_digest(self.hierarchy), rows_flag="--root")
+                    digest=hierarchy_digest(self.hierarchy, self.split), rows_flag="--root")
 
     def build(self, job, arrays):
         """The compiled model, the checkpoint's tables and optimizer state
@@ -797,8 +818,9 @@ class HierarchyEngine(Engine):
         monitor = monitor_of(self.split.method)
         selection = BestEpoch(self.config.patience or None, monitor=monitor,
                               # the trained energy: the generality term only rescores
-                              score=validation_scorer(self.split, monitor, 0.0,
-                                                      self.config.energy))
+                              score=validation_scorer(self.choice, monitor, 0.0,
+                                                      self.config.energy),
+                              latest_on_tie=self.choice is not self.split)
         if arrays is not None:
             selection.restore(job.state.get("selection"), arrays)
         return selection
@@ -906,14 +928,18 @@ class HierarchyEngine(Engine):
             return metrics  # process 0 evaluates and writes the run
         evaluating = Phase("evaluating", job.verbose)
         if split is not None:
-            result = evaluate.classification(split.val, split.val_neg, split.test,
+            choice = self.choice  # the validation edges, and the training edges when few
+            result = evaluate.classification(choice.val, choice.val_neg, split.test,
                                              split.test_neg, means, variances,
                                              generality=config.generality, energy=config.energy)
             metrics.update({key: result[key] for key in
                             ("test_accuracy", "val_accuracy", "threshold", "test_f1", "val_f1",
                              "f1_threshold", "test_auc")})
-            metrics["evaluation"] = evaluate_split(split, means, variances,
+            metrics["evaluation"] = evaluate_split(choice, means, variances,
                                                    config.generality, config.energy)
+            if choice is not split:
+                metrics["chosen_on"] = {"validation_edges": len(split.val),
+                                        "training_edges": len(choice.val) - len(split.val)}
             for kind in ("reversed", "sibling"):
                 if kind in metrics["evaluation"]["model"]:
                     metrics[f"test_{kind}_accuracy"] = \
@@ -940,6 +966,13 @@ class HierarchyEngine(Engine):
         evaluating.done()
         metrics["config"] = dataclasses.asdict(config)
         return metrics
+
+    def history(self):
+        """The loss per epoch and, with a selection, its validation score."""
+        columns = {"loss": self.losses}
+        if self.selection is not None:
+            columns[self.selection.monitor] = self.selection.history
+        return columns
 
     def write(self, job, directory):
         """`model.keras`, `nodes.tsv` and `split/`; returns `run.json`'s entries."""

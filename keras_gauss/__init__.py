@@ -20,6 +20,7 @@ _EXPORTS = {
     "ELEnergy": "keras_gauss.layers",
     "GaussianModel": "keras_gauss.models",
     "GaussianEmbedding": "keras_gauss.layers",
+    "GaussianEnergy": "keras_gauss.layers",
     "KLEnergy": "keras_gauss.layers",
     "MaxMarginRanking": "keras_gauss.losses",
     "NormClip": "keras_gauss.constraints",
@@ -35,34 +36,6 @@ _EXPORTS = {
 __version__ = "0.1.0"
 
 __all__ = sorted([*_EXPORTS, "ops"])
-
-
-def require_backend():
-    """Imports Keras's backend, or raises one clear `ImportError` naming the extra to install."""
-    try:
-        import keras
-
-        # The JAX backend (`KERAS_BACKEND=jax`) trains and loads without
-        # TensorFlow; only tf.data pipelines and serving exports need it.
-        if keras.backend.backend() != "jax":
-            import tensorflow  # noqa: F401
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "keras-gauss needs TensorFlow. Install it with the extra that fits "
-            "your machine: `pip install keras-gauss[cpu]` (CPU-only wheel) or "
-            "`pip install keras-gauss[gpu]`."
-        ) from error
-
-
-def register_serializables():
-    """Imports every serializable class so `keras.saving.load_model` finds it by name."""
-    require_backend()
-    import keras_gauss.callbacks  # noqa: F401
-    import keras_gauss.constraints  # noqa: F401
-    import keras_gauss.layers  # noqa: F401
-    import keras_gauss.losses  # noqa: F401
-    import keras_gauss.models  # noqa: F401
-    import keras_gauss.optimizers  # noqa: F401
 
 
 def __getattr__(name):
@@ -82,3 +55,12 @@ def __getattr__(name):
 
 def __dir__():
     return sorted([*globals(), *__all__])
+
+
+# Every serializable class registers with Keras now if Keras is imported, else
+# the moment it is, so `keras.saving.load_model` needs only `import keras_gauss`.
+from keras_gauss.keras_setup import install_registration  # noqa: E402
+from keras_gauss.keras_setup import register_serializables  # noqa: E402, F401
+from keras_gauss.keras_setup import require_backend  # noqa: E402
+
+install_registration()

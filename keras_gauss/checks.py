@@ -134,22 +134,6 @@ def check_loss(loss, where):
             "Try a lower --learning-rate.")
 
 
-def check_model_finite(model):
-    """Raises `TrainingDivergedError` if a `GaussianEmbedding` table of
-    `model` holds a non-finite mean or a non-finite or non-positive variance."""
-    from keras_gauss.layers import GaussianEmbedding
-
-    for layer in model._flatten_layers(include_self=False):
-        if isinstance(layer, GaussianEmbedding):
-            try:
-                check_tables_finite(layer.means.numpy(), layer.variances.numpy(),
-                                    f"table {layer.name!r}")
-            except ValueError as error:
-                raise TrainingDivergedError(
-                    f"training diverged: {error} No run was written; try a lower "
-                    "--learning-rate.") from None
-
-
 INT32_MAX = 2**31 - 1
 
 

@@ -10,6 +10,8 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 import argparse
 import importlib
 import os
+import sys
+import warnings
 
 from keras_gauss import distribution
 from keras_gauss.checks import CommandError
@@ -19,6 +21,7 @@ SUBCOMMANDS = [
     "keras_gauss.hierarchy.cli",
     "keras_gauss.pipelines.cli",
     "keras_gauss.export.cli",
+    "keras_gauss.history",
 ]
 
 BACKEND_MISSING = (
@@ -99,6 +102,43 @@ def quiet_backend_logs(environ=os.environ):
     environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
+def _one_line_warning(message, category, filename, lineno, line=None):
+    """A warning of a command, as `warnings.formatwarning`: one line,
+    `keras-gauss: warning: ...` (not Python's `file.py:N: RuntimeWarning:`
+    and source line), on a line of its own."""
+    from keras_gauss.callbacks.progress import Phase
+
+    Phase.break_line()
+    return "keras-gauss: warning: " + " ".join(str(message).split()) + "\n"
+
+
+def _private_matplotlib_config():
+    """Matplotlib (imported by Keras) writes two lines when it cannot write
+    its config directory (a read-only home): give it a temporary one of
+    this process's own instead (`MPLCONFIGDIR`, unless set)."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    existing = os.path.abspath(os.path.join(base, "matplotlib"))
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".keras-gauss-probe-", dir=existing))
+        return  # writable: matplotlib makes its directory there
+    except OSError:
+        pass
+    try:
+        directory = tempfile.mkdtemp(prefix="keras-gauss-matplotlib-")
+    except OSError:
+        return
+    atexit.register(shutil.rmtree, directory, True)
+    os.environ["MPLCONFIGDIR"] = directory
+
+
 def main(argv=None):
     quiet_backend_logs()
     parser = build_parser()
@@ -106,11 +146,19 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    from keras_gauss.callbacks.progress import BestEffortStream
     from keras_gauss.callbacks.progress import Phase
 
     # A multi-process job's other processes hear of this one's error, and
     # its watchdog's line (another process ended) starts as ours.
     distribution.set_error_prefix(f"keras-gauss {args.command}: error: ")
+    # What the command prints is best-effort: a closed pipe or a full disk
+    # on stdout is one warning line, never the end of the job.
+    stdout = sys.stdout
+    if not isinstance(stdout, BestEffortStream):
+        sys.stdout = BestEffortStream(stdout)
+    formatwarning, warnings.formatwarning = warnings.formatwarning, _one_line_warning
+    _private_matplotlib_config()
     try:
         return args.handler(args) or 0
     except CommandError as error:
@@ -129,4 +177,11 @@ def main(argv=None):
     except Exception as error:
         distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
         raise
+    finally:
+        warnings.formatwarning = formatwarning
+        if isinstance(sys.stdout, BestEffortStream) and sys.stdout.stream is stdout:
+            try:
+                sys.stdout.flush()
+            finally:
+                sys.stdout = stdout
 

@@ -28,9 +28,10 @@ file system) leaves the previous output as it was and raises
 
 **One writer at a time.** A job (a training command, an export) holds the
 lock `.NAME.keras-gauss-lock` beside its output from its start to its end
-(`OutputClaim`); a second writer of the same output is refused at once
-(`OutputBusyError`), `atomic_directory` and `atomic_file` called on their
-own wait their turn. Every start first repairs what a killed writer left:
+(`OutputClaim`); a second writer of the same output, or of a path inside
+it, is refused at once (`OutputBusyError`), `atomic_directory` and
+`atomic_file` called on their own wait their turn (for the same output).
+Every start first repairs what a killed writer left:
 an old output whose replacement never arrived is put back; temporary files
 and directories, stale locks and half-written checkpoints whose writer is
 dead (each writer holds a lock on its own) are deleted.
@@ -89,7 +90,12 @@ class OutputNotWritableError(OSError):
 
 
 def _absolute(path):
-    return Path(os.path.abspath(os.fspath(path)))
+    try:
+        return Path(os.path.abspath(os.fspath(path)))
+    except FileNotFoundError:  # os.getcwd() of a deleted working directory
+        raise OutputNotWritableError(
+            f"{path}: a relative path, and the working directory no longer exists; give an "
+            "absolute path, or cd into an existing directory.") from None
 
 
 def _replace_file(tmp, path, overwrite, content):
@@ -198,8 +204,11 @@ def _check_location(path):
     path = _absolute(path)
     if path.parent == path:
         raise OutputExistsError(f"{path} is the root directory.")
-    cwd = Path(os.getcwd())
-    if os.path.lexists(path) and (cwd == path or path in cwd.parents):
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:  # deleted: nothing of it can be under `path`
+        cwd = None
+    if cwd is not None and os.path.lexists(path) and (cwd == path or path in cwd.parents):
         raise OutputExistsError(
             f"{path} is the working directory (or holds it); give a new "
             "sub-directory, e.g. --out runs/NAME.")
@@ -309,6 +318,7 @@ class OutputLock:
         if held is not None:
             held.count += 1
             return held
+        _check_ancestors_free(self.path)  # before making the directories the lock goes in
         missing = self.path.parent
         while not missing.exists() and missing.parent != missing:
             self.made.append(missing)
@@ -338,6 +348,11 @@ class OutputLock:
             os.write(fd, str(os.getpid()).encode("ascii"))
         self.fd, self.count = fd, 1
         _HELD[self.path] = self
+        try:
+            _check_ancestors_free(self.path)  # a writer above that started meanwhile
+        except BaseException:
+            self.release()
+            raise
         return self
 
     @staticmethod
@@ -382,21 +397,46 @@ class OutputLock:
         self.release()
 
 
-def _check_free(path):
-    """Raises `OutputBusyError` when another process holds `path`'s lock."""
+def _held_elsewhere(path):
+    """`" (process N)"` or `""` when another process holds `path`'s lock, else None."""
     if path in _HELD:
-        return
+        return None
     file = _lock_path(path)
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
-        return
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise _busy(path, _holder(fd)) from None
+        return _holder(fd)
+    except OSError:
+        return None
     finally:
         os.close(fd)
+    return None
+
+
+def _check_ancestors_free(path):
+    """Raises `OutputBusyError` when another process writes a directory that
+    holds `path`: a job's lock covers its whole output tree."""
+    for ancestor in path.parents:
+        if ancestor.parent == ancestor:
+            break
+        holder = _held_elsewhere(ancestor)
+        if holder is not None:
+            raise OutputBusyError(
+                f"{path} is inside {ancestor}, which another keras-gauss process{holder} is "
+                "writing; choose a path outside it.")
+
+
+def _check_free(path):
+    """Raises `OutputBusyError` when another process holds `path`'s lock, or
+    the lock of a directory above it."""
+    holder = _held_elsewhere(path)
+    if holder is not None:
+        raise _busy(path, holder)
+    _check_ancestors_free(path)
 
 
 class OutputClaim:

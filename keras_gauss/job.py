@@ -59,6 +59,7 @@ Example: a toy engine whose training adds 0.1 to every mean of one table.
 import dataclasses
 import hashlib
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -78,6 +79,7 @@ from keras_gauss.checks import check_table_bounds
 from keras_gauss.distribution import Distribution
 from keras_gauss.distribution import resolve
 from keras_gauss.distribution import start_distribution
+from keras_gauss.history import write_history
 from keras_gauss.io import RUN
 from keras_gauss.io import RUN_IN_PROGRESS
 from keras_gauss.io import OutputClaim
@@ -196,7 +198,15 @@ class Engine:
         entries (`keras_gauss.run_format.write_run_info`)."""
         raise NotImplementedError
 
+    def history(self):
+        """`{column: [value per epoch]}` for the run's `history.csv` and
+        `history.png` (`keras_gauss.history`): by default the `losses`
+        attribute the engine's `train` leaves, as `loss`."""
+        return {"loss": getattr(self, "losses", None)}
 
+
+# The engines, in the order a job falls back from one that cannot start here
+# to the next (`choose_engine`).
 ENGINES = ("native", "keras")
 # The engines of earlier versions, and what trains the same way now.
 FORMER_ENGINES = {
@@ -238,37 +248,80 @@ def check_engine(engine, refusals=None):
         raise ValueError(f"--engine must be {' or '.join(ENGINES)}, got {engine!r}.")
     reason = (refusals or {}).get(engine)
     if reason:
-        other = next(name for name in ENGINES if name != engine)
-        raise ValueError(f"--engine {engine} {reason}; use --engine {other}.")
+        others = [f"--engine {name}" for name in ENGINES
+                  if name != engine and not (refusals or {}).get(name)]
+        raise ValueError(f"--engine {engine} {reason}"
+                         + (f"; use {' or '.join(others)}." if others else "."))
 
 
-def choose_engine(engine, native, keras, native_available):
+def jax_gpu():
+    """The kind of GPU that Keras's JAX backend would train on here
+    (`"NVIDIA H200"`), or None: no GPU, or a backend other than JAX.
+
+    Only with `KERAS_BACKEND=jax` in the environment is JAX imported (the
+    native trainer's path imports neither Keras nor TensorFlow nor JAX).
+    On a GPU the commands train with the keras engine on JAX, where its
+    steps compile with XLA; TensorFlow does not compile our layers' steps.
+
+    Example:
+
+    >>> jax_gpu() is None  # this machine: no GPU, or not KERAS_BACKEND=jax
+    True
+    """
+    if os.environ.get("KERAS_BACKEND") != "jax":
+        return None
+    try:
+        import jax
+
+        device = jax.devices()[0]
+    except Exception:  # no usable backend: the CPU defaults
+        return None
+    return device.device_kind if device.platform == "gpu" else None
+
+
+def choose_engine(engine, engines):
     """The engine that trains a job: the one function that chooses.
+
+    The named engine, or where it cannot start here the next one in the
+    list that can (after one `RuntimeWarning` for each skipped).
 
     Args:
         engine: the checked `--engine` value (`check_engine`).
-        native: `() -> Engine`, the native engine (None where there is
-            none: `check_engine` refused `"native"` before).
-        keras: `() -> Engine`, the keras engine.
-        native_available: `() -> None` when the native library builds here,
-            else the reason it does not (the job then trains with keras,
-            after one `RuntimeWarning`).
+        engines: `[(name, make, unavailable)]` in `ENGINES` order: `make`,
+            `() -> Engine`; `unavailable`, `() -> None` when the engine can
+            start here, else the reason it cannot (a phrase), or None for
+            an engine that always can.
 
     Returns:
         A list of one `Engine`, as `Job.run`'s `engines` returns it.
 
+    Raises:
+        RuntimeError: no engine from the named one on can start here.
+
     Example:
 
-    >>> choose_engine("keras", native=list, keras=dict, native_available=lambda: None)
+    >>> choose_engine("keras", [("native", list, None), ("keras", dict, None)])
     [{}]
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     choose_engine("native", [("native", list, lambda: "no g++"), ("keras", dict, None)])
+    [{}]
+    >>> str(said[0].message)
+    'the native trainer is unavailable (no g++); training with --engine keras instead.'
     """
-    if engine == "native":
-        reason = native_available()
+    names = [name for name, _, _ in engines]
+    reasons = []
+    for i, (name, make, unavailable) in enumerate(engines[names.index(engine):]):
+        reason = unavailable() if unavailable is not None else None
         if reason is None:
-            return [native()]
-        warnings.warn(f"the native trainer is unavailable ({reason}); training with "
-                      "--engine keras instead.", RuntimeWarning, stacklevel=2)
-    return [keras()]
+            return [make()]
+        reasons.append(f"{name}: {reason}")
+        following = names[names.index(engine) + i + 1:]
+        if following:
+            warnings.warn(f"the {name} trainer is unavailable ({reason}); training with "
+                          f"--engine {following[0]} instead.", RuntimeWarning, stacklevel=2)
+    raise RuntimeError(f"no engine can train here ({'; '.join(reasons)}).")
 
 
 def model_tables(model):
@@ -476,5 +529,6 @@ class Job:
         with Phase(f"saving the run to {self.out_dir}", self.verbose), \
                 atomic_directory(self.out_dir, overwrite=True, content=RUN) as tmp:
             info = engine.write(self, tmp)
+            write_history(tmp, engine.history())  # the training curves: CSV and PNG
             (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
             write_run_info(tmp, **info)

@@ -195,10 +195,8 @@ def threshold_f1(val_pos_scores, val_neg_scores, test_pos_scores, test_neg_score
     pairs.
 
     Args:
-        val_pos_scores: Scores of the positive validation pairs.
-        val_neg_scores: Scores of the negative validation pairs.
-        test_pos_scores: Scores of the positive test pairs.
-        test_neg_scores: Scores of the negative test pairs.
+        val_pos_scores, val_neg_scores, test_pos_scores, test_neg_scores: as
+            in `threshold_classification`.
 
     Returns:
         `{"f1_threshold", "val_f1", "test_f1", "test_precision", "test_recall"}`

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from keras_gauss.run_format import ENERGY_NAMES
+from keras_gauss import energies
+from keras_gauss.energies.kl import generality_term  # noqa: F401 - public here too
 
 
 def check_generality(beta, name="generality"):
@@ -27,35 +28,15 @@ def check_generality(beta, name="generality"):
     return float(beta)
 
 
-def generality_term(var_specific, var_general, beta):
-    """The generality term of a hierarchy energy: `beta * (log det Sigma_general -
-    log det Sigma_specific)`, in the dtype of the variances.
-
-    Added to `-KL(N_specific || N_general)` by a run trained with
-    `--generality BETA`: "specific is-a general" gains when the general side
-    is broader, and the reversed pair loses as much.
-
-    Args:
-        var_specific, var_general: `(..., d)` diagonal variances (> 0).
-        beta: the weight (`>= 0`).
-
-    Returns:
-        `(...)` array.
-
-    Example:
-
-    >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
-    1.0
-    """
-    return beta * (np.log(var_general).sum(axis=-1) - np.log(var_specific).sum(axis=-1))
-
-
 def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
                 generality=0.0):
     """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
 
+    The formula is the descriptor's (`keras_gauss.energies`, its `numpy`).
+
     Args:
-        energy: `"kl"` (`-KL(N_a || N_b)`), `"el"` (log expected
+        energy: the name of an energy of `keras_gauss.energies` (or its
+            descriptor): `"kl"` (`-KL(N_a || N_b)`), `"el"` (log expected
             likelihood) or `"containment"` (`-sum_d max(0, |mu_a - mu_b| +
             sigma_a - sigma_b)^2`, `a` the specific side).
         mean_a, var_a: `(..., d)` means and variances of the first side.
@@ -68,6 +49,9 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     Returns:
         `(...)` float64 energies.
 
+    Raises:
+        ValueError: an unknown energy (one line naming the choices).
+
     Example:
 
     >>> float(pair_energy("kl", [0.0], [1.0], [1.0], [1.0]))
@@ -77,25 +61,10 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     >>> float(pair_energy("containment", [1.5], [1.0], [0.0], [4.0]))  # 1.5 + 1 - 2
     -0.25
     """
-    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
-                                    for v in (mean_a, var_a, mean_b, var_b))
-    diff = mean_b - mean_a
-    if energy == "kl":
-        ratio = var_a / var_b
-        value = -0.5 * np.sum(ratio + np.square(diff) / var_b - 1.0 - np.log(ratio), axis=-1)
-        if generality:
-            value = value + generality_term(var_a, var_b, generality)
-        return value
-    if energy == "el":
-        total = var_a + var_b
-        value = -0.5 * np.sum(np.log(total) + np.square(diff) / total, axis=-1)
-        if include_constant:
-            value = value - 0.5 * diff.shape[-1] * math.log(2 * math.pi)
-        return value
-    if energy == "containment":
-        excess = np.abs(diff) + np.sqrt(var_a) - np.sqrt(var_b)
-        return -np.sum(np.square(np.maximum(excess, 0.0)), axis=-1)
-    raise ValueError(f"energy must be one of {', '.join(ENERGY_NAMES)}, got {energy!r}.")
+    spec = energies.get(energy)
+    given = {"include_constant": include_constant, "generality": generality}
+    return spec.numpy(mean_a, var_a, mean_b, var_b,
+                      **{name: given[name] for name in spec.options})
 
 
 def containment_rank(energies, log_det, threshold=0.0, query_log_det=-np.inf):

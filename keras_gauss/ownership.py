@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss import energies
+
 # The ownership marker of a directory (inside it) or of a file (beside it:
 # `.NAME` + MARKER).
 MARKER = ".keras-gauss"
@@ -52,6 +54,8 @@ CHECKPOINT = Path(".checkpoint") / "state.npz"
 # Outputs written before the marker: the names each may hold.
 _LEGACY_RUN_NAMES = {"model.keras", "run.json", "metrics.json", "vocab.tsv", "nodes.tsv",
                      "split", "eval.json", "synthetic_hierarchy.png", ".checkpoint"}
+# The energies of runs written before the marker (containment came later).
+_LEGACY_ENERGIES = (energies.EL.name, energies.KL.name)
 _LEGACY_SERVING_NAMES = {"saved_model.pb", "variables", "assets", "assets.extra",
                          "fingerprint.pb"}
 _LEGACY_PROJECTOR_NAMES = {"vectors.tsv", "metadata.tsv", "projector_config.pbtxt"}
@@ -154,7 +158,7 @@ def _legacy_content(path):
         if info is not None and names is not None and names <= _LEGACY_RUN_NAMES \
                 and info.get("format") == 1 \
                 and info.get("kind") in ("wordnet", "hierarchy", "corpus") \
-                and info.get("energy") in ("kl", "el") and isinstance(info.get("table"), str) \
+                and info.get("energy") in _LEGACY_ENERGIES and isinstance(info.get("table"), str) \
                 and info.get("vocabulary") in names and "model.keras" in names:
             return RUN
         return None

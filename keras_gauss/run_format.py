@@ -8,8 +8,8 @@ A run directory holds:
 - `model.keras`: the trained Keras model;
 - a vocabulary file, one entry a line in table order: `word` or
   `word<TAB>count`;
-- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": "kl" | "el" |
-  "containment",
+- `run.json`: `{"kind": "wordnet" | "hierarchy" | "corpus", "energy": <a name of
+  `keras_gauss.energies`>,
   "table": <name of the GaussianEmbedding layer that embeds the vocabulary
   for queries and serving>, "vocabulary": <file name>, ...}`;
 - optionally `metrics.json` (training metrics and config; for hierarchy
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import read_text
 
 RUN_FILE = "run.json"
-# The energies a run may record; the last two are hierarchy (is-a) energies.
-ENERGY_NAMES = ("el", "kl", "containment")
-
-HIERARCHY_ENERGIES = ("kl", "containment")
+# The energies a run may record, and the hierarchy (is-a) ones.
+ENERGY_NAMES = energies.names()
+HIERARCHY_ENERGIES = energies.names(task="hierarchy")
 
 
 
@@ -43,8 +43,7 @@ class DamagedRunError(ValueError):
 
 def write_run_info(directory, kind, energy, table, vocabulary, **extra):
     """Writes `run.json` into `directory` (see the module docstring)."""
-    if energy not in ENERGY_NAMES:  # without importing Keras
-        raise ValueError(f"energy must be one of {', '.join(ENERGY_NAMES)}, got {energy!r}.")
+    energies.get(energy)  # without importing Keras
     info = {"kind": kind, "energy": energy, "table": table,
             "vocabulary": vocabulary, "format": 1, **extra}
     (Path(directory) / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")

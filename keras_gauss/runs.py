@@ -23,7 +23,7 @@ from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import check_input_file
 from keras_gauss.numpy_ops import containment_rank
 from keras_gauss.numpy_ops import pair_energy
-from keras_gauss.run_format import ENERGY_NAMES
+from keras_gauss import energies
 from keras_gauss.run_format import HIERARCHY_ENERGIES
 from keras_gauss.run_format import RUN_FILE
 from keras_gauss.run_format import DamagedRunError
@@ -63,7 +63,8 @@ class Run:
         words: vocabulary entries in table order.
         counts: corpus counts (`None` when the vocabulary has none).
         kind: `"wordnet"`, `"hierarchy"` or `"corpus"`.
-        energy_name: `"kl"`, `"el"` or `"containment"` (`energy` is the method).
+        energy_name: the energy's name (`keras_gauss.energies`; `energy` is the
+            method).
         table: the `GaussianEmbedding` layer of the vocabulary.
         info: the whole `run.json`.
         metrics: `metrics.json`, or `{}`.
@@ -104,7 +105,8 @@ class Run:
 
     def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
         self.path = path
-        self.generality = generality_of(info) if energy == "kl" else 0.0
+        self.generality = (generality_of(info) if "generality" in energies.get(energy).options
+                           else 0.0)
         self.model = model
         self.words = words
         self.counts = counts
@@ -229,7 +231,7 @@ class Run:
         return float(values[0]) if single_a and single_b else values
 
     def _include_constant(self):
-        if self.energy_name != "el":
+        if "include_constant" not in energies.get(self.energy_name).options:
             return False
         return el_include_constant(self.model)
 
@@ -279,7 +281,7 @@ class Run:
             scores = mean64 @ mean64[i] / (norms * norms[i])
         scores[i] = -np.inf
         k = min(int(k), len(scores) - 1)
-        if by == "energy" and self.energy_name == "containment":
+        if by == "energy" and energies.get(self.energy_name).rank_by_box:
             log_det = self.log_det()
             key = containment_rank(scores, log_det, self.threshold or 0.0, log_det[i])
             top = np.argsort(-key, kind="stable")[:k]
@@ -417,9 +419,10 @@ def load_run(run_dir):
     for key in ("kind", "energy", "table", "vocabulary"):
         if not isinstance(info.get(key), str) or not info[key]:
             raise DamagedRunError(f"{info_path}: {key!r} is missing or not a string.")
-    if info["energy"] not in ENERGY_NAMES:
-        raise DamagedRunError(f"{info_path}: energy must be one of {', '.join(ENERGY_NAMES)}, "
-                              f"got {info['energy']!r}.")
+    try:
+        energies.get(info["energy"])
+    except ValueError as error:
+        raise DamagedRunError(f"{info_path}: {error}") from None
     generality_of(info, info_path)
     vocabulary = run_dir / info["vocabulary"]
     if Path(info["vocabulary"]).name != info["vocabulary"]:

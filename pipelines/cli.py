@@ -3,9 +3,12 @@
 import argparse
 import os
 
+from keras_gauss import energies
+
 
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
+    from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -38,30 +41,36 @@ def add_parser(subparsers):
                   "min_variance", "max_variance", "init_variance", "seed"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
-        train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
-                           help=f"(default: {default})")
+        on_gpu = field in GPU_SETTINGS  # filled in by `device_settings`
+        train.add_argument(f"--{field.replace('_', '-')}", type=kind,
+                           default=None if on_gpu else default,
+                           help=f"(default: {default}" + (
+                               f"; {GPU_SETTINGS[field]} on a GPU)" if on_gpu else ")"))
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
-    train.add_argument("--energy", choices=("el", "kl"), default=defaults.energy,
+    train.add_argument("--energy", choices=energies.names(task="corpus"),
+                       default=defaults.energy,
                        help="expected likelihood (symmetric) or KL (default: %(default)s)")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
                        default=defaults.covariance, help="(default: %(default)s)")
     train.add_argument("--fixed-window", dest="dynamic_window", action="store_false",
                        help="use every context up to --window (default: word2vec's "
                             "reduced window drawn from 1..window per word)")
-    train.add_argument("--engine", default=defaults.engine, metavar="{native,keras}",
+    train.add_argument("--engine", default=None, metavar="{native,keras}",
                        help="native: the multi-threaded C++ trainer, which draws the pairs "
                             "itself (no TensorFlow on text files); keras: tf.data pairs into "
                             "model.fit with the layers (any backend, --distribution) "
-                            "(default: %(default)s)")
+                            f"(default: {defaults.engine}; on a GPU with KERAS_BACKEND=jax: "
+                            "keras with --pairs device, --batch-size 65536, "
+                            "--learning-rate 2.0, for the settings not given)")
     # An earlier flag: its value gets the line saying what to use instead.
     train.add_argument("--fused", dest="engine", action="store_const", const="fused",
                        help=argparse.SUPPRESS)
     train.add_argument("--threads", type=int, default=defaults.threads,
                        help="threads of --engine native (default: 0, the cores this "
                             "process may use)")
-    train.add_argument("--pairs", default=defaults.pairs, metavar="{host,device}",
+    train.add_argument("--pairs", default=None, metavar="{host,device}",
                        help="where --engine keras draws its pairs: host (the tf.data stream, "
                             "a pass over the shuffled lines) or device (the corpus as token "
                             "ids on the device, pairs drawn inside the compiled step at "
@@ -97,9 +106,13 @@ def add_parser(subparsers):
         help="a word's or a node's nearest neighbours (by the run's energy, similarity or variance)",
         description=(
             "Print the --k nearest neighbours of WORD. --by energy ranks by "
-            "the run's energy, as the serving `neighbors` signature does: on a "
-            "hierarchy run, -KL(N_WORD || N_candidate), so the first rows are "
-            "what WORD most plausibly is-a. --by similarity ranks by cosine "
+            "the run's energy, as the serving `neighbors` signature does, so on a "
+            "hierarchy run the first rows are what WORD most plausibly is-a: with "
+            "KL, highest -KL(N_WORD || N_candidate) first; with the containment "
+            "energy, first the boxes that hold WORD's (energy at least the run's "
+            "is-a threshold, box no smaller than WORD's), smallest first, so the "
+            "nearest hypernyms lead, then the others by energy; on a corpus run, "
+            "highest energy first. --by similarity ranks by cosine "
             "between means; --by variance shows those neighbours broadest "
             "first (descending log det of the covariance: the paper's "
             "specificity table). Default: energy on hierarchy runs, "
@@ -115,6 +128,41 @@ def add_parser(subparsers):
     neighbors.set_defaults(handler=run_neighbors)
 
 
+def device_settings(args, gpu=None):
+    """Fills in the `train-corpus` settings left unset (None): on a GPU
+    (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
+    (the keras engine, pairs drawn on the device, the GPU batch and rate)
+    unless `--engine native` was asked for, else with `CorpusConfig`'s
+    defaults. Returns the line that says the GPU is used, or None.
+
+    Example:
+
+    >>> import argparse
+    >>> args = argparse.Namespace(engine=None, pairs=None, batch_size=None,
+    ...                           learning_rate=None)
+    >>> device_settings(args, gpu="NVIDIA H200")
+    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 2.0 (--engine native: the C++ trainer on the CPU)'
+    >>> args.batch_size
+    65536
+    """
+    from keras_gauss.job import jax_gpu
+    from keras_gauss.pipelines.train import GPU_SETTINGS
+    from keras_gauss.pipelines.train import CorpusConfig
+
+    defaults = CorpusConfig()
+    if args.engine != "native" and gpu is None:
+        gpu = jax_gpu()
+    use = gpu is not None and args.engine in (None, "keras")
+    for field, value in GPU_SETTINGS.items():
+        if getattr(args, field) is None:
+            setattr(args, field, value if use else getattr(defaults, field))
+    if not use:
+        return None
+    return (f"GPU {gpu}: --engine {args.engine}, --pairs {args.pairs}, --batch-size "
+            f"{args.batch_size}, --learning-rate {args.learning_rate} (--engine native: "
+            "the C++ trainer on the CPU)")
+
+
 def run_train_corpus(args):
     import dataclasses
 
@@ -128,6 +176,9 @@ def run_train_corpus(args):
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
+    line = device_settings(args)
+    if line and not args.quiet:
+        print(line, flush=True)
     fields = {f.name for f in dataclasses.fields(CorpusConfig)}
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
     args.out = output_dir(args)
@@ -192,6 +243,7 @@ def run_evaluate(args):
                 check_input_file(path, f"--{flag}")  # never opens a FIFO
             except InputFileError as error:
                 raise CommandError(str(error)) from None
+    stamp = _run_stamp(args.run)  # the run read: eval.json goes into it only
     emb = _load(args.run, verbose=not args.quiet)
     try:
         results = evaluate(emb, args.similarity, args.entailment)
@@ -209,14 +261,38 @@ def run_evaluate(args):
     print(format_table(results))
     for note in notes:  # a measure that is undefined says why (as n/a in the table)
         print(note)
-    _write_eval(args.run, results)
+    _write_eval(args.run, results, stamp)
 
 
-def _write_eval(run_dir, results):
-    """Writes `eval.json` atomically, with the mode of the other run files."""
+def _run_stamp(run_dir):
+    """What tells the run in `run_dir` from another: the identity of the
+    directory and of its files (a replaced run is another directory, a
+    rewritten file another inode or time)."""
+    stamp = []
+    for name in ("", ".keras-gauss", "run.json", "model.keras", "metrics.json"):
+        try:
+            info = os.stat(os.path.join(run_dir, name))
+        except OSError:
+            stamp.append(None)
+            continue
+        stamp.append((info.st_dev, info.st_ino) if not name else
+                     (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size))
+    return stamp
+
+
+def _write_eval(run_dir, results, stamp):
+    """Writes `eval.json` atomically (with the mode of the other run files)
+    under the run's lock, only into the run that was read (`stamp`,
+    `_run_stamp`); `CommandError` (one line) when it cannot: another
+    process writes the run, the run was replaced, or the file system
+    refuses."""
     import json
     import math
 
+    from keras_gauss.checks import CommandError
+    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import OutputLock
+    from keras_gauss.io import OutputNotWritableError
     from keras_gauss.io import atomic_file
 
     def clean(value):
@@ -226,8 +302,25 @@ def _write_eval(run_dir, results):
             return None
         return value
 
-    with atomic_file(os.path.join(run_dir, "eval.json"), overwrite=True) as f:
-        f.write(json.dumps(clean(results), indent=2) + "\n")
+    path = os.path.join(run_dir, "eval.json")
+    try:
+        lock = OutputLock(run_dir).acquire()  # a training job holds it from start to end
+    except OSError as error:  # OutputBusyError, or a lock file that cannot be made
+        reason = error if isinstance(error, OutputExistsError) else (
+            f"cannot take its lock ({error.strerror or error})")
+        raise CommandError(f"{path} not written: {reason}") from None
+    try:
+        if _run_stamp(run_dir) != stamp:
+            raise CommandError(f"{path} not written: {run_dir} was replaced while evaluate "
+                               "read it; run evaluate again on the new run.")
+        with atomic_file(path, overwrite=True) as f:
+            f.write(json.dumps(clean(results), indent=2) + "\n")
+    except (OutputExistsError, OutputNotWritableError) as error:
+        raise CommandError(f"{path} not written: {error}") from None
+    except OSError as error:
+        raise CommandError(f"{path} not written: {error.strerror or error}") from None
+    finally:
+        lock.release()
 
 
 def run_neighbors(args):

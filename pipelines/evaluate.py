@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.inputs import read_text
-from keras_gauss.numpy_ops import generality_term
 from keras_gauss.numpy_ops import pair_energy
 from keras_gauss.run_format import HIERARCHY_ENERGIES
 
@@ -60,7 +60,7 @@ class Embeddings:
             by `-KL(N_a || N_b) + beta * (log det Sigma_b - log det
             Sigma_a)`. Default 0 (`from_run` takes the run's).
         energy: the entailment energy, `"kl"` (default) or
-            `"containment"` (`keras_gauss.numpy_ops.pair_energy`);
+            containment (`keras_gauss.numpy_ops.pair_energy`);
             `from_run` takes a hierarchy run's own energy and `"kl"` for
             a corpus run (the paper's entailment score).
 
@@ -76,12 +76,10 @@ class Embeddings:
     variances: np.ndarray
     senses: dict | None = None
     generality: float = 0.0
-    energy: str = "kl"
+    energy: str = energies.KL.name
 
     def __post_init__(self):
-        if self.energy not in HIERARCHY_ENERGIES:
-            raise ValueError(f"energy must be one of {', '.join(HIERARCHY_ENERGIES)}, "
-                             f"got {self.energy!r}.")
+        energies.get(self.energy, task="hierarchy")
         self.words = list(self.words)
         self.means = np.asarray(self.means, dtype=np.float64)
         self.variances = np.ascontiguousarray(
@@ -102,7 +100,8 @@ class Embeddings:
             run = load_run(run)
         means, variances = run.tables()
         senses = wordnet_senses(run.words) if run.kind == "wordnet" else None
-        energy = run.energy_name if run.energy_name in HIERARCHY_ENERGIES else "kl"
+        energy = (run.energy_name if run.energy_name in HIERARCHY_ENERGIES
+                  else energies.KL.name)
         return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0),
                    energy)
 
@@ -124,7 +123,7 @@ class Embeddings:
 
 
 # How the table names each entailment energy's columns.
-ENERGY_LABELS = {"kl": "KL", "containment": "box"}
+ENERGY_LABELS = {name: energies.get(name).label for name in HIERARCHY_ENERGIES}
 
 _SYNSET = re.compile(r".+\.[a-z]\.\d+$")
 
@@ -279,7 +278,7 @@ def pair_scores(emb, left, right, measure):
         measure: `"m"` (cosine between means), `"d"` (cosine between
             distributions), `"kl"` (`-KL(N_left || N_right)`: high when left
             lies inside right, i.e. left entails right; plus the generality
-            term with `emb.generality > 0`), `"containment"` (0 when left's
+            term with `emb.generality > 0`), containment (0 when left's
             one-sigma box lies inside right's) or `"el"` (log expected
             likelihood).
 
@@ -294,16 +293,10 @@ def pair_scores(emb, left, right, measure):
         return _cosine(ml, mr)
     if measure == "d":
         return np.asarray(gauss_ops.distribution_cosine(ml, vl, mr, vr), dtype=np.float64)
-    if measure == "kl":  # general = right, specific = left
-        value = np.asarray(gauss_ops.kl_energy(mr, vr, ml, vl), dtype=np.float64)
-        if emb.generality:
-            value = value + generality_term(vl, vr, emb.generality)
-        return value
-    if measure == "containment":
-        return pair_energy("containment", ml, vl, mr, vr)
-    if measure == "el":
-        return np.asarray(gauss_ops.el_energy(ml, vl, mr, vr), dtype=np.float64)
-    raise ValueError(f"measure must be 'm', 'd', 'kl', 'containment' or 'el', got {measure!r}.")
+    if measure in energies.BY_NAME:  # general = right, specific = left
+        return pair_energy(measure, ml, vl, mr, vr, generality=emb.generality)
+    raise ValueError(f"measure must be one of m, d, {', '.join(energies.names())}, "
+                     f"got {measure!r}.")
 
 
 def _spearman(x, y):
@@ -623,7 +616,7 @@ def format_table(results):
         if lines:
             lines.append("")
         width = max(len(n) for n in ent)
-        energy = next(iter(ent.values())).get("energy", "kl")  # one source: one energy
+        energy = next(iter(ent.values())).get("energy", energies.KL.name)  # one source
         label = ENERGY_LABELS[energy]
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "
                      "AP(cos) F1(cos) coverage")

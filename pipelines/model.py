@@ -23,7 +23,7 @@ queries (similarity, entailment, neighbours).
 
 import keras
 
-from keras_gauss.layers import ENERGIES
+from keras_gauss import energies
 from keras_gauss.layers import ENERGY_LAYERS
 from keras_gauss.layers import GaussianEmbedding
 from keras_gauss.layers import candidate_energies
@@ -38,7 +38,7 @@ def build_corpus_model(
     vocab_size,
     dim=50,
     negatives=1,
-    energy="el",
+    energy=energies.DEFAULTS["corpus"].name,
     covariance="diagonal",
     max_norm=2.0,
     min_variance=0.05,
@@ -84,8 +84,7 @@ def build_corpus_model(
     >>> model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(1.0))
     >>> # model.fit(make_skipgram_dataset(corpus, vocab, negatives=1))
     """
-    if energy not in ENERGIES:
-        raise ValueError(f"`energy` must be one of {ENERGIES}, got {energy!r}.")
+    energy = energies.get(energy, task="corpus", setting="`energy`").name
     if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
     table_kwargs = dict(

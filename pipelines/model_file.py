@@ -19,6 +19,7 @@ import json
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.keras_file import write_keras_file
 
 # `keras.saving.serialize_keras_object(model)` of the compiled corpus model
@@ -131,15 +132,17 @@ def corpus_model_config(vocab_size, dim, negatives, energy, covariance, max_norm
             return values[node]
         return node
 
+    spec = energies.get(energy, task="corpus")
+    module, class_name = spec.layer.split(":")
     config = fill(json.loads(_TEMPLATE))
     for layer in config["config"]["layers"]:
         if layer["class_name"] == "GaussianEmbedding":
             layer["config"]["covariance"] = covariance
-        if layer["name"] == "energy" and energy == "kl":
-            layer["class_name"] = "KLEnergy"
-            layer["module"] = "keras_gauss.layers.kl_energy"
-            layer["registered_name"] = "keras_gauss>KLEnergy"
-            del layer["config"]["include_constant"]
+        if layer["name"] == "energy":  # the template's is EL's
+            layer.update(class_name=class_name, module=module,
+                         registered_name=f"keras_gauss>{class_name}")
+            if "include_constant" not in spec.options:
+                del layer["config"]["include_constant"]
     config["config"]["name"] = f"corpus_{energy}"
     return config
 
@@ -174,13 +177,13 @@ def write_corpus_model(path, tables, accumulators, config, iterations=0):
     ...                              0.2, 0.5)
     >>> tables = [np.zeros((3, 2)), np.ones((3, 2))] * 2  # means, variances (x2)
     >>> write_corpus_model("model.keras", tables, [np.zeros((3, 2))] * 4, config)
-    >>> keras_gauss.register_serializables()
     >>> model = keras.saving.load_model("model.keras")
     >>> model.get_layer("words").variances.numpy().tolist()
     [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """
     layers = config["config"]["layers"]
-    energy = "kl" if any(layer["class_name"] == "KLEnergy" for layer in layers) else "el"
+    classes = {layer["class_name"] for layer in layers}
+    energy = next(e.name for e in energies.ALL if e.layer.split(":")[1] in classes)
     learning_rate = config["compile_config"]["optimizer"]["config"]["learning_rate"]
     optimizer = [np.int64(iterations), np.float32(learning_rate),
                  *(np.asarray(a, np.float32) for a in accumulators)]

@@ -26,6 +26,7 @@ splitting, written with Python's `re` (RE2's `\\s` is `[\\t\\n\\f\\r ]`, and
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -352,12 +353,26 @@ def shuffled_lines(ids, splits, rng):
     return ids[index], new_splits
 
 
+# Threads beyond this many a core only wait for one (Hogwild is CPU-bound).
+THREADS_PER_CORE = 4
+
+
 def _threads(config):
-    if config.threads:
-        return config.threads
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The threads of the native trainer: `--threads`, capped at
+    `THREADS_PER_CORE` a core this process may use (at least 64, after one
+    warning), or the cores (`--threads 0`). The trainer runs with fewer when
+    the system starts fewer (`NativeTables.train`)."""
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    if not config.threads:
+        return cores
+    cap = max(64, THREADS_PER_CORE * cores)
+    if config.threads > cap:
+        warnings.warn(f"--threads {config.threads}: capped at {cap} ({THREADS_PER_CORE} a core "
+                      f"of the {cores} this process may use, at least 64).", RuntimeWarning,
+                      stacklevel=2)
+        return cap
+    return config.threads
 
 
 def _chunk_tokens():

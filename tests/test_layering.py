@@ -22,8 +22,10 @@ SOURCES = {"keras_gauss": "keras_gauss", "hierarchy": "keras_gauss.hierarchy",
 APPLICATIONS = ("keras_gauss.hierarchy", "keras_gauss.pipelines")
 COMMAND_LINE = ("keras_gauss.cli", "keras_gauss.__main__")
 RUN_FORMAT = "keras_gauss.run_format"
-# what the run format may use: the core's checks, files and the package root
-RUN_FORMAT_USES = {"keras_gauss", "keras_gauss.checks", "keras_gauss.inputs", "keras_gauss.io"}
+# what the run format may use: the core's checks, files, the energies'
+# descriptors (themselves a leaf: NumPy only) and the package root
+RUN_FORMAT_USES = {"keras_gauss", "keras_gauss.checks", "keras_gauss.inputs", "keras_gauss.io",
+                   "keras_gauss.energies"}
 
 
 def _modules():
@@ -155,3 +157,12 @@ def test_each_check_fails_on_a_broken_graph(broken, check, monkeypatch):
             "private": test_no_private_name_is_taken_across_modules}[check]
     with pytest.raises(AssertionError):
         test()
+
+
+def test_the_energies_are_a_leaf():
+    """`keras_gauss.energies` (NumPy only; the Keras formula and layer are
+    named, imported on use) imports nothing else of the package, so the run
+    format, the C++ bindings and the command lines can ask it."""
+    used = {target for module, found in GRAPH.items()
+            if module.startswith("keras_gauss.energies") for target, _, _ in found}
+    assert {u for u in used if not u.startswith("keras_gauss.energies")} == set()

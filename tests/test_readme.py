@@ -269,12 +269,17 @@ def check_own_hierarchy(blocks, project):
     assert json.loads((project / "runs/mine/metrics.json").read_text())["test_accuracy"] >= 0
 
 
-def check_corpus(blocks, project):
+def check_corpus_text(project):
+    """Writes `my_corpus.txt`: two topics of six words, 300 lines."""
     words = ["music", "song", "band", "guitar", "piano", "drum", "river", "lake", "boat",
              "water", "fish", "rain"]
     lines = [" ".join(words[(i * 7 + j * 3) % 6 + 6 * (i % 2)] for j in range(12))
              for i in range(300)]
     (project / "my_corpus.txt").write_text("\n".join(lines) + "\n")
+
+
+def check_corpus(blocks, project):
+    check_corpus_text(project)
     (block,) = blocks
     check_readme.run_bash(block, project, keras_gauss)
 
@@ -366,6 +371,41 @@ def check_scale_out(blocks, project):
     assert [s["lines"] for s in metrics["distribution"]["shards"]] == [750, 750]
 
 
+EXAMPLES_SMALL = {  # each example as the README runs it, small
+    "examples/corpus_tf_data.py": ["--dim", "4", "--epochs", "2", "--batch-size", "256"],
+    "examples/wordnet_kl_fit.py": ["--root", "canine.n.02", "--dim", "4", "--epochs", "2"],
+}
+
+
+def check_examples(blocks, project):
+    """The two `model.fit` examples run as the README shows, on a tiny corpus and subtree,
+    and their saved models reload."""
+    check_corpus_text(project)
+    (block,) = blocks
+    for command in check_readme.shell_commands(block.text):
+        argv = shlex.split(command, comments=True)
+        assert argv[0] == "python" and argv[1] in EXAMPLES_SMALL, command
+        spec = importlib.util.spec_from_file_location(pathlib.Path(argv[1]).stem, ROOT / argv[1])
+        example = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(example)
+        out, cwd = io.StringIO(), os.getcwd()
+        os.chdir(project)
+        try:
+            with contextlib.redirect_stdout(out):
+                example.main(argv[2:] + EXAMPLES_SMALL[argv[1]])
+        finally:
+            os.chdir(cwd)
+        printed = out.getvalue()
+        if "corpus" in argv[1]:
+            assert (project / "runs/corpus-fit/model.keras").is_file()
+            assert "nearest to" in printed, printed
+        else:
+            run = project / "runs/wordnet-kl-fit"
+            assert (run / "best.keras").is_file() and (run / "training.csv").is_file()
+            assert "is_a(dog.n.01, canine.n.02)" in printed, printed
+            assert 0 <= json.loads((run / "threshold.json").read_text())["test_accuracy"] <= 1
+
+
 TEST_CHECKS = {
     "ci": check_ci,
     "quick-start": check_quick_start,
@@ -381,6 +421,7 @@ TEST_CHECKS = {
     "export-formats": check_export_formats,
     "help": check_help,
     "scale-out": check_scale_out,
+    "examples": check_examples,
 }
 NEEDS_WORDNET_RUN = {"load-run", "wordnet-cli", "serving", "serving-request", "export-formats"}
 

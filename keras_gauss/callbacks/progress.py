@@ -1,12 +1,101 @@
 """Progress output, without Keras: `Phase` (one line for a long step) and
 `Progress` (a bar on a terminal, one line per epoch otherwise;
-`keras_gauss.callbacks.ProgressLogger` is the same as a Keras callback)."""
+`keras_gauss.callbacks.ProgressLogger` is the same as a Keras callback).
+
+Progress is best-effort: output that cannot be written (a closed pipe, a
+full disk) is dropped after one warning line on stderr, and the job goes on
+(`write_best_effort`, `BestEffortStream`).
+"""
 
 import shutil
 import sys
 import time
 
 MODES = ("auto", "bar", "lines", "off")
+
+_warned = False  # the warning line of a failed output is written once
+
+
+def _output_failed(error):
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    try:
+        sys.stderr.write(f"keras-gauss: warning: output dropped: {reason}; the job goes on\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def write_best_effort(stream, text):
+    """Writes and flushes `text` to `stream`; returns False, after one
+    warning line on stderr (once a process), when it cannot (`OSError`: a
+    closed pipe, a full disk; `ValueError`: a closed file): progress output
+    is never the reason a job fails.
+
+    Example:
+
+    >>> import io
+    >>> write_best_effort(io.StringIO(), "epoch 1")
+    True
+    """
+    try:
+        stream.write(text)
+        stream.flush()
+        return True
+    except (OSError, ValueError) as error:
+        _output_failed(error)
+        return False
+
+
+class BestEffortStream:
+    """A text stream whose writes never fail the caller (`keras-gauss`
+    puts one around `sys.stdout` for a command's run).
+
+    The first failed write or flush (see `write_best_effort`) writes one
+    warning line on stderr; that write and every later one are dropped.
+
+    Args:
+        stream: the stream to wrap (`sys.stdout`).
+
+    Example:
+
+    >>> import io
+    >>> out = BestEffortStream(io.StringIO())
+    >>> out.write("saved")
+    5
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.failed = False
+
+    def write(self, text):
+        if not self.failed:
+            try:
+                self.stream.write(text)
+            except (OSError, ValueError) as error:
+                self._fail(error)
+        return len(text)
+
+    def flush(self):
+        if not self.failed:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError) as error:
+                self._fail(error)
+
+    def _fail(self, error):
+        self.failed = True
+        _output_failed(error)
+
+    def isatty(self):
+        return is_terminal(self.stream)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 class Phase:
@@ -81,9 +170,7 @@ class Phase:
         return False
 
     def _write(self, text):
-        out = self.stream if self.stream is not None else sys.stdout
-        out.write(text)
-        out.flush()
+        write_best_effort(self.stream if self.stream is not None else sys.stdout, text)
 
 
 class Progress:
@@ -271,9 +358,7 @@ class Progress:
         return self.stream if self.stream is not None else sys.stdout
 
     def _write(self, text):
-        out = self._out()
-        out.write(text)
-        out.flush()
+        write_best_effort(self._out(), text)
 
     def _draw(self, line):
         width = shutil.get_terminal_size((100, 20)).columns - 1

@@ -50,7 +50,7 @@ from keras_gauss.io import SERVING
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_output_dir
 from keras_gauss.numpy_ops import check_generality
-from keras_gauss.run_format import ENERGY_NAMES as ENERGIES
+from keras_gauss import energies
 from keras_gauss.runs import el_include_constant
 from keras_gauss.runs import load_run
 from keras_gauss.runs import walk_layers
@@ -147,12 +147,12 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         gather_query: `ids (batch,) -> (mean, variance)`, each `(batch, d)`.
         gather_candidate: the same for the candidate side.
         all_candidates: `() -> (means, variances)`, each `(n, d)`.
-        energy: `"el"`, `"kl"` or `"containment"`.
+        energy: an energy's name (`keras_gauss.energies`).
         k: neighbours returned by `neighbors`.
         include_constant: keep EL's `-d/2 log 2 pi` term.
         generality: with `"kl"`, the weight of the generality term
             `generality * (log det Sigma_candidate - log det Sigma_query)`.
-        rank_threshold: with `"containment"`, the energy from which a
+        rank_threshold: with containment energy, the energy from which a
             candidate holds the query (`keras_gauss.numpy_ops.containment_rank`).
 
     Returns:
@@ -161,17 +161,15 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
     """
     import tensorflow as tf
 
-    from keras_gauss import ops as gauss_ops
-    from keras_gauss.layers.containment_energy import containment_energy
+    spec = energies.get(energy)
+    formula = spec.keras_formula()
+    options = ({"include_constant": include_constant}
+               if "include_constant" in spec.options else {})
 
     def score(query_mean, query_var, cand_mean, cand_var):
-        if energy == "el":
-            return gauss_ops.el_energy(query_mean, query_var, cand_mean,
-                                       cand_var, include_constant=include_constant)
-        if energy == "containment":  # the query's box inside the candidate's
-            return containment_energy(cand_mean, cand_var, query_mean, query_var)
-        # -KL(N_query || N_candidate): the candidate is the general concept.
-        value = gauss_ops.kl_energy(cand_mean, cand_var, query_mean, query_var)
+        # The candidate is the general side: -KL(N_query || N_candidate), the
+        # query's box inside the candidate's; EL is symmetric.
+        value = formula(cand_mean, cand_var, query_mean, query_var, **options)
         if generality:
             value = value + generality * (
                 tf.reduce_sum(tf.math.log(cand_var), axis=-1)
@@ -221,7 +219,7 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
                 values, tf.reshape(own, (1, 1)),
                 tf.constant([-np.inf], tf.float32))
             key = values
-            if energy == "containment":  # keras_gauss.numpy_ops.containment_rank
+            if spec.rank_by_box:  # keras_gauss.numpy_ops.containment_rank
                 wide = tf.cast(values, tf.float64)
                 own_log_det = tf.gather(log_det, own)
                 holds = tf.logical_and(wide >= rank_threshold, log_det >= own_log_det)
@@ -258,10 +256,8 @@ def _input_signatures():
 
 
 def _check_options(energy, k, size, generality=0.0):
-    if energy not in ENERGIES:
-        raise ValueError(f"energy must be one of {', '.join(ENERGIES)}, got {energy!r}.")
-
-    if check_generality(generality) and energy != "kl":
+    spec = energies.get(energy)
+    if check_generality(generality) and "generality" not in spec.options:
         raise ValueError(f"generality applies to KL energy only, not {energy!r}.")
     if size < 2:
         raise ValueError(f"a vocabulary of {size} entries has no neighbours to serve.")
@@ -272,7 +268,7 @@ def _check_options(energy, k, size, generality=0.0):
 
 def _export_info(energy, k, size, dim, generality=0.0, **extra):
     direction = "energy(query, candidate) = -KL(N_query || N_candidate)"
-    if energy == "containment":
+    if energies.get(energy) is energies.CONTAINMENT:
         direction = ("energy(query, candidate) = -sum_d max(0, |mu_query - mu_candidate| "
                      "+ sigma_query - sigma_candidate)^2")
     if generality:
@@ -330,7 +326,7 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
             term added to the energy (`beta * (log det Sigma_candidate -
             log det Sigma_query)`; a hierarchy run's `--generality`);
             default 0.
-        rank_threshold: with `"containment"`, the energy from which a
+        rank_threshold: with containment energy, the energy from which a
             candidate's box holds the query: `neighbors` lists those first,
             smallest first (a run's validation threshold; default 0).
 
@@ -526,7 +522,7 @@ def _find_table(source, name=None):
     return tables[0]
 
 
-def export_energy_model(source, vocabulary, path, energy="el", *, table=None,
+def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, table=None,
                         candidate_table=None, k=DEFAULT_K,
                         include_constant=True, overwrite=False, generality=0.0):
     """Exports a model you composed with `GaussianEmbedding` layers.

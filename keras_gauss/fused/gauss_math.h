@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "energies.h"
+
 namespace tensorflow {
 namespace keras_gauss {
-
-enum class Energy { kEL, kKL };
 
 inline void PrefetchRow(const float* p, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 1, 3);

@@ -4,7 +4,7 @@
 // SparseAdagrad's row update, from rows (GaussianModel's row gradients) or
 // from a dense gradient (the rows that hold a nonzero value). The math is in
 // layer_kernels.h, shared with the TensorFlow ops (layer_ops.cc). Built
-// without TensorFlow (-DKERAS_GAUSS_NATIVE) against jaxlib's FFI headers
+// without TensorFlow against jaxlib's FFI headers
 // (`jax.ffi.include_dir()`), loaded with ctypes and registered with
 // `jax.ffi.register_ffi_target`. Work is split over XLA's intra-op pool.
 
@@ -103,8 +103,6 @@ ffi::Error ReadPairs(const F32& ma, const F32& va, const F32& mb, const F32& vb,
   return ffi::Error::Success();
 }
 
-Energy EnergyOf(int32_t kind) { return kind == 1 ? Energy::kKL : Energy::kEL; }
-
 ffi::Error EnergyImpl(ffi::ThreadPool pool, F32 ma, F32 va, F32 mb, F32 vb, F32Out out,
                       int32_t kind, bool include_constant) {
   Pairs p;
@@ -112,7 +110,7 @@ ffi::Error EnergyImpl(ffi::ThreadPool pool, F32 ma, F32 va, F32 mb, F32 vb, F32O
   if (static_cast<int64_t>(out->element_count()) != p.n * p.k) {
     return ffi::Error::InvalidArgument("keras_gauss energy: output must be (n, k)");
   }
-  kernels::EnergyForward(EnergyOf(kind), include_constant, p.n, p.k, p.d, p.a, p.b,
+  kernels::EnergyForward(tensorflow::keras_gauss::EnergyOfCode(kind), include_constant, p.n, p.k, p.d, p.a, p.b,
                          out->typed_data(), PoolFor{&pool});
   return ffi::Error::Success();
 }
@@ -124,7 +122,7 @@ ffi::Error EnergyGradImpl(ffi::ThreadPool pool, F32 grad, F32 ma, F32 va, F32 mb
   if (static_cast<int64_t>(grad.element_count()) != p.n * p.k) {
     return ffi::Error::InvalidArgument("keras_gauss energy gradient: grad must be (n, k)");
   }
-  kernels::EnergyBackward(EnergyOf(kind), p.n, p.k, p.d, p.a, p.b, grad.typed_data(),
+  kernels::EnergyBackward(tensorflow::keras_gauss::EnergyOfCode(kind), p.n, p.k, p.d, p.a, p.b, grad.typed_data(),
                           gma->typed_data(), gva->typed_data(), gmb->typed_data(),
                           gvb->typed_data(), PoolFor{&pool});
   return ffi::Error::Success();

@@ -1,7 +1,7 @@
 // The skip-gram trainer of `train-corpus --engine native` as a plain C ABI
 // library (no TensorFlow): the kernel of skipgram_core.h on tables in an
 // interleaved layout, loaded with ctypes by keras_gauss.fused.native. Built
-// by keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// by keras_gauss.fused.build.
 //
 // What it trains on: for each sentence, word2vec's subsampling of frequent
 // words (keep[id] per occurrence); (centre, context) pairs within `window`
@@ -348,7 +348,10 @@ int kg_native_version() { return 1; }
 // keep: V keep probabilities, or null (no subsampling).
 // probs / alias: the negatives' alias table, `outcomes` entries.
 // bounds: max_norm, min_variance, max_variance of (word, context) tables.
-// energy: 0 EL, 1 KL. threads: 0 = the hardware's.
+// energy: its code (energies.h), EL or KL. threads: 0 = the hardware's. `started`: the threads
+// that trained (the caller's among them); when the system could start fewer
+// than asked, the others' blocks are trained by those that did, and `error`
+// holds the reason (a warning: the return is 0).
 // Returns 0, or 1 with a message in `error` (then nothing was trained).
 int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int64_t stride,
                       int64_t d, int spherical, const int32_t* tokens, const int64_t* splits,
@@ -358,9 +361,11 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
                       int64_t threads, int energy, float learning_rate, float margin,
                       float epsilon, const float* max_norm, const float* min_variance,
                       const float* max_variance, double* loss, int64_t* pairs, char* error,
-                      int64_t error_size, float variance_learning_rate) {
+                      int64_t error_size, float variance_learning_rate, int64_t* started) {
   *loss = 0.0;
   *pairs = 0;
+  *started = 1;
+  if (error_size > 0) error[0] = '\0';
   const int64_t dv = spherical ? 1 : d;
   if (d < 1 || stride < 2 * (d + dv) || batch_size < 1) {
     std::snprintf(error, error_size, "bad arguments (stride %lld, d %lld, dv %lld)",
@@ -380,15 +385,22 @@ int kg_skipgram_train(float* word_table, float* context_table, int64_t rows, int
                   max_variance[1])};
   for (const Table& tb : tables) tensorflow::keras_gauss::AdviseHugePages(tb, d, dv);
   if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  auto parallel = [](int64_t n, const auto& fn) {
+  // Threads that cannot be started are not waited for: the blocks are taken
+  // in turn, so those that run train them all (TrainChunk).
+  auto parallel = [&](int64_t n, const auto& fn) {
     std::vector<std::thread> pool;
-    pool.reserve(n - 1);
-    for (int64_t t = 1; t < n; ++t) pool.emplace_back([&fn, t]() { fn(t); });
+    try {
+      pool.reserve(n - 1);
+      for (int64_t t = 1; t < n; ++t) pool.emplace_back([&fn, t]() { fn(t); });
+    } catch (const std::exception& failure) {  // std::system_error, std::bad_alloc
+      std::snprintf(error, error_size, "%s", failure.what());
+    }
+    *started = 1 + static_cast<int64_t>(pool.size());
     fn(0);
     for (std::thread& thread : pool) thread.join();
   };
   tensorflow::keras_gauss::TrainChunk(
-      tables, shared, d, dv, energy == 1 ? Energy::kKL : Energy::kEL, spherical != 0,
+      tables, shared, d, dv, tensorflow::keras_gauss::EnergyOfCode(energy), spherical != 0,
       batch_size, learning_rate, margin, epsilon, sg, sentences, threads, parallel, loss,
       pairs, variance_learning_rate);
   return 0;

@@ -25,9 +25,11 @@ Example:
 """
 
 import ctypes
+import warnings
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.checks import check_number
 from keras_gauss.fused import build as _build
 
@@ -44,6 +46,7 @@ _SIGNATURE = [
     _P, _P, _P,  # max_norm, min_variance, max_variance
     ctypes.POINTER(ctypes.c_double), ctypes.POINTER(_I64), ctypes.c_char_p, _I64,
     ctypes.c_float,  # variance_learning_rate (< 0: learning_rate)
+    ctypes.POINTER(_I64),  # started: the threads that trained
 ]
 _TRIPLES_SIGNATURE = [
     _I64, _P, _P, _I64,  # rows, tokens, splits, sentences
@@ -54,25 +57,21 @@ _TRIPLES_SIGNATURE = [
 ]
 
 
+_SIGNATURES = {
+    "kg_skipgram_train": (_SIGNATURE, ctypes.c_int),
+    "kg_skipgram_triples": (_TRIPLES_SIGNATURE, ctypes.c_int),
+    "kg_tokenizer_new": ([], _P),
+    "kg_tokenizer_free": ([_P], None),
+    "kg_codepoints": ([ctypes.c_char_p, _I64, _P, _I64], _I64),
+    "kg_tokenizer_set_word": ([_P, _P, _I64], None),
+    "kg_tokenize": ([_P, ctypes.c_char_p, _I64], None),
+    "kg_tokenizer_sizes": ([_P, _P], None),
+    "kg_tokenizer_export": ([_P, _P, _P, _P], None),
+}
+
+
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
-    if not getattr(library, "_keras_gauss_ready", False):
-        library.kg_skipgram_train.argtypes = _SIGNATURE
-        library.kg_skipgram_train.restype = ctypes.c_int
-        library.kg_skipgram_triples.argtypes = _TRIPLES_SIGNATURE
-        library.kg_skipgram_triples.restype = ctypes.c_int
-        library.kg_tokenizer_new.restype = _P
-        library.kg_tokenizer_free.argtypes = [_P]
-        library.kg_codepoints.argtypes = [ctypes.c_char_p, _I64, _P, _I64]
-        library.kg_codepoints.restype = _I64
-        library.kg_tokenizer_set_word.argtypes = [_P, _P, _I64]
-        library.kg_tokenize.argtypes = [_P, ctypes.c_char_p, _I64]
-        library.kg_tokenizer_sizes.argtypes = [_P, _P]
-        library.kg_tokenizer_export.argtypes = [_P, _P, _P, _P]
-        library._keras_gauss_ready = True
-    return library
+    return _build.native_functions("kg_skipgram", _SIGNATURES)
 
 
 class NativeTokenizer:
@@ -138,8 +137,8 @@ class NativeTokenizer:
 
 
 def native_available():
-    """Whether the native trainer builds and loads here (compiles it once)."""
-    return _build.load_native() is not None
+    """Whether the native trainers build and load here (compiles them once)."""
+    return _build.native_available()
 
 
 def native_unavailable():
@@ -284,6 +283,7 @@ class NativeTables:
         pairs = [_pair(value, default)
                  for value, default in zip(bounds, (0.0, -inf, inf))]
         self.bounds = [np.asarray(pair, np.float32) for pair in pairs]
+        self.thread_limit = None  # the threads that started when fewer than asked did
 
     @classmethod
     def initial(cls, rows, dim, seed=0, init_variance=1.0, mean_range=0.05, **kwargs):
@@ -326,7 +326,7 @@ class NativeTables:
 
     def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
-              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy="el",
+              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy=energies.EL.name,
               variance_learning_rate=None):
         """Trains the tables on a chunk of sentences, in place.
 
@@ -343,10 +343,13 @@ class NativeTables:
                 draws, as in `skipgram_triples`.
             learning_rate: AdaGrad's learning rate (>= 0; 0: the loss alone).
             batch_size: triples per step.
-            num_threads: threads (0: the machine's cores).
+            num_threads: threads (0: the machine's cores). When the system
+                starts fewer, those that start train the whole chunk (one
+                `RuntimeWarning`), and later calls ask for no more.
             margin: the hinge's margin.
             epsilon: AdaGrad's epsilon.
-            energy: `"el"` (expected likelihood) or `"kl"` (KL divergence).
+            energy: an energy the native corpus trainer runs (`keras_gauss.energies`:
+                expected likelihood, default, or KL).
             variance_learning_rate: the variances' AdaGrad learning rate
                 (None: `learning_rate`).
 
@@ -360,8 +363,7 @@ class NativeTables:
         tokens, splits, probs, alias, keep = _chunk(self.rows, tokens, row_splits,
                                                     negative_probs, negative_alias, keep,
                                                     window, negatives)
-        if energy not in ("el", "kl"):
-            raise ValueError(f"`energy` must be 'el' or 'kl', got {energy!r}.")
+        energy = energies.get(energy, engine="native-corpus", setting="`energy`")
         if int(batch_size) < 1:
             raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size!r}.")
         for name, value in (("learning_rate", learning_rate), ("margin", margin),
@@ -369,7 +371,10 @@ class NativeTables:
                             ("variance_learning_rate", variance_learning_rate)):
             if value is not None:
                 check_number(value, f"`{name}`", at_least=0)
-        loss, pairs = ctypes.c_double(), _I64()
+        threads = int(num_threads)
+        if self.thread_limit is not None and not 0 < threads <= self.thread_limit:
+            threads = self.thread_limit  # what started before: no new try every chunk
+        loss, pairs, started = ctypes.c_double(), _I64(), _I64()
         error = ctypes.create_string_buffer(512)
         status = library.kg_skipgram_train(
             self.data[0].ctypes.data, self.data[1].ctypes.data, self.rows, self.stride,
@@ -377,12 +382,18 @@ class NativeTables:
             len(splits) - 1, None if keep is None else keep.ctypes.data, probs.ctypes.data,
             alias.ctypes.data, len(probs), int(seed) & (2**64 - 1), int(window),
             int(bool(dynamic_window)), int(negatives), int(bool(shuffle)), int(batch_size),
-            int(num_threads), int(energy == "kl"), float(learning_rate), float(margin),
+            threads, energy.code, float(learning_rate), float(margin),
             float(epsilon), self.bounds[0].ctypes.data, self.bounds[1].ctypes.data,
             self.bounds[2].ctypes.data, ctypes.byref(loss), ctypes.byref(pairs), error,
-            len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate))
+            len(error), -1.0 if variance_learning_rate is None else float(variance_learning_rate),
+            ctypes.byref(started))
         if status:
             raise ValueError(f"NativeTables.train: {error.value.decode()}")
+        if error.value:  # fewer threads started than asked: they trained it all
+            self.thread_limit = started.value
+            warnings.warn(f"only {started.value} threads could start "
+                          f"({error.value.decode(errors='replace')}); training on with "
+                          f"{started.value}.", RuntimeWarning, stacklevel=2)
         return loss.value, pairs.value
 
 

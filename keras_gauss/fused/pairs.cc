@@ -2,7 +2,7 @@
 // model of keras_gauss.hierarchy.model.build_kl_model, compiled with its loss
 // and SparseAdagrad), as a plain C ABI library (no TensorFlow), loaded with
 // ctypes by keras_gauss.fused.pairs. Built into the native library by
-// keras_gauss.fused.build with -DKERAS_GAUSS_NATIVE.
+// keras_gauss.fused.build.
 //
 // A step takes B positive (specific, general) pairs, each with K negative
 // pairs, and does what `model.train_on_batch` does: the energies of the 1 + K
@@ -24,12 +24,14 @@
 // with exclude="related", corrupt="either"): a fair coin picks the side to
 // replace; the new node is uniform over the nodes that are neither the kept
 // node, nor an ancestor, nor a descendant of it (rejection sampling, then an
-// exact draw after kRounds rejections); when the chosen side cannot be
-// replaced (the kept node is related to every node), the other side is. With
+// exact draw in O(log^2 nodes) after kRounds rejections); when the chosen
+// side cannot be replaced (the kept node is related to every node), the
+// other side is. With
 // `reversed`, the reversed positive is the last negative. The draws come from
 // a generator seeded by (seed, epoch, step): an epoch's batches are a function
 // of the seed, the epoch and the step only.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -55,7 +57,6 @@ enum FloatSetting {
 enum IntSetting {
   kRows, kDim, kSpherical, kEnergy, kLoss, kSchedule, kTotalSteps, kIntSettings
 };
-enum EnergyKind { kKL = 0, kContainment = 1 };
 enum LossKind { kRankingLoss = 0, kThresholdLoss = 1 };
 enum ScheduleKind { kConstant = 0, kLinear = 1, kCosine = 2 };
 
@@ -112,18 +113,29 @@ struct Related {
     return a == b || In(anc + anc_ptr[b], anc + anc_ptr[b + 1], a) ||
            In(anc + anc_ptr[a], anc + anc_ptr[a + 1], b);
   }
-  // The r-th node (from 0) unrelated to `kept`, r < free[kept].
+  // The r-th node (from 0) unrelated to `kept`, r < free[kept]: the
+  // smallest x with r + 1 unrelated nodes in [0, x], found by bisection on x
+  // (the related nodes at or below x counted in the sorted lists), so a draw
+  // costs O(log^2 nodes) however many nodes are related to `kept` (sorting
+  // them on every draw took minutes an epoch on WordNet's reduction split,
+  // where the root is related to all but one node).
   int32_t Unrelated(int32_t kept, int64_t r) const {
-    std::vector<int32_t> banned(anc + anc_ptr[kept], anc + anc_ptr[kept + 1]);
-    banned.insert(banned.end(), desc + desc_ptr[kept], desc + desc_ptr[kept + 1]);
-    banned.push_back(kept);
-    std::sort(banned.begin(), banned.end());
-    int64_t node = r;  // skip the banned nodes at or below the candidate
-    for (int32_t b : banned) {
-      if (b <= node) ++node;
-      else break;
+    const int32_t *anc_begin = anc + anc_ptr[kept], *anc_end = anc + anc_ptr[kept + 1];
+    const int32_t *desc_begin = desc + desc_ptr[kept], *desc_end = desc + desc_ptr[kept + 1];
+    auto unrelated_upto = [&](int64_t x) {  // unrelated nodes in [0, x]
+      const int32_t key = static_cast<int32_t>(x);
+      const int64_t related = (std::upper_bound(anc_begin, anc_end, key) - anc_begin) +
+                              (std::upper_bound(desc_begin, desc_end, key) - desc_begin) +
+                              (kept <= x ? 1 : 0);
+      return x + 1 - related;
+    };
+    int64_t lo = 0, hi = nodes - 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (unrelated_upto(mid) > r) hi = mid;
+      else lo = mid + 1;
     }
-    return static_cast<int32_t>(node);
+    return static_cast<int32_t>(lo);
   }
 };
 
@@ -245,7 +257,8 @@ void ContainmentPairGrad(int64_t d, float g, const float* ma, const float* va, c
 struct Settings {
   int64_t rows, d, dv;
   bool spherical;
-  int energy, loss, schedule;
+  kg::Energy energy;
+  int loss, schedule;
   int64_t total_steps;
   float lr, eps, margin, threshold;
   kl::RowBounds mean_bounds, var_bounds;
@@ -255,7 +268,7 @@ struct Settings {
     d = n[kDim];
     spherical = n[kSpherical] != 0;
     dv = spherical ? 1 : d;
-    energy = static_cast<int>(n[kEnergy]);
+    energy = kg::EnergyOfCode(static_cast<int32_t>(n[kEnergy]));
     loss = static_cast<int>(n[kLoss]);
     schedule = static_cast<int>(n[kSchedule]);
     total_steps = std::max<int64_t>(n[kTotalSteps], 1);
@@ -349,7 +362,7 @@ class Step {
       };
       for (int64_t j = 0; j < list; ++j) {
         pair(j);
-        energies_[j] = st.energy == kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
+        energies_[j] = st.energy == kg::Energy::kKL ? kl::KlPair<S, S>(d, ma, va, mb, vb)
                                         : ContainmentPair<S>(d, ma, va, mb, vb);
       }
       // dL/dE of each pair of the row, and the row's loss.
@@ -387,7 +400,7 @@ class Step {
         float* gva = gv_.data() + sa * dv;
         float* gmb = gm_.data() + sb * d;
         float* gvb = gv_.data() + sb * dv;
-        if (st.energy == kKL) {
+        if (st.energy == kg::Energy::kKL) {
           kl::KlPairGrad<S, S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);
         } else {
           ContainmentPairGrad<S>(d, coef_[j], ma, va, mb, vb, gma, gva, gmb, gvb);

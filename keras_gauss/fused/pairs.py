@@ -29,6 +29,8 @@ import ctypes
 
 import numpy as np
 
+from keras_gauss import energies
+
 from keras_gauss.fused import build as _build
 
 _P = ctypes.c_void_p
@@ -47,23 +49,12 @@ _SIGNATURES = {
                                 _I64, _I64, _I64, ctypes.POINTER(ctypes.c_double)] + _ERROR,
                              ctypes.c_int),
 }
-ENERGIES = ("kl", "containment")
 LOSSES = ("ranking", "threshold")
 SCHEDULES = ("constant", "linear", "cosine")
 
 
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native trainer is unavailable ({_build.native_error()})")
-    if not getattr(library, "_kg_pairs", False):
-        for name, (arguments, result) in _SIGNATURES.items():
-            function = getattr(library, name)
-            function.argtypes, function.restype = arguments, result
-        if library.kg_pairs_version() != 1:
-            raise RuntimeError("the native pair trainer's layout version is not 1")
-        library._kg_pairs = True
-    return library
+    return _build.native_functions("kg_pairs", _SIGNATURES, version=1)
 
 
 def _ids(value):
@@ -170,7 +161,8 @@ class NativePairTable:
         rows: the table's rows (nodes).
         dim: the dimension `d`.
         spherical: one variance a row instead of `d`.
-        energy: `"kl"` or `"containment"`.
+        energy: an energy of `keras_gauss.energies` the native hierarchy
+            trainer runs (KL, default, or containment).
         loss: `"ranking"` (`MaxMarginRanking(margin)`) or `"threshold"`
             (`ThresholdedDivergence(threshold, margin)`).
         margin, threshold: the loss's settings.
@@ -186,19 +178,19 @@ class NativePairTable:
             float32 arrays trained in place, `(rows, d)` and `(rows, dv)`.
     """
 
-    def __init__(self, rows, dim, spherical=False, energy="kl", loss="ranking", margin=1.0,
+    def __init__(self, rows, dim, spherical=False, energy=energies.KL.name, loss="ranking", margin=1.0,
                  threshold=0.0, learning_rate=0.1, schedule="constant", total_steps=1,
                  max_norm=None, min_variance=None, max_variance=None, epsilon=1e-7):
-        if energy not in ENERGIES or loss not in LOSSES or schedule not in SCHEDULES:
-            raise ValueError(f"unknown energy {energy!r}, loss {loss!r} or schedule "
-                             f"{schedule!r}")
+        energy = energies.get(energy, engine="native-hierarchy", setting="`energy`")
+        if loss not in LOSSES or schedule not in SCHEDULES:
+            raise ValueError(f"unknown loss {loss!r} or schedule {schedule!r}")
         self.rows, self.dim, self.spherical = int(rows), int(dim), bool(spherical)
         self.dv = 1 if spherical else self.dim
         inf = float("inf")
         self._floats = np.array([learning_rate, epsilon, margin, threshold, max_norm or 0.0,
                                  -inf if min_variance is None else min_variance,
                                  inf if max_variance is None else max_variance], np.float64)
-        self._ints = np.array([self.rows, self.dim, int(self.spherical), ENERGIES.index(energy),
+        self._ints = np.array([self.rows, self.dim, int(self.spherical), energy.code,
                                LOSSES.index(loss), SCHEDULES.index(schedule),
                                max(int(total_steps), 1)], np.int64)
         self.means = np.zeros((self.rows, self.dim), np.float32)

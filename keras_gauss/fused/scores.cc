@@ -26,7 +26,11 @@
 #include <thread>
 #include <vector>
 
+#include "energies.h"
+
 namespace {
+
+using tensorflow::keras_gauss::Energy;
 
 constexpr int64_t kTile = 256;  // candidates per transposed tile
 constexpr int64_t kRowBlock = 32;  // query rows sharing one tile
@@ -44,7 +48,7 @@ inline void ContainmentTerm(int64_t t, double m, double s, const double* __restr
 }
 
 // Rows [row_begin, row_end) of the block.
-void Block(int energy, int64_t n, int64_t d, const double* mu, const double* a,
+void Block(Energy energy, int64_t n, int64_t d, const double* mu, const double* a,
            const double* b, const double* log_det, const int64_t* q, int64_t row_begin,
            int64_t row_end, double* out) {
   // a: sigma (containment) or var (kl); b: unused (containment) or inv_var (kl).
@@ -54,7 +58,7 @@ void Block(int energy, int64_t n, int64_t d, const double* mu, const double* a,
     for (int64_t j = 0; j < t; ++j) {
       for (int64_t k = 0; k < d; ++k) {
         mu_t[k * kTile + j] = mu[(c + j) * d + k];
-        a_t[k * kTile + j] = energy == 1 ? a[(c + j) * d + k] : b[(c + j) * d + k];
+        a_t[k * kTile + j] = energy == Energy::kContainment ? a[(c + j) * d + k] : b[(c + j) * d + k];
       }
     }
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowBlock) {
@@ -64,7 +68,7 @@ void Block(int energy, int64_t n, int64_t d, const double* mu, const double* a,
         const double* aq = a + q[r] * d;
         double* acc_p = acc.data();
         std::fill(acc_p, acc_p + t, 0.0);
-        if (energy == 1) {
+        if (energy == Energy::kContainment) {
           for (int64_t k = 0; k < d; ++k) {
             ContainmentTerm(t, mq[k], aq[k], mu_t.data() + k * kTile, a_t.data() + k * kTile,
                             acc_p);
@@ -145,13 +149,13 @@ extern "C" {
 
 int kg_scores_version() { return 1; }
 
-// energy: 0 = kl (a = var, b = inv_var, log_det used), 1 = containment
+// energy: its code (energies.h): KL (a = var, b = inv_var, log_det used) or containment
 // (a = sigma). Tables (n, d) float64 row-major; q: b int64 ids; out: (b, n).
 void kg_scores_block(int energy, int64_t n, int64_t d, const double* mu, const double* a,
                      const double* b, const double* log_det, const int64_t* q, int64_t rows,
                      int threads, double* out) {
   Split(rows, threads, [&](int64_t begin, int64_t end) {
-    Block(energy, n, d, mu, a, b, log_det, q, begin, end, out);
+    Block(tensorflow::keras_gauss::EnergyOfCode(energy), n, d, mu, a, b, log_det, q, begin, end, out);
   });
 }
 

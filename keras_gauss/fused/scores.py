@@ -7,8 +7,8 @@ element formed in the same order, each sum over the dimensions taken in
 order: identical candidates score identically); `ancestor_counts` counts,
 for every (query row, ancestor) pair, the row's entries above and at its
 score. Both split their rows over `threads` threads (the results do not
-depend on it). `available()` says whether the native library builds and
-loads here.
+depend on it). `keras_gauss.fused.native_available()` says whether the
+native library builds and loads here.
 
 Example:
 
@@ -23,6 +23,7 @@ import ctypes
 
 import numpy as np
 
+from keras_gauss import energies
 from keras_gauss.fused import build as _build
 
 _P = ctypes.c_void_p
@@ -33,26 +34,10 @@ _SIGNATURES = {
                         None),
     "kg_scores_ancestor_counts": ([_I64, _P, _I64, _P, _P, ctypes.c_int, _P, _P], None),
 }
-ENERGIES = {"kl": 0, "containment": 1}
-
-
-def available():
-    """Whether the native library builds and loads here (compiles it once)."""
-    return _build.load_native() is not None
 
 
 def _library():
-    library = _build.load_native()
-    if library is None:
-        raise RuntimeError(f"the native library is unavailable ({_build.native_error()})")
-    if not getattr(library, "_kg_scores", False):
-        for name, (arguments, result) in _SIGNATURES.items():
-            function = getattr(library, name)
-            function.argtypes, function.restype = arguments, result
-        if library.kg_scores_version() != 1:
-            raise RuntimeError("the native score blocks' layout version is not 1")
-        library._kg_scores = True
-    return library
+    return _build.native_functions("kg_scores", _SIGNATURES, version=1)
 
 
 def _f64(value):
@@ -67,8 +52,9 @@ def energy_block(means, variances, q, energy, *, sigma=None, inv_var=None, log_d
         means: `(n, d)` means.
         variances: `(n, d)` variances (spherical ones broadcast).
         q: query node ids (int).
-        energy: `"containment"` (`-sum max(0, |mu_c - mu_q| + sigma_q - sigma_c)^2`)
-            or `"kl"` (`-KL(N_q || N_c)`).
+        energy: an energy of `keras_gauss.energies` the score blocks run:
+            containment (`-sum max(0, |mu_c - mu_q| + sigma_q - sigma_c)^2`)
+            or KL (`-KL(N_q || N_c)`).
         sigma, inv_var, log_det: optional precomputed `sqrt(variances)`,
             `1 / variances` and `log(variances).sum(1)` (else computed here).
         threads: threads over the query rows (default 2).
@@ -78,8 +64,7 @@ def energy_block(means, variances, q, energy, *, sigma=None, inv_var=None, log_d
 
     Example: see the module.
     """
-    if energy not in ENERGIES:
-        raise ValueError(f"energy must be one of {sorted(ENERGIES)}, got {energy!r}")
+    energy = energies.get(energy, engine="scores")
     mu, var = _f64(means), _f64(variances)
     n, d = mu.shape
     if var.shape != (n, d):
@@ -88,14 +73,14 @@ def energy_block(means, variances, q, energy, *, sigma=None, inv_var=None, log_d
     if len(q) and (q.min() < 0 or q.max() >= n):
         raise ValueError(f"query ids must lie in [0, {n})")
     out = np.empty((len(q), n), np.float64)
-    if energy == "containment":
+    if energy is energies.CONTAINMENT:
         a = _f64(np.sqrt(var) if sigma is None else sigma)
         b, ld = a, np.zeros(n)
     else:
         a = var
         b = _f64(1.0 / var if inv_var is None else inv_var)
         ld = _f64(np.log(var).sum(axis=1) if log_det is None else log_det)
-    _library().kg_scores_block(ENERGIES[energy], n, d, mu.ctypes.data, a.ctypes.data,
+    _library().kg_scores_block(energy.code, n, d, mu.ctypes.data, a.ctypes.data,
                                b.ctypes.data, ld.ctypes.data, q.ctypes.data, len(q),
                                int(threads), out.ctypes.data)
     return out

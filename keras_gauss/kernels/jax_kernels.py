@@ -15,6 +15,7 @@ import jax
 import numpy as np
 from jax import numpy as jnp
 
+from keras_gauss import energies
 from keras_gauss.fused import build as _build
 from keras_gauss.kernels.grid import pair_grid
 
@@ -26,7 +27,6 @@ _TARGETS = {
     "keras_gauss_adagrad_rows": "KgAdagradRows",
     "keras_gauss_adagrad_dense": "KgAdagradDense",
 }
-_KINDS = ("el", "kl")
 _registered = []
 
 
@@ -63,7 +63,8 @@ def _three_d(array):
 
 
 def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
-    """`"el"` or `"kl"` energies of `keras_gauss.ops` (KL: `-KL(b || a)`), or None."""
+    """Energies `kind` (a `keras_gauss.energies` name with the `"kernels"` engine:
+    EL, KL as `-KL(b || a)`) of `keras_gauss.ops`, or None."""
     arrays = [jnp.asarray(t) for t in (mean_a, var_a, mean_b, var_b)]
     if any(not jnp.issubdtype(a.dtype, jnp.floating) or a.dtype == jnp.float64
            for a in arrays):
@@ -72,7 +73,7 @@ def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
     if grid is None:
         return None
     inputs = [_three_d(a.astype(jnp.float32)) for a in arrays]
-    out = _energy(_KINDS.index(kind), bool(include_constant), *inputs)
+    out = _energy(energies.get(kind, engine="kernels").code, bool(include_constant), *inputs)
     return out.reshape(grid.lead + (grid.k,) if arrays[0].ndim > 1 else ())
 
 

@@ -46,7 +46,8 @@ def _three_d(tensor):
 
 
 def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
-    """`"el"` or `"kl"` energies of `keras_gauss.ops` (KL: `-KL(b || a)`), or None."""
+    """Energies `kind` (a `keras_gauss.energies` name with the `"kernels"` engine:
+    EL, KL as `-KL(b || a)`) of `keras_gauss.ops`, or None."""
     tensors = [tf.convert_to_tensor(t) for t in (mean_a, var_a, mean_b, var_b)]
     if any(not t.dtype.is_floating or t.dtype == tf.float64 or t.shape.rank is None
            for t in tensors):

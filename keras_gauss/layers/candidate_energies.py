@@ -2,12 +2,13 @@
 
 from keras import ops
 
-from keras_gauss.layers.el_energy import ELEnergy
-from keras_gauss.layers.kl_energy import KLEnergy
+from keras_gauss import energies
+from keras_gauss.layers.el_energy import ELEnergy  # noqa: F401 (the doctest's)
 
-# energy name -> layer; for "kl" the first (word) side is the general one
-ENERGY_LAYERS = {"el": ELEnergy, "kl": KLEnergy}
-ENERGIES = tuple(ENERGY_LAYERS)
+# energy name -> layer of the corpus energies (`keras_gauss.energies`); with
+# an asymmetric one the first (word) side is the general one
+ENERGIES = energies.names(task="corpus")
+ENERGY_LAYERS = {name: energies.get(name).layer_class() for name in ENERGIES}
 
 
 def candidate_energies(energy_layer, words, contexts, word, context, negatives):

@@ -1,6 +1,9 @@
 import keras
 from keras import ops
 
+from keras_gauss import energies
+from keras_gauss.layers.gaussian_energy import GaussianEnergy
+
 
 def containment_energy(general_mean, general_var, specific_mean, specific_var):
     """How far the specific Gaussian's one-sigma box sticks out of the general one's.
@@ -39,24 +42,15 @@ def containment_energy(general_mean, general_var, specific_mean, specific_var):
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
-class ContainmentEnergy(keras.layers.Layer):
+class ContainmentEnergy(GaussianEnergy):
     """Hierarchy energy `E = -sum_d max(0, |mu_s - mu_g| + sigma_s - sigma_g)^2`.
 
     0 when the specific Gaussian's one-sigma box lies inside the general
     one's; see `containment_energy`. Trained with
     `keras_gauss.losses.ThresholdedDivergence` (positives at 0, corrupted
     pairs beyond the margin), it embeds is-a as nested boxes, which keeps
-    the edges the training edges imply. Computes in float32 by default.
-
-    Args:
-        **kwargs: `keras.layers.Layer` arguments.
-
-    Call arguments:
-        general_mean, general_var: `(..., d)` the general (entailed) side.
-        specific_mean, specific_var: `(..., d)` the specific (entailing) side.
-
-    Returns:
-        `(...)` energies `<= 0`.
+    the edges the training edges imply. A `GaussianEnergy` (its arguments
+    and call: general side first, then the specific side); energies `<= 0`.
 
     Example:
 
@@ -67,9 +61,7 @@ class ContainmentEnergy(keras.layers.Layer):
     array([-4.5], dtype=float32)
     """
 
-    def __init__(self, **kwargs):
-        kwargs.setdefault("dtype", "float32")
-        super().__init__(**kwargs)
+    energy = energies.CONTAINMENT
 
-    def call(self, general_mean, general_var, specific_mean, specific_var):
+    def compute(self, general_mean, general_var, specific_mean, specific_var):
         return containment_energy(general_mean, general_var, specific_mean, specific_var)

@@ -1,21 +1,20 @@
 import keras
 
-from keras_gauss import kernels
+from keras_gauss import energies
 from keras_gauss import ops as gauss_ops
+from keras_gauss.layers.gaussian_energy import GaussianEnergy
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
-class ELEnergy(keras.layers.Layer):
+class ELEnergy(GaussianEnergy):
     """Log expected-likelihood energy `log N(0; mu_i - mu_j, Sigma_i + Sigma_j)`.
 
     The paper's symmetric similarity (Section 4.1): the log of the inner
     product of the two densities. Higher is more similar. See
     `keras_gauss.ops.el_energy`.
 
-    The layer computes in float32 by default (`dtype="float32"`), also when
-    the global policy is `mixed_float16`, so that energies stay finite. In a
-    training step it runs a compiled kernel where one is available (see
-    `keras_gauss.kernels`); the values are those of `keras_gauss.ops`.
+    A `GaussianEnergy` (float32 by default; a compiled kernel in a training
+    step where one is available, with the values of `keras_gauss.ops`).
 
     Args:
         include_constant: keep the `-d/2 log(2 pi)` term (default True: the
@@ -45,21 +44,18 @@ class ELEnergy(keras.layers.Layer):
     (2,)
     """
 
+    energy = energies.EL
+
     def __init__(self, include_constant=True, **kwargs):
-        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.include_constant = bool(include_constant)
 
-    def call(self, mean_i, var_i, mean_j, var_j, training=None):
-        kernel = kernels.get(training)
-        if kernel is not None:
-            energy = kernel.energy("el", mean_i, var_i, mean_j, var_j,
+    def kernel_options(self):
+        return {"include_constant": self.include_constant}
+
+    def compute(self, mean_i, var_i, mean_j, var_j):
+        return gauss_ops.el_energy(mean_i, var_i, mean_j, var_j,
                                    include_constant=self.include_constant)
-            if energy is not None:
-                return energy
-        return gauss_ops.el_energy(
-            mean_i, var_i, mean_j, var_j, include_constant=self.include_constant
-        )
 
     def get_config(self):
         config = super().get_config()

@@ -153,9 +153,13 @@ class GaussianEmbedding(keras.layers.Layer):
         # table into a tensor (what `ops.take` does) keeps a reference alive
         # that makes the optimizer's row scatter copy the entire table. In a
         # training step the kernel's gather, where there is one.
+        from keras_gauss.models.row_lookups import materialized_gradient
+
         rows = None if kernel is None else kernel.lookup(table.value, ids)
         if rows is None:
-            rows = tf.gather(table.value, ids)
+            # Inside an XLA cluster, the gradient rows are materialized before
+            # the optimizer's scatter sums them (`materialized_gradient`).
+            rows = materialized_gradient(tf.gather(table.value, ids))
         return ops.cast(rows, self.compute_dtype)
 
     def _lookup_jax(self, table, ids, kernel):

@@ -1,11 +1,12 @@
 import keras
 
-from keras_gauss import kernels
+from keras_gauss import energies
 from keras_gauss import ops as gauss_ops
+from keras_gauss.layers.gaussian_energy import GaussianEnergy
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
-class KLEnergy(keras.layers.Layer):
+class KLEnergy(GaussianEnergy):
     """Asymmetric energy `E = -KL(N_specific || N_general)`.
 
     The paper's Section 4.2 defines `-E(P_i, P_j) = KL(N_j || N_i)`: here
@@ -16,20 +17,10 @@ class KLEnergy(keras.layers.Layer):
     one, so ranking `E(general, specific)` above corrupted pairs embeds
     "specific is-a general" as inclusion of ellipsoids.
 
-    The layer computes in float32 by default (`dtype="float32"`), also when
-    the global policy is `mixed_float16`. See `keras_gauss.ops.kl_energy`. In
-    a training step it runs a compiled kernel where one is available (see
-    `keras_gauss.kernels`).
-
-    Args:
-        **kwargs: `keras.layers.Layer` arguments.
-
-    Call arguments:
-        general_mean, general_var: `(..., d)` the general (entailed) side.
-        specific_mean, specific_var: `(..., d)` the specific (entailing) side.
-
-    Returns:
-        `(...)` energies `<= 0`.
+    A `GaussianEnergy` (its arguments and call: general side first, then
+    the specific side; float32 by default; a compiled kernel in a training
+    step where one is available); energies `<= 0`. See
+    `keras_gauss.ops.kl_energy`.
 
     Example:
 
@@ -43,17 +34,7 @@ class KLEnergy(keras.layers.Layer):
     array([-1.6137], dtype=float32)
     """
 
-    def __init__(self, **kwargs):
-        kwargs.setdefault("dtype", "float32")
-        super().__init__(**kwargs)
+    energy = energies.KL
 
-    def call(self, general_mean, general_var, specific_mean, specific_var, training=None):
-        kernel = kernels.get(training)
-        if kernel is not None:
-            energy = kernel.energy("kl", general_mean, general_var, specific_mean,
-                                   specific_var)
-            if energy is not None:
-                return energy
-        return gauss_ops.kl_energy(
-            general_mean, general_var, specific_mean, specific_var
-        )
+    def compute(self, general_mean, general_var, specific_mean, specific_var):
+        return gauss_ops.kl_energy(general_mean, general_var, specific_mean, specific_var)

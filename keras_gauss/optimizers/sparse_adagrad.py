@@ -169,10 +169,14 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     def _sparse_update(self, gradient, variable, accumulator, constraint, lr):
         import tensorflow as tf
 
+        from keras_gauss.models.row_lookups import materialized
+
+        # Inside an XLA cluster, the gradient rows are read, not recomputed,
+        # by the scatter that sums them (see `materialized`).
         rows, positions = tf.unique(gradient.indices)
         values = tf.math.unsorted_segment_sum(
-            tf.cast(gradient.values, variable.dtype), positions, tf.shape(rows)[0]
-        )
+            tf.cast(materialized(gradient.values), variable.dtype), positions,
+            tf.shape(rows)[0])
         accumulator = _tf_variable(accumulator)
         variable = _tf_variable(variable)
         acc_rows = tf.gather(accumulator, rows) + tf.square(values)
@@ -191,11 +195,16 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         from jax import numpy as jnp
         from jax.ops import segment_sum
 
-        size = gradient.indices.shape[0]
-        rows, positions = jnp.unique(gradient.indices, size=size,
+        from keras_gauss.models.row_lookups import materialized
+
+        # The scatters read the gradient rows from memory: XLA must not fuse
+        # the backward pass into `segment_sum` (see `materialized`).
+        indices, values = materialized(gradient.indices, gradient.values)
+        size = indices.shape[0]
+        rows, positions = jnp.unique(indices, size=size,
                                      fill_value=variable.shape[0],
                                      return_inverse=True)
-        values = segment_sum(gradient.values.astype(variable.dtype),
+        values = segment_sum(values.astype(variable.dtype),
                              jnp.reshape(positions, (-1,)), num_segments=size)
         acc = accumulator.value
         table = variable.value

@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_gauss.fused import native_available
 from keras_gauss.fused import scores as native_scores
 from keras_gauss.hierarchy import evaluate, hierarchy_from_parents
 from keras_gauss.metrics import average_ranks, threshold_classification
@@ -543,7 +544,7 @@ def test_hyperlex_with_equal_human_scores_is_undefined_and_says_why(tmp_path):
 
 # --------------------------------------------------------------------------- native score blocks
 
-native = pytest.mark.skipif(not native_scores.available(), reason="no C++ compiler")
+native = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
 
 def tied_tables(rng, n, d, spherical=False, scale=0.37, choices=(0.3, 1.0, 2.5)):
@@ -616,7 +617,7 @@ def test_reconstruction_is_the_same_with_and_without_the_native_library(monkeypa
         patch.setattr(evaluate, "_kl_block", numpy_only)
         fast = reconstruction(h, means, variances, **fallback)
     slow = reconstruction(h, means, variances, native_scores=False, **fallback)
-    monkeypatch.setattr(native_scores, "available", lambda: False)
+    monkeypatch.setattr(evaluate, "native_available", lambda: False)
     forced = reconstruction(h, means, variances, **fallback)
     assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])
     assert (forced["mean_rank"], forced["map"]) == (slow["mean_rank"], slow["map"])

@@ -132,6 +132,47 @@ def test_given_split_trains_exactly_the_given_pairs(files):
     assert s.method == "given" and "no closure edge added" in given.summary
 
 
+def test_resume_of_a_given_split_takes_the_same_files_only(tmp_path, capsys, monkeypatch):
+    # The identity of a run on a given split is every pair of its files, in
+    # order: each change below keeps the nodes and the closure of the
+    # training pairs (all the digest held before), and is refused.
+    import keras_gauss.checkpoint as checkpoint
+
+    lines = {"train.tsv": ["b\ta", "c\tb", "d\tc", "e\ta", "c\ta"],  # c-a: implied
+             "val.tsv": ["d\ta\t1", "a\td\t0", "e\tb\t0", "b\te\t0"],
+             "test.tsv": ["d\tb\t1", "b\td\t0"]}
+    paths = {name: _write(tmp_path / name, text) for name, text in lines.items()}
+    argv = ["train-hierarchy", "--train-edges", paths["train.tsv"], "--val-edges",
+            paths["val.tsv"], "--test-edges", paths["test.tsv"], "--dim", "2", "--epochs", "3",
+            "--batch-size", "2", "--quiet"]
+    out = tmp_path / "run"
+    save = checkpoint.Checkpointer.save
+
+    def save_and_stop(self, *args):  # as a kill after the first checkpoint
+        save(self, *args)
+        self.wait()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_and_stop)
+    with pytest.raises(SystemExit) as info:
+        main([str(a) for a in argv] + ["--out", str(out), "--checkpoint-every", "1e-9"])
+    assert info.value.code == 130 and (out / ".checkpoint").is_dir()
+    capsys.readouterr()
+    monkeypatch.undo()
+    resume = [str(a) for a in argv] + ["--resume", str(out)]
+    for name, changed in [
+            ("train.tsv", lines["train.tsv"][::-1]),  # the training order
+            ("train.tsv", lines["train.tsv"][:-1]),  # an implied pair dropped
+            ("val.tsv", ["d\ta\t1", "a\td\t0", "e\tb\t1", "b\te\t0"]),  # a label flipped
+            ("val.tsv", ["d\ta\t1", "e\tb\t0", "b\te\t0"]),  # a negative dropped
+            ("test.tsv", ["d\tb\t1", "b\td\t0", "b\td\t0"])]:  # a negative repeated
+        _write(paths[name], changed)
+        err = _cli_error(capsys, resume)
+        assert "differs from the one the run started on" in err, (name, changed, err)
+        _write(paths[name], lines[name])
+    assert main(resume) == 0 and not (out / ".checkpoint").exists()
+
+
 @pytest.mark.parametrize("which, lines, message", [
     (1, ["c\ta\t1", "a\tz\t0"], "val.tsv: line 2: 'z' is not a node of --train-edges"),
     (1, ["c\tb\t1", "a\tc\t0"], "val.tsv: line 1: (c, b) is also a training pair"),

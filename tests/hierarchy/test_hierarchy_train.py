@@ -23,7 +23,8 @@ def mammal_run(tmp_path_factory):
 def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
     out, metrics = mammal_run
     assert sorted(p.name for p in out.iterdir()) == [
-        ".keras-gauss", "metrics.json", "model.keras", "nodes.tsv", "run.json", "split"]
+        ".keras-gauss", "history.csv", "history.png", "metrics.json", "model.keras", "nodes.tsv",
+        "run.json", "split"]
     saved = json.loads((out / "metrics.json").read_text())
     for key in ("test_accuracy", "val_accuracy", "threshold", "mean_rank", "map",
                 "train_seconds", "config"):
@@ -86,6 +87,60 @@ def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("flag", [
+    "--dim", "--epochs", "--patience", "--batch-size", "--negatives", "--sibling-negatives",
+    "--margin", "--threshold", "--learning-rate", "--max-norm", "--min-variance",
+    "--max-variance", "--val-size", "--test-size", "--reconstruction-nodes", "--seed",
+    "--generality", "--non-basic-percent", "--checkpoint-every"])
+def test_every_number_setting_is_checked_before_any_data_is_read(tmp_path, capsys, flag):
+    # A negative value of every number flag is one line naming it, before the
+    # (unreadable) edges file is read and before any training.
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("one column only\n")
+    split = ["--split", "ganea"] if flag == "--non-basic-percent" else []
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-hierarchy", "--edges", str(edges), "--out", str(tmp_path / "run"),
+              *split, f"{flag}=-1"])
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert flag in err and "edges.tsv" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.tsv"]
+
+
+class _FailingOutput:
+    """A stdout whose writes fail as a closed pipe or a full disk does."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def write(self, text):
+        raise self.error
+
+    def flush(self):
+        raise self.error
+
+    def isatty(self):
+        return False
+
+
+@pytest.mark.parametrize("error", [BrokenPipeError(32, "Broken pipe"),
+                                   OSError(28, "No space left on device")])
+def test_output_that_fails_never_loses_the_run(edges, tmp_path, capsys, monkeypatch, error):
+    # `train-hierarchy ... | head -c 20`, `> /dev/full`: progress, phases and
+    # the metrics table are dropped after one warning line; the run is written.
+    import keras_gauss.callbacks.progress as progress
+
+    monkeypatch.setattr(progress, "_warned", False, raising=False)
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdout", _FailingOutput(error))
+    out = tmp_path / "run"
+    assert main(["train-hierarchy", "--edges", str(edges), "--out", str(out), "--dim", "2",
+                 "--epochs", "2", "--reconstruction-nodes", "20"]) == 0
+    assert (out / ".keras-gauss").exists() and (out / "metrics.json").exists()
+    err = capsys.readouterr().err.strip()
+    assert err == f"keras-gauss: warning: output dropped: {error.strerror}; the job goes on"
 
 
 def test_malformed_hyperlex_file_names_the_line(tmp_path, capsys):

@@ -126,3 +126,22 @@ def test_an_error_is_one_line_however_the_command_starts(tmp_path, start):
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("keras-gauss neighbors: error: "), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_matplotlib_gets_a_private_config_directory_where_home_cannot_be_written(
+        tmp_path, monkeypatch):
+    # Keras imports matplotlib, which writes two lines when it cannot write
+    # its config directory (a read-only home; here a file in the way).
+    from keras_gauss import cli
+
+    (tmp_path / "home").write_text("a file, not a directory")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    cli._private_matplotlib_config()
+    private = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(private) and os.access(private, os.W_OK)
+    monkeypatch.setenv("HOME", str(tmp_path))  # writable: matplotlib's own place
+    monkeypatch.delenv("MPLCONFIGDIR")
+    cli._private_matplotlib_config()
+    assert "MPLCONFIGDIR" not in os.environ and os.listdir(tmp_path) == ["home"]

@@ -345,6 +345,45 @@ def test_an_output_being_written_refuses_a_second_writer(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["run"]  # the lock file went too
 
 
+def test_a_job_holds_its_whole_output_tree_against_nested_writers(tmp_path, capsys):
+    import fcntl
+
+    from keras_gauss.cli import main
+
+    nest = tmp_path / "runs" / "nest"
+    nest.parent.mkdir()
+    # Another process trains into runs/nest (its lock held by another open
+    # file: flock locks of two opens exclude each other, as two processes').
+    held = os.open(nest.parent / ".nest.keras-gauss-lock", os.O_RDWR | os.O_CREAT)
+    os.write(held, b"4242")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    busy = f"inside {nest}, which another keras-gauss process \\(process 4242\\) is writing"
+    try:
+        for inner in (nest / "inner", nest / "a" / "b"):
+            with pytest.raises(OutputBusyError, match=busy):
+                OutputClaim(inner).__enter__()
+            with pytest.raises(OutputBusyError, match=busy):
+                check_output_dir(inner, overwrite=True)
+            with pytest.raises(OutputBusyError, match=busy):
+                with atomic_directory(inner):
+                    pass
+            for content in (None, WORD2VEC):
+                with pytest.raises(OutputBusyError, match=busy):
+                    with atomic_file(inner / "x.txt", content=content):
+                        pass
+        edges = tmp_path / "edges.tsv"
+        edges.write_text("dog\tmammal\n")
+        with pytest.raises(SystemExit) as info:
+            main(["train-hierarchy", "--edges", str(edges), "--out", str(nest / "inner")])
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and len(err.splitlines()) == 1 and busy[:20] in err, err
+        assert not nest.exists()  # nothing made inside the other writer's output
+    finally:
+        os.close(held)
+    with OutputClaim(nest / "inner") as claim:  # the writer gone, the path is free
+        claim.check()
+
+
 @pytest.mark.parametrize("kind", ["directory", "file"])
 def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kind):
     target = tmp_path / ("run" if kind == "directory" else "means.txt")
@@ -422,3 +461,25 @@ def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, m
     assert io_module.file_content(path) == WORD2VEC
     assert json.loads((tmp_path / ".means.txt.keras-gauss").read_text()).get("previous") is None
     assert sorted(p.name for p in tmp_path.iterdir()) == [".means.txt.keras-gauss", "means.txt"]
+
+
+def test_a_deleted_working_directory_is_no_error_with_absolute_paths(tmp_path, monkeypatch,
+                                                                     capsys):
+    from keras_gauss.cli import main
+
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 40)))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    argv = ["train-hierarchy", "--edges", str(edges), "--dim", "2", "--epochs", "1",
+            "--reconstruction-nodes", "5", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:  # a relative one names itself, not the data
+        main([*argv, "--out", "run"])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.endswith("--out run: a relative path, and the working directory no longer "
+                        "exists; give an absolute path, or cd into an existing directory."), err

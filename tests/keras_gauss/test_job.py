@@ -20,7 +20,7 @@ from keras_gauss.checkpoint import read_checkpoint
 from keras_gauss.checks import TrainingDivergedError
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
-from keras_gauss.job import Data, Digest, Engine, Job, Table
+from keras_gauss.job import Data, Digest, Engine, Job, Table, check_engine, choose_engine
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
 
 NO_TENSORFLOW = {"tensorflow": False, "keras": False}
@@ -226,3 +226,26 @@ def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_
             in error and "left as it was" in error, error
     after = {str(p): p.read_bytes() for p in exports.rglob("*") if p.is_file()}
     assert after == before  # every previous export whole, no leftovers
+
+
+def test_choose_engine_falls_back_down_the_list_and_says_so_once_each():
+    made = []
+    engines = [(name, lambda name=name: made.append(name) or name,
+                {"a": lambda: "no a", "b": lambda: "no b", "c": None}[name])
+               for name in ("a", "b", "c")]
+    with pytest.warns(RuntimeWarning) as said:
+        assert choose_engine("a", engines) == ["c"]
+    assert [str(w.message) for w in said] == [
+        "the a trainer is unavailable (no a); training with --engine b instead.",
+        "the b trainer is unavailable (no b); training with --engine c instead."]
+    assert made == ["c"]  # the skipped engines are never made
+    assert choose_engine("c", engines) == ["c"]
+    with pytest.raises(RuntimeError, match=r"no engine can train here \(b: no b\)"):
+        choose_engine("b", engines[:2])
+
+
+def test_check_engine_names_the_engines_left():
+    with pytest.raises(ValueError, match="^--engine native runs no callbacks; use --engine keras.$"):
+        check_engine("native", {"native": "runs no callbacks"})
+    with pytest.raises(ValueError, match="^--engine keras needs a GPU.$"):
+        check_engine("keras", {"keras": "needs a GPU", "native": "needs a CPU"})

@@ -1,6 +1,7 @@
 """Evaluation: similarity with coverage, entailment direction, neighbours by variance."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -253,3 +254,90 @@ def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_p
     assert saved["similarity"]["flat"]["spearman_m"] is None
     assert "all equal" in saved["similarity"]["flat"]["undefined"]["spearman_d"]
     assert saved["similarity"]["good"]["spearman_m"] is not None
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory, two_topic_corpus):
+    from keras_gauss.cli import main
+
+    run = tmp_path_factory.mktemp("evaluate") / "run"
+    assert main(["train-corpus", "--corpus", str(two_topic_corpus(120, 6)), "--out", str(run),
+                 "--dim", "4", "--epochs", "1", "--min-count", "1", "--checkpoint-every",
+                 "0", "--quiet"]) == 0
+    good = run.parent / "good.tsv"
+    good.write_text("cat\tdog\t9\ncat\thammer\t1\nsaw\tdrill\t8\n")
+    return run, good
+
+
+def _evaluate_error(run, good, capsys):
+    from keras_gauss.cli import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["evaluate", str(run), "--similarity", str(good), "--quiet"])
+    captured = capsys.readouterr()
+    assert "rho(m)" in captured.out  # the table is printed first
+    err = captured.err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_evaluate_that_cannot_write_eval_json_is_one_line(corpus_run, capsys, monkeypatch):
+    import contextlib
+    import errno
+
+    from keras_gauss import io
+
+    run, good = corpus_run
+    (run / "eval.json").mkdir()  # in the way
+    try:
+        err = _evaluate_error(run, good, capsys)
+        assert "eval.json not written" in err and "is a directory" in err, err
+    finally:
+        (run / "eval.json").rmdir()
+
+    @contextlib.contextmanager
+    def full(path, **kwargs):  # the disk is full
+        raise io.not_writable(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+                              "the file", f"{path} is left as it was")
+        yield
+
+    monkeypatch.setattr(io, "atomic_file", full)
+    err = _evaluate_error(run, good, capsys)
+    assert "eval.json not written" in err and "no space left on device" in err, err
+    assert not (run / "eval.json").exists()
+
+
+def test_evaluate_writes_into_the_run_it_read_or_not_at_all(corpus_run, capsys, monkeypatch):
+    import fcntl
+    import shutil
+
+    import keras_gauss.pipelines.evaluate as evaluate_module
+    from keras_gauss.io import LOCK_SUFFIX, atomic_directory
+
+    run, good = corpus_run
+    # Another writer holds the run (a training job into it): refused.
+    lock = os.open(run.parent / f".{run.name}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        err = _evaluate_error(run, good, capsys)
+        assert "is being written by another keras-gauss process" in err, err
+    finally:
+        os.close(lock)
+    assert not (run / "eval.json").exists()
+    # The run is replaced while evaluate scores it (train --overwrite):
+    # the old run's scores never go into the new run.
+    scored = evaluate_module.evaluate
+
+    def evaluate_and_replace(*args, **kwargs):
+        results = scored(*args, **kwargs)
+        with atomic_directory(run, overwrite=True) as tmp:
+            for name in os.listdir(run):
+                if name != ".keras-gauss":
+                    shutil.copy2(run / name, tmp / name)
+        return results
+
+    monkeypatch.setattr(evaluate_module, "evaluate", evaluate_and_replace)
+    err = _evaluate_error(run, good, capsys)
+    assert "was replaced while evaluate read it" in err, err
+    assert not (run / "eval.json").exists()

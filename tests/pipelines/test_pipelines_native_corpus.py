@@ -289,3 +289,32 @@ def test_the_trainers_draws_follow_the_pipelines_rules():
     word, _, _ = skipgram_triples(vocab, tokens, [0, n], 7, probs, alias, window=1,
                                   dynamic_window=False)
     assert len(word) == 2 * n - 2
+
+
+@needs_native
+def test_a_thread_count_beyond_the_cap_is_capped_after_one_warning_line(two_topic_corpus,
+                                                                         tmp_path, capsys,
+                                                                         monkeypatch):
+    import warnings
+
+    from keras_gauss.cli import main
+
+    cap = native_corpus._threads(CorpusConfig(threads=0)) * native_corpus.THREADS_PER_CORE
+    cap = max(cap, 64)
+
+    def shown(message, category, filename, lineno, file=None, line=None):  # Python's way
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    monkeypatch.setattr(warnings, "showwarning", shown)  # not pytest's record
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["train-corpus", "--corpus", str(two_topic_corpus(60, 6)), "--out",
+                     str(tmp_path / "run"), "--dim", "2", "--epochs", "1", "--min-count", "1",
+                     "--threads", "100000", "--checkpoint-every", "0", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"keras-gauss: warning: --threads 100000: capped at {cap} "
+                   f"({native_corpus.THREADS_PER_CORE} a core of the "
+                   f"{native_corpus._threads(CorpusConfig(threads=0))} this process may use, "
+                   "at least 64).\n"), err
+    assert native_corpus._threads(CorpusConfig(threads=cap)) == cap  # no warning below it

@@ -236,7 +236,8 @@ def test_a_kill_during_the_first_checkpoint_leaves_no_dead_end(corpus, reference
     assert main([*argv, "--out", str(over), "--overwrite"]) == 0
     for run in (out, again, over):  # whole runs, no leftovers
         assert sorted(p.name for p in run.iterdir()) == [
-            ".keras-gauss", "metrics.json", "model.keras", "run.json", "vocab.tsv"]
+            ".keras-gauss", "history.csv", "history.png", "metrics.json", "model.keras", "run.json",
+            "vocab.tsv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "over", "run"]
 
 

@@ -49,7 +49,8 @@ def _cosine(a, b):
 def test_run_directory_contents(tiny_run):
     out, metrics = tiny_run
     assert sorted(p.name for p in out.iterdir()) == [
-        ".keras-gauss", "metrics.json", "model.keras", "run.json", "vocab.tsv"]
+        ".keras-gauss", "history.csv", "history.png", "metrics.json", "model.keras", "run.json",
+            "vocab.tsv"]
     info = json.loads((out / "run.json").read_text())
     assert (info["kind"], info["energy"], info["table"], info["vocabulary"]) == (
         "corpus", "el", "words", "vocab.tsv")

@@ -247,3 +247,47 @@ def test_native_trainer_does_not_import_tensorflow():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300)
     assert result.stdout.strip() == "False False", result.stderr[-2000:]
+
+
+# In a child whose threads each reserve a 256 MiB stack (RLIMIT_STACK, read
+# at its start) and whose address space then has room for three more.
+_FEW_THREADS = """
+import json, resource, warnings
+import numpy as np
+from keras_gauss.fused import NativeTables, alias_table
+rng = np.random.default_rng(0)
+tokens = rng.integers(0, 50, 20000).astype("int32")
+splits = np.arange(0, 20001, 20, dtype="int64")
+probs, alias = alias_table(np.ones(50))
+one = NativeTables.initial(50, 4, seed=0)
+pairs_one = one.train(tokens, splits, 0, 0.1, probs, alias, num_threads=1)[1]
+tables = NativeTables.initial(50, 4, seed=0)
+with open("/proc/self/status") as status:
+    size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+resource.setrlimit(resource.RLIMIT_AS, (size + 3 * stack + stack // 2, resource.RLIM_INFINITY))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    pairs = [tables.train(tokens, splits, seed, 0.1, probs, alias, num_threads=64)[1]
+             for seed in (0, 1)]
+print(json.dumps({"pairs_one": pairs_one, "pairs": pairs, "limit": tables.thread_limit,
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and rlimits")
+def test_threads_the_system_cannot_start_are_one_warning_and_the_rest_train_it_all():
+    import json
+    import resource
+
+    def big_stacks():
+        resource.setrlimit(resource.RLIMIT_STACK, (256 << 20, resource.RLIM_INFINITY))
+
+    result = subprocess.run([sys.executable, "-c", _FEW_THREADS], capture_output=True,
+                            text=True, timeout=300, preexec_fn=big_stacks)
+    assert result.returncode == 0, result.stderr[-2000:]  # was: terminate, SIGABRT
+    seen = json.loads(result.stdout)
+    assert 1 <= seen["limit"] < 64
+    assert seen["pairs"][0] == seen["pairs_one"]  # every block trained
+    assert seen["warnings"] == [f"only {seen['limit']} threads could start (Resource "
+                                f"temporarily unavailable); training on with {seen['limit']}."]

@@ -179,3 +179,75 @@ def test_bad_ids_are_one_line():
     table = NativePairTable(3, 2)
     with pytest.raises(ValueError, match=r"`neg_general` holds id 3 .*outside \[0, 3\)"):
         table.train_batch([0], [1], [[2]], [[3]])
+
+
+def test_exact_draw_when_the_kept_node_is_related_to_all_but_a_few():
+    # The root (0) is related to every node but 1 and 2, whose edges to it
+    # are held out (as a reduction split holds out a root edge): rejection
+    # almost always fails, so the exact draw picks, uniformly over {1, 2}.
+    ancestors = _tree(4, 3)  # 121 nodes
+    ancestors[1] = ancestors[2] = []
+    related = RelatedNodes.from_lists(ancestors)
+    assert related.free[0] == 2
+    leaf = len(ancestors) - 1  # below 3
+    neg_s, neg_g = draw_negatives(related, [leaf] * 4000, [0] * 4000, 1, seed=3, epoch=0,
+                                  step=0)
+    kept_root = neg_g[:, 0] == 0
+    assert kept_root.sum() > 1000
+    assert set(neg_s[kept_root, 0].tolist()) == {1, 2}
+    assert 0.45 < (neg_s[kept_root, 0] == 1).mean() < 0.55
+    # Every node unrelated to the kept one, wherever it lies in the order.
+    for kept in range(len(ancestors)):
+        allowed = {v for v in range(len(ancestors)) if not _related(ancestors)(v, kept)}
+        if not allowed:
+            continue
+        ids = np.full(600, kept, np.int32)
+        s, g = draw_negatives(related, ids, ids, 1, seed=kept, epoch=0, step=0)
+        new = np.where(s == kept, g, s)
+        assert set(new.ravel().tolist()) <= allowed
+
+
+def _reduction_split_with_a_root_edge_held_out():
+    """A reduction split of 9,845 nodes (r -> a -> a ternary tree of depth 8,
+    r -> b -> b0, b1) whose held-out edges hold (a, r): the root is then
+    related to all nodes but one in the training closure."""
+    from keras_gauss.hierarchy.closure import hierarchy_from_parents
+    from keras_gauss.hierarchy.split import split_edges
+
+    parents, frontier = {"a": ["r"], "b": ["r"], "b0": ["b"], "b1": ["b"]}, ["a"]
+    for _ in range(8):
+        frontier = [f"{p}.{i}" for p in frontier for i in range(3)]
+        parents.update({c: [c.rsplit(".", 1)[0]] for c in frontier})
+    hierarchy = hierarchy_from_parents(parents)
+    split = split_edges(hierarchy, method="reduction", seed=2)
+    held = np.concatenate([split.val, split.test])
+    a, r = hierarchy.node_ids["a"], hierarchy.node_ids["r"]
+    assert ((held[:, 0] == a) & (held[:, 1] == r)).any()
+    return split
+
+
+def test_a_reduction_split_trains_an_epoch_in_bounded_time():
+    # The root keeps ~9,800 training edges whose negatives replace the
+    # specific side by the one node unrelated to it: the exact draw once
+    # sorted every related node per draw (here minutes an epoch, WordNet's
+    # reduction split hours); it is O(log^2 nodes) now. The guard is
+    # generous (the epoch takes about a second); it turns a hang into a failure.
+    import threading
+
+    from keras_gauss.hierarchy.native_training import related_nodes
+
+    split = _reduction_split_with_a_root_edge_held_out()
+    related = related_nodes(split.train_index)
+    assert related.free.min() == 1  # the root: all but a are related to it
+    table = NativePairTable.initial(split.num_nodes, 2, seed=0)
+    result = {}
+
+    def epoch():
+        result["loss"] = table.train_steps(related, split.train, seed=0, epoch=0,
+                                           batch_size=512, negatives=30)
+
+    worker = threading.Thread(target=epoch, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "an epoch of a 9,845-node reduction split took over a minute"
+    assert np.isfinite(result["loss"]) and result["loss"] > 0

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
+from keras_gauss.fused import native_available
 from keras_gauss.fused import scores
 
-pytestmark = pytest.mark.skipif(not scores.available(), reason="no C++ compiler")
+pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
 
 def reference(mq, vq, mc, vc, energy):

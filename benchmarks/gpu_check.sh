@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU check of issue 32: keras-gauss on one GPU, on a machine that has
+# Python 3.12 and JAX (numpy, scipy, h5py, ml-dtypes, absl-py, rich) but no
+# TensorFlow, Keras or keras-gauss, and no network. Two steps:
+#
+#   benchmarks/gpu_check.sh prepare DIR   # here: a venv with TensorFlow, pip and ../shared/data
+#   bash DIR/gpu_check.sh run [DIR]       # there: 2-3 minutes on an H200
+#
+# `prepare` fills DIR (about 11 MB) with everything the GPU machine needs:
+#   wheels/      keras-gauss (built from this checkout), keras 3.15.1, namex,
+#                optree (cp312, manylinux): installed there with --no-deps
+#                into /tmp/site (the machine's own numpy, h5py, ... serve)
+#   data/        news2017 as token ids (`gpu_jax.py prepare`: ids.npy,
+#                lengths.npy, vocab.tsv; tokenizing needs TensorFlow, so here)
+#   similarity/  WordSim353 and SimLex-999
+#   gpu_check.sh, gpu_jax.py
+# With the device tool of this workplace: DIR=.gpu inside the checkout the
+# tool sends (ignored by git), `carry: [".gpu"]`, command
+# `bash .gpu/gpu_check.sh run .gpu`; what it writes under $OUT comes back.
+#
+# `run` prints one table: pairs/s of `model.fit` with pairs drawn on the
+# device at batches 16k/65k/262k/1M: as shipped (the optimization barrier
+# on the row gradients, the 32 steps of a call in one lax.scan), with the
+# steps as single compiled steps (--no-scan), as before issue 32 (neither),
+# beside the hand-written JAX step (`gpu_jax.py --reference`); then ms/step at
+# vocabularies 10k to 10M (batch 65,536) and the training seconds until
+# WordSim353 >= .53 on news2017 (batch 65,536, learning rate 2.0, at most
+# 20 epochs). `run DIR quick` runs the same with tiny sizes (a CPU test:
+# PYTHON=.venv/bin/python SKIP_INSTALL=1). Logs and JSON go to $OUT (or
+# /tmp/gpu_check).
+set -euo pipefail
+
+mode=${1:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+prepare() {
+    local dir=$1 repo python shared
+    repo=$(cd "$here/.." && pwd)
+    python=${PYTHON:-$repo/.venv/bin/python}
+    shared=${SHARED_DATA:-$repo/../shared/data}
+    mkdir -p "$dir/wheels" "$dir/similarity"
+    dir=$(cd "$dir" && pwd)
+    rm -f "$dir"/wheels/*.whl
+    "$python" -m pip wheel -q --no-deps --no-build-isolation -w "$dir/wheels" "$repo"
+    "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d "$dir/wheels" keras==3.15.1 namex==0.1.0 optree==0.20.0
+    "$python" "$repo/benchmarks/gpu_jax.py" prepare --corpus "$shared/corpus/news2017.txt.gz" \
+        --out "$dir/data"
+    cp "$shared/similarity/wordsim353.tsv" "$shared/similarity/simlex999.tsv" "$dir/similarity/"
+    cp "$repo/benchmarks/gpu_check.sh" "$repo/benchmarks/gpu_jax.py" "$dir/"
+    du -sh "$dir"
+    ls "$dir/wheels"
+}
+
+run() {
+    local dir=${1:-$here} size=${2:-full} out=${OUT:-/tmp/gpu_check} python=${PYTHON:-python3}
+    mkdir -p "$out"
+    if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+        "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site "$dir"/wheels/*.whl
+        export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+    export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null \
+        || echo "no nvidia-smi"
+    local sizes
+    if [ "$size" = quick ]; then
+        sizes=(--max-lines 100 --batches 256 1024 --reference-pairs 1e5 --repeats 1
+               --vocabs 10000 20000 --scaling-batch 256 --scaling-steps 4
+               --quality-epochs 2 --quality-batch 1024 --target 0.05 --steps-per-execution 4)
+    else
+        sizes=(--batches 16384 65536 262144 1048576 --reference-pairs 2e8 --repeats 2
+               --vocabs 10000 100000 1000000 10000000 --scaling-batch 65536 --scaling-steps 64
+               --quality-epochs 20 --quality-batch 65536 --target 0.53 --steps-per-execution 32)
+    fi
+    "$python" "$dir/gpu_jax.py" run --data "$dir/data" --similarity "$dir/similarity" \
+        --out "$out" --no-barrier --no-scan --reference --scaling-optimizers sparse --quality-lr 2.0 \
+        "${sizes[@]}" 2>&1 | grep -v -e '^WARNING: All log messages' -e '^I0000' \
+        | tee "$out/gpu_check.log"
+}
+
+case "$mode" in
+    prepare) prepare "${2:?usage: gpu_check.sh prepare DIR}" ;;
+    run) shift; run "$@" ;;
+    *) sed -n '2,/^set -e/p' "$0" | grep '^#'; exit 2 ;;
+esac

@@ -1,0 +1,29 @@
+"""Containment: how far the specific one-sigma box sticks out of the general one's."""
+
+import numpy as np
+
+from keras_gauss.energies.base import Energy
+
+
+def containment_numpy(mean_a, var_a, mean_b, var_b):
+    """`-sum_d max(0, |mu_a - mu_b| + sigma_a - sigma_b)^2` in float64, `a` specific.
+
+    Example:
+
+    >>> float(containment_numpy([1.5], [1.0], [0.0], [4.0]))  # 1.5 + 1 - 2
+    -0.25
+    """
+    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
+                                    for v in (mean_a, var_a, mean_b, var_b))
+    excess = np.abs(mean_b - mean_a) + np.sqrt(var_a) - np.sqrt(var_b)
+    return -np.sum(np.square(np.maximum(excess, 0.0)), axis=-1)
+
+
+CONTAINMENT = Energy(
+    name="containment", code=2, title="containment", label="box", numpy=containment_numpy,
+    keras="keras_gauss.layers.containment_energy:containment_energy",
+    layer="keras_gauss.layers.containment_energy:ContainmentEnergy",
+    tasks=("hierarchy",), engines=("native-hierarchy", "scores"),
+    loss_defaults={"loss": "threshold", "margin": 0.25, "negatives": 10,
+                   "reversed_negatives": False},
+    rank_by_box=True)

@@ -1,0 +1,29 @@
+"""EL: the log expected likelihood, the paper's symmetric similarity (Section 4.1)."""
+
+import math
+
+import numpy as np
+
+from keras_gauss.energies.base import Energy
+
+
+def el_numpy(mean_a, var_a, mean_b, var_b, include_constant=True):
+    """`log N(0; mu_a - mu_b, Sigma_a + Sigma_b)` in float64 (symmetric).
+
+    Example:
+
+    >>> round(float(el_numpy([0.0], [1.0], [0.0], [1.0])), 4)  # log N(0; 0, 2)
+    -1.2655
+    """
+    diff = np.asarray(mean_b, np.float64) - np.asarray(mean_a, np.float64)
+    total = np.asarray(var_a, np.float64) + np.asarray(var_b, np.float64)
+    value = -0.5 * np.sum(np.log(total) + np.square(diff) / total, axis=-1)
+    if include_constant:
+        value = value - 0.5 * diff.shape[-1] * math.log(2 * math.pi)
+    return value
+
+
+EL = Energy(
+    name="el", code=0, title="EL", label="EL", numpy=el_numpy, options=("include_constant",),
+    keras="keras_gauss.ops:el_energy", layer="keras_gauss.layers.el_energy:ELEnergy",
+    tasks=("corpus",), engines=("kernels", "native-corpus"))

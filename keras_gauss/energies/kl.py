@@ -1,0 +1,58 @@
+"""KL: `-KL(N_specific || N_general)`, the paper's asymmetric energy (Section 4.2)."""
+
+import numpy as np
+
+from keras_gauss.energies.base import Energy
+
+
+def generality_term(var_specific, var_general, beta):
+    """The generality term of a hierarchy energy: `beta * (log det Sigma_general -
+    log det Sigma_specific)`, in the dtype of the variances.
+
+    Added to `-KL(N_specific || N_general)` by a run trained with
+    `--generality BETA`: "specific is-a general" gains when the general side
+    is broader, and the reversed pair loses as much.
+
+    Args:
+        var_specific, var_general: `(..., d)` diagonal variances (> 0).
+        beta: the weight (`>= 0`).
+
+    Returns:
+        `(...)` array.
+
+    Example:
+
+    >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
+    1.0
+    """
+    return beta * (np.log(var_general).sum(axis=-1) - np.log(var_specific).sum(axis=-1))
+
+
+def kl_numpy(mean_a, var_a, mean_b, var_b, generality=0.0):
+    """`-KL(N_a || N_b)` in float64, `a` the specific side, plus the generality term.
+
+    With `generality = beta > 0`, adds `beta * (log det Sigma_b - log det
+    Sigma_a)` (`generality_term`).
+
+    Example:
+
+    >>> float(kl_numpy([0.0], [1.0], [1.0], [1.0]))
+    -0.5
+    """
+    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
+                                    for v in (mean_a, var_a, mean_b, var_b))
+    ratio = var_a / var_b
+    value = -0.5 * np.sum(ratio + np.square(mean_b - mean_a) / var_b - 1.0 - np.log(ratio),
+                          axis=-1)
+    if generality:
+        value = value + generality_term(var_a, var_b, generality)
+    return value
+
+
+KL = Energy(
+    name="kl", code=1, title="KL", label="KL", numpy=kl_numpy, options=("generality",),
+    keras="keras_gauss.ops:kl_energy", layer="keras_gauss.layers.kl_energy:KLEnergy",
+    tasks=("corpus", "hierarchy"),
+    engines=("kernels", "native-corpus", "native-hierarchy", "scores"),
+    loss_defaults={"loss": "ranking", "margin": 1.0, "negatives": 5,
+                   "reversed_negatives": True})

@@ -1,0 +1,134 @@
+"""A run's training curves: per-epoch loss and validation scores, as CSV and PNG.
+
+Every run of the `keras-gauss` trainers writes `history.csv` (one row an
+epoch: `epoch`, `loss` and, where the run selects on validation edges, its
+validation score such as `val_accuracy`) and `history.png` (the loss, and
+the validation score beside it). `keras-gauss plot RUN` prints the table
+and redraws the figure.
+
+Example:
+
+>>> write_history("runs/x", {"loss": [1.5, 0.4], "val_accuracy": [0.8, 0.9]})  # doctest: +SKIP
+>>> read_history("runs/x")  # doctest: +SKIP
+{'epoch': [1, 2], 'loss': [1.5, 0.4], 'val_accuracy': [0.8, 0.9]}
+"""
+
+import csv
+import math
+from pathlib import Path
+
+HISTORY_CSV = "history.csv"
+HISTORY_PNG = "history.png"
+
+
+def write_history(run_dir, columns):
+    """Writes `history.csv` and `history.png` of `columns` into `run_dir`.
+
+    Args:
+        run_dir: the run directory (it exists).
+        columns: `{name: [value per epoch]}`, `loss` first; lists of equal
+            length (a shorter one, e.g. of a run resumed from an older
+            checkpoint, is padded at the front with empty cells).
+
+    Returns:
+        The PNG's path, or None when there is no epoch to draw.
+    """
+    run_dir = Path(run_dir)
+    columns = {name: list(values) for name, values in columns.items() if values is not None}
+    epochs = max((len(v) for v in columns.values()), default=0)
+    if not epochs:
+        return None
+    columns = {name: [None] * (epochs - len(v)) + v for name, v in columns.items()}
+    with open(run_dir / HISTORY_CSV, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["epoch", *columns])
+        for i in range(epochs):
+            writer.writerow([i + 1, *(_cell(columns[name][i]) for name in columns)])
+    return draw_history(read_history(run_dir), run_dir / HISTORY_PNG)
+
+
+def _cell(value):
+    return "" if value is None or not math.isfinite(value) else repr(float(value))
+
+
+def read_history(run_dir):
+    """`{"epoch": [...], name: [value or None, ...]}` of a run's `history.csv`.
+
+    Raises:
+        FileNotFoundError: the run has no `history.csv` (one line naming it).
+    """
+    path = Path(run_dir) / HISTORY_CSV
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no training history (runs written before "
+                                "history.csv existed have none).")
+    with open(path, newline="") as file:
+        rows = list(csv.reader(file))
+    names, rows = rows[0], rows[1:]
+    table = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    return {name: [int(v) for v in values] if name == "epoch" else
+            [float(v) if v else None for v in values] for name, values in table.items()}
+
+
+def draw_history(history, path):
+    """Draws the loss (left) and the validation scores (right) per epoch to `path`; returns it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = [name for name in history if name not in ("epoch", "loss")]
+    fig, axes = plt.subplots(1, 1 + bool(scores), figsize=(4.5 * (1 + bool(scores)), 3.2),
+                             squeeze=False)
+    epochs = history["epoch"]
+    loss = axes[0][0]
+    loss.plot(epochs, _nan(history["loss"]), marker="o", markersize=3)
+    loss.set(xlabel="epoch", ylabel="training loss", title="loss")
+    if min((v for v in history["loss"] if v is not None), default=0) > 0:
+        loss.set_yscale("log")
+    if scores:
+        ax = axes[0][1]
+        for name in scores:
+            ax.plot(epochs, _nan(history[name]), marker="o", markersize=3, label=name)
+        ax.set(xlabel="epoch", ylabel="validation score", title="validation")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def _nan(values):
+    return [math.nan if v is None else v for v in values]
+
+
+def format_history(history):
+    """The history as an aligned text table (what `keras-gauss plot` prints)."""
+    names = list(history)
+    rows = [names] + [[str(history["epoch"][i])] + [
+        "" if history[n][i] is None else f"{history[n][i]:.4f}" for n in names[1:]]
+        for i in range(len(history["epoch"]))]
+    widths = [max(len(row[j]) for row in rows) for j in range(len(names))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows)
+
+
+def add_parser(subparsers):
+    """The `keras-gauss plot RUN` subcommand."""
+    plot = subparsers.add_parser(
+        "plot", help="print a run's training curves and draw them to a PNG",
+        description=("Print the per-epoch loss and validation scores of a run (its "
+                     f"{HISTORY_CSV}) and draw them to --out (default: RUN/{HISTORY_PNG})."))
+    plot.add_argument("run_dir", metavar="RUN", help="a run directory")
+    plot.add_argument("--out", default=None, help=f"the PNG to write (default: RUN/{HISTORY_PNG})")
+    plot.set_defaults(handler=run_plot)
+
+
+def run_plot(args):
+    from keras_gauss.checks import CommandError
+
+    try:
+        history = read_history(args.run_dir)
+    except (OSError, ValueError, IndexError) as error:
+        raise CommandError(str(error) or f"{args.run_dir}: unreadable {HISTORY_CSV}") from None
+    print(format_history(history))
+    out = draw_history(history, args.out or Path(args.run_dir) / HISTORY_PNG)
+    print(f"figure: {out}")

@@ -1,0 +1,63 @@
+import keras
+
+from keras_gauss import kernels
+
+
+class GaussianEnergy(keras.layers.Layer):
+    """Base of the energy layers: a score of two batches of diagonal Gaussians.
+
+    A subclass names its descriptor (`energy`, a `keras_gauss.energies.Energy`)
+    and implements `compute`, the `keras.ops` formula; the base gives the
+    call (the compiled kernel of `keras_gauss.kernels` in a training step
+    where the descriptor lists `"kernels"` and one is available, else
+    `compute`), float32 by default (also under `mixed_float16`, so that
+    energies stay finite) and `get_config` (a subclass adds its own
+    arguments to `kernel_options` and `get_config`).
+
+    Args:
+        **kwargs: `keras.layers.Layer` arguments.
+
+    Call arguments:
+        general_mean, general_var: `(..., d)` the first (general) side.
+        specific_mean, specific_var: `(..., d)` the second (specific) side;
+            symmetric energies do not tell them apart.
+
+    Returns:
+        `(...)` energies, higher for a better pair.
+
+    Example: a new energy is one method (here the negative squared distance
+    of the means).
+
+    >>> from keras import ops
+    >>> from keras_gauss.energies import Energy
+    >>> class MeanDistance(GaussianEnergy):
+    ...     energy = Energy("mean_distance", -1, "distance", "dist", None, "", "", ())
+    ...     def compute(self, general_mean, general_var, specific_mean, specific_var):
+    ...         return -ops.sum(ops.square(general_mean - specific_mean), axis=-1)
+    >>> import numpy as np
+    >>> float(MeanDistance()(np.zeros(2), np.ones(2), np.ones(2), np.ones(2)))
+    -2.0
+    """
+
+    energy = None  # the subclass's keras_gauss.energies descriptor
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(**kwargs)
+
+    def kernel_options(self):
+        """Keyword arguments of the compiled kernel's `energy` (none here)."""
+        return {}
+
+    def compute(self, general_mean, general_var, specific_mean, specific_var):
+        """The energy's `keras.ops` formula."""
+        raise NotImplementedError(f"{type(self).__name__} must implement compute()")
+
+    def call(self, general_mean, general_var, specific_mean, specific_var, training=None):
+        kernel = kernels.get(training) if "kernels" in self.energy.engines else None
+        if kernel is not None:
+            energy = kernel.energy(self.energy.name, general_mean, general_var,
+                                   specific_mean, specific_var, **self.kernel_options())
+            if energy is not None:
+                return energy
+        return self.compute(general_mean, general_var, specific_mean, specific_var)

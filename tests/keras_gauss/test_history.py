@@ -1,0 +1,48 @@
+"""Training curves (keras_gauss.history): history.csv and history.png, `keras-gauss plot`."""
+
+import contextlib
+import io
+
+import pytest
+
+from keras_gauss.cli import main
+from keras_gauss.history import format_history
+from keras_gauss.history import read_history
+from keras_gauss.history import write_history
+
+
+def test_write_then_read_gives_the_columns_back(tmp_path):
+    png = write_history(tmp_path, {"loss": [1.5, 0.25, 0.125], "val_f1": [0.5, 0.75, 0.875]})
+    assert png == tmp_path / "history.png" and png.stat().st_size > 1000
+    assert read_history(tmp_path) == {"epoch": [1, 2, 3], "loss": [1.5, 0.25, 0.125],
+                                      "val_f1": [0.5, 0.75, 0.875]}
+
+
+def test_a_shorter_or_non_finite_column_leaves_empty_cells(tmp_path):
+    write_history(tmp_path, {"loss": [2.0, float("nan"), 1.0], "val_accuracy": [0.9]})
+    history = read_history(tmp_path)
+    assert history["loss"] == [2.0, None, 1.0]
+    assert history["val_accuracy"] == [None, None, 0.9]
+    assert format_history(history).splitlines()[0].split() == ["epoch", "loss", "val_accuracy"]
+
+
+def test_no_epoch_writes_nothing(tmp_path):
+    assert write_history(tmp_path, {"loss": []}) is None
+    assert not (tmp_path / "history.csv").exists()
+
+
+def test_plot_prints_the_table_and_draws(tmp_path):
+    write_history(tmp_path, {"loss": [1.0, 0.5]})
+    (tmp_path / "history.png").unlink()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["plot", str(tmp_path), "--out", str(tmp_path / "curves.png")]) == 0
+    assert out.getvalue().splitlines()[1].split() == ["1", "1.0000"]
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_plot_of_a_run_without_history_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["plot", str(tmp_path)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0

@@ -21,7 +21,8 @@ negatives unigram^0.75 draws. The native trainer (`NativeTables.train`, what
 on the same token stream with the same window right before every timed fit,
 so every figure is a ratio to it at the same load. `--backends torch` (not
 run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
-the `reference` path only, with `GaussianModel`'s sparse row gradients. Each backend runs in its
+the `reference` path only (the hierarchy model, a `GaussianModel`, with
+sparse row gradients; the others, plain `keras.Model`s, dense). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
 repeats, the spread, wall and CPU milliseconds a step, the ratio to the

@@ -26,6 +26,10 @@ class GaussianModel(keras.Model):
     the backward pass into the scatter (on a GPU that fusion serializes on
     frequent ids). The tables must be read only through their
     `GaussianEmbedding` lookups (true of every model keras-gauss builds).
+    On the torch backend, with an optimizer that takes row gradients, the
+    lookups of the train step are sparse embedding lookups
+    (`keras_gauss.models.row_lookups.TorchRowLookups`): the tables'
+    gradients are sparse rows, which `SparseAdagrad` applies row by row.
     With `steps_per_execution=K` on a JAX GPU or TPU, the K steps of a call
     run in one compiled `lax.scan` (`scanned_steps`), not as K dispatches;
     `model.scan_steps = True` or `False` (an attribute, not saved) forces

@@ -90,7 +90,12 @@ class OutputNotWritableError(OSError):
 
 
 def _absolute(path):
-    return Path(os.path.abspath(os.fspath(path)))
+    try:
+        return Path(os.path.abspath(os.fspath(path)))
+    except FileNotFoundError:  # os.getcwd() of a deleted working directory
+        raise OutputNotWritableError(
+            f"{path}: a relative path, and the working directory no longer exists; give an "
+            "absolute path, or cd into an existing directory.") from None
 
 
 def _replace_file(tmp, path, overwrite, content):
@@ -199,8 +204,11 @@ def _check_location(path):
     path = _absolute(path)
     if path.parent == path:
         raise OutputExistsError(f"{path} is the root directory.")
-    cwd = Path(os.getcwd())
-    if os.path.lexists(path) and (cwd == path or path in cwd.parents):
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:  # deleted: nothing of it can be under `path`
+        cwd = None
+    if cwd is not None and os.path.lexists(path) and (cwd == path or path in cwd.parents):
         raise OutputExistsError(
             f"{path} is the working directory (or holds it); give a new "
             "sub-directory, e.g. --out runs/NAME.")

@@ -171,12 +171,9 @@ def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.checks import CommandError
-    from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
+    from keras_gauss.checkpoint import run_training_command
     from keras_gauss.checks import TrainingDivergedError
-    from keras_gauss.distribution import DistributionError
-    from keras_gauss.distribution import from_arguments
-    from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
@@ -188,15 +185,7 @@ def run_train_corpus(args):
     args.out = output_dir(args)
     try:
         config.validate()
-        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
-                               verbose=0 if args.quiet else 1,
-                               checkpoint_every=args.checkpoint_every,
-                               resume=args.resume is not None,
-                               distribution=from_arguments(args))
-    except (CheckpointError, DistributionError) as error:
-        raise CommandError(str(error)) from None
-    except (OutputExistsError, OutputNotWritableError) as error:
-        raise CommandError(f"--out {error}") from None
+        metrics = run_training_command(train_corpus, args, config, args.corpus, args.out)
     except TrainingDivergedError as error:
         raise CommandError(str(error)) from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:

@@ -77,6 +77,8 @@ import tempfile
 import threading
 import time
 
+from keras_gauss.ownership import file_digest
+
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -324,14 +326,6 @@ def _record_path(path):
     return path + ".json"
 
 
-def _digest(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _damage(path):
     """Why the cached library at `path` must not be loaded, or None.
 
@@ -355,7 +349,7 @@ def _damage(path):
     actual = os.path.getsize(path)
     if actual != size:
         return f"{actual:,} bytes instead of {size:,}"
-    if _digest(path) != sha:
+    if file_digest(path) != sha:
         return "its SHA-256 differs from the recorded one"
     return None
 
@@ -405,7 +399,7 @@ def _last_line(text, prefer=None):
 
 
 def _write_record(path):
-    record = {"size": os.path.getsize(path), "sha256": _digest(path)}
+    record = {"size": os.path.getsize(path), "sha256": file_digest(path)}
     fd, tmp = tempfile.mkstemp(suffix=".json.tmp", dir=os.path.dirname(path))
     with os.fdopen(fd, "w") as f:
         json.dump(record, f)

@@ -368,7 +368,9 @@ def check_serving(blocks, workdir):
 
 
 def check_serving_request(blocks, workdir):
-    serving_request(blocks, workdir, Tolerance(abs=0.5, rel=0.25))
+    """The reply's numbers as the README shows them (the main job is seeded: measured
+    -0.0007 and -1.607 at 07:30 on 2026-11-28)."""
+    serving_request(blocks, workdir, Tolerance(abs=0.01, rel=0.05))
 
 
 def check_mammals(blocks, workdir):
@@ -395,12 +397,13 @@ def check_speed(blocks, workdir):
 
 
 def check_examples(blocks, workdir):
-    """The two `model.fit` examples as written: the corpus one on the first 10,000 lines of
-    news2017 (as my_corpus.txt), the WordNet one on the mammals, test accuracy >= .8."""
+    """The two `model.fit` examples as written: the corpus one on the first 400 lines of
+    news2017 (as my_corpus.txt: about 220,000 words, its lines are articles), the WordNet
+    one on the mammals, test accuracy >= .8."""
     import gzip
 
     with gzip.open(SHARED / "data/corpus/news2017.txt.gz", "rt") as source:
-        head = [line for _, line in zip(range(10_000), source)]
+        head = [line for _, line in zip(range(400), source)]
     (Path(workdir) / "my_corpus.txt").write_text("".join(head))
     (block,) = blocks
     for command in shell_commands(block.text):

@@ -19,14 +19,17 @@ The ids are drawn once with NumPy: a Zipf token stream over 19,000 words; its
 negatives unigram^0.75 draws. The native trainer (`NativeTables.train`, what
 `train-corpus` runs: no TensorFlow, 2 threads, batch 2,048 per thread) trains
 on the same token stream with the same window right before every timed fit,
-so every figure is a ratio to it at the same load. Each backend runs in its
+so every figure is a ratio to it at the same load. `--backends torch` (not
+run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
+the `reference` path only (the hierarchy model, a `GaussianModel`, with
+sparse row gradients; the others, plain `keras.Model`s, dense). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
 repeats, the spread, wall and CPU milliseconds a step, the ratio to the
 native trainer) and the load average.
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
-        [--batches 2048 16384 65536] [--backends tensorflow jax]
+        [--batches 2048 16384 65536] [--backends tensorflow jax torch]
         [--no-reference]  # kernels only
 """
 
@@ -283,7 +286,7 @@ def main():
                         help="(word, context) pairs of each timed fit")
     parser.add_argument("--batches", type=int, nargs="+", default=[2048, 16384, 65536])
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"],
-                        choices=("tensorflow", "jax"))
+                        choices=("tensorflow", "jax", "torch"))
     parser.add_argument("--no-reference", action="store_true",
                         help="only the kernels (no reference or before runs)")
     parser.add_argument("--worker", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
@@ -301,6 +304,11 @@ def main():
         make_data(data_path, args.pairs)
         for repeat in range(args.repeats):
             for backend in args.backends:
+                if backend == "torch":  # no compiled kernels: the keras.ops code, row updates
+                    got = run_worker(backend, data_path, args, scratch, ["reference"])
+                    rows.extend(dict(row, repeat=repeat) for row in got)
+                    print(f"repeat {repeat + 1}: {backend} done, load {_load()}", flush=True)
+                    continue
                 got = run_worker(backend, data_path, args, scratch,
                                  ["kernels"] + ([] if args.no_reference else ["reference"]))
                 if not args.no_reference:

@@ -4,7 +4,7 @@
 # TensorFlow, Keras or keras-gauss, and no network. Two steps:
 #
 #   benchmarks/gpu_check.sh prepare DIR   # here: a venv with TensorFlow, pip and ../shared/data
-#   bash DIR/gpu_check.sh run [DIR]       # there: about 4 minutes on an H100 or H200
+#   bash DIR/gpu_check.sh run [DIR]       # there: 2-3 minutes on an H200
 #
 # `prepare` fills DIR (about 11 MB) with everything the GPU machine needs:
 #   wheels/      keras-gauss (built from this checkout), keras 3.15.1, namex,
@@ -19,9 +19,10 @@
 # `bash .gpu/gpu_check.sh run .gpu`; what it writes under $OUT comes back.
 #
 # `run` prints one table: pairs/s of `model.fit` with pairs drawn on the
-# device at batches 16k/65k/262k/1M, with the optimization barrier on the
-# row gradients and without it (as before issue 32), beside the
-# hand-written JAX step (`gpu_jax.py --reference`); then ms/step at
+# device at batches 16k/65k/262k/1M: as shipped (the optimization barrier
+# on the row gradients, the 32 steps of a call in one lax.scan), with the
+# steps as single compiled steps (--no-scan), as before issue 32 (neither),
+# beside the hand-written JAX step (`gpu_jax.py --reference`); then ms/step at
 # vocabularies 10k to 10M (batch 65,536) and the training seconds until
 # WordSim353 >= .53 on news2017 (batch 65,536, learning rate 2.0, at most
 # 20 epochs). `run DIR quick` runs the same with tiny sizes (a CPU test:
@@ -75,7 +76,7 @@ run() {
                --quality-epochs 20 --quality-batch 65536 --target 0.53 --steps-per-execution 32)
     fi
     "$python" "$dir/gpu_jax.py" run --data "$dir/data" --similarity "$dir/similarity" \
-        --out "$out" --no-barrier --reference --scaling-optimizers sparse --quality-lr 2.0 \
+        --out "$out" --no-barrier --no-scan --reference --scaling-optimizers sparse --quality-lr 2.0 \
         "${sizes[@]}" 2>&1 | grep -v -e '^WARNING: All log messages' -e '^I0000' \
         | tee "$out/gpu_check.log"
 }
@@ -83,5 +84,5 @@ run() {
 case "$mode" in
     prepare) prepare "${2:?usage: gpu_check.sh prepare DIR}" ;;
     run) shift; run "$@" ;;
-    *) sed -n '2,30p' "$0"; exit 2 ;;
+    *) sed -n '2,/^set -e/p' "$0" | grep '^#'; exit 2 ;;
 esac

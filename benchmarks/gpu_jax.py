@@ -36,8 +36,10 @@ tables:
 
 `--no-barrier` adds the speed rows without the optimization barrier on the
 row gradients (`keras_gauss.models.row_lookups.materialized` made an
-identity, as before issue 32): XLA then fuses the backward pass into the
-optimizer's scatter, which serializes on frequent ids on a GPU.
+identity) and without the scan (as before issue 32): XLA then fuses the
+backward pass into the optimizer's scatter, which serializes on frequent
+ids on a GPU. `--no-scan` adds the rows with the barrier but the steps of
+a call run as single compiled steps (Keras's loop), not one `lax.scan`.
 `--reference` adds a hand-written JAX step at each batch size (the same
 model, loss and row AdaGrad in plain JAX, `--steps-per-execution` steps
 in one `lax.scan`, ids drawn from the unigram distribution on the device):
@@ -159,10 +161,10 @@ def device_fit(trainer, first, steps, args):
     trainer.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0)
 
 
-def trainer_for(model, sampler, args):
+def trainer_for(model, sampler, args, scan=None):
     from keras_gauss.pipelines.device_pairs import device_trainer
 
-    return device_trainer(model, sampler, args.steps_per_execution)
+    return device_trainer(model, sampler, args.steps_per_execution, scan=scan)
 
 
 def negatives_for(n, counts, k, rng):
@@ -232,13 +234,18 @@ def barrier(on):
 
 def speed(data, batches, args, log):
     rows = []
-    for guarded in ([True, False] if args.no_barrier else [True]):
+    variants = [("keras-gauss fit", True, None)]  # (column, barrier, scan)
+    if args.no_scan:
+        variants.append(("no scan", True, False))
+    if args.no_barrier:
+        variants.append(("before (no barrier, no scan)", False, False))
+    for variant, guarded, scan in variants:
         with barrier(guarded):
-            rows += speed_rows(data, batches, args, log, guarded)
+            rows += speed_rows(data, batches, args, log, guarded, scan, variant)
     return rows
 
 
-def speed_rows(data, batches, args, log, guarded):
+def speed_rows(data, batches, args, log, guarded, scan, variant):
     import numpy as np
 
     ids, lengths, counts = data
@@ -253,7 +260,7 @@ def speed_rows(data, batches, args, log, guarded):
             model = corpus_model(len(counts), 0.4, 0)
             if path == "device":
                 sampler, steps = device_pairs(data, batch)
-                trainer = trainer_for(model, sampler, args)
+                trainer = trainer_for(model, sampler, args, scan)
                 pairs = steps * batch
 
                 def epoch(i):
@@ -268,13 +275,13 @@ def speed_rows(data, batches, args, log, guarded):
             _sync(model)
             first = time.perf_counter() - start
             times = []
-            for i in range(args.repeats if guarded else 1):
+            for i in range(args.repeats if variant == "keras-gauss fit" else 1):
                 start = time.perf_counter()
                 epoch(i + 1)
                 _sync(model)
                 times.append(time.perf_counter() - start)
             best = min(times)
-            rows.append({"pairs_from": path, "barrier": guarded, "batch": batch, "pairs": pairs,
+            rows.append({"pairs_from": path, "variant": variant, "batch": batch, "pairs": pairs,
                          "first_epoch_s": first, "epoch_s": best, "pairs_per_s": pairs / best,
                          "ms_per_step": best / steps * 1e3})
             log(f"speed {rows[-1]}")
@@ -561,8 +568,8 @@ def _run(args):
 
     print(f"\n{jax.devices()[0].device_kind}, keras {keras.__version__}, jax {jax.__version__}")
     for row in results.get("speed", []) + results.get("reference", []):
-        name = {True: "", False: " (no barrier)"}.get(row.get("barrier"), "")
-        print(f"speed  {row['pairs_from']:<9} pairs{name:<13}, batch {row['batch']:>7}: "
+        name = row.get("variant", "hand-written step")
+        print(f"speed  {row['pairs_from']:<9} pairs, {name:<28}, batch {row['batch']:>7}: "
               f"{row['pairs_per_s'] / 1e6:6.2f} M pairs/s "
               f"({row['ms_per_step']:.2f} ms/step, {row['epoch_s']:.2f} s for "
               f"{row['pairs']} pairs; first call with compile {row['first_epoch_s']:.1f} s)")
@@ -585,12 +592,11 @@ def _run(args):
 
 def print_table(results):
     """The speed rows side by side: M pairs/s (ms/step) per batch."""
-    columns = [("keras-gauss fit", lambda r: r["pairs_from"] == "device" and r["barrier"]),
-               ("before (no barrier)", lambda r: r["pairs_from"] == "device"
-                and not r["barrier"]),
-               ("hand-written step", lambda r: r["pairs_from"] == "reference")]
     rows = results.get("speed", []) + results.get("reference", [])
-    columns = [(name, pick) for name, pick in columns if any(pick(r) for r in rows)]
+    names = list(dict.fromkeys(r.get("variant", "hand-written step") for r in rows
+                               if r["pairs_from"] != "host"))
+    columns = [(name, lambda r, name=name: r["pairs_from"] != "host"
+                and r.get("variant", "hand-written step") == name) for name in names]
     if not columns:
         return
     print("\n| batch | " + " | ".join(name for name, _ in columns) + " |")
@@ -620,7 +626,11 @@ def main(argv=None):
     run.add_argument("--batches", type=int, nargs="*", default=[16384, 65536, 262144])
     run.add_argument("--repeats", type=int, default=2)
     run.add_argument("--no-barrier", action="store_true",
-                     help="also time each batch without the barrier (as before issue 32)")
+                     help="also time each batch without the barrier and the scan "
+                          "(as before issue 32)")
+    run.add_argument("--no-scan", action="store_true",
+                     help="also time each batch with the steps of a call as single "
+                          "compiled steps (Keras's loop)")
     run.add_argument("--reference", action="store_true",
                      help="also time the hand-written JAX step at each batch")
     run.add_argument("--reference-pairs", type=float, default=2e8,

@@ -230,12 +230,9 @@ def run_train_wordnet(args):
 
     from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
-    from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
+    from keras_gauss.checkpoint import run_training_command
     from keras_gauss.checks import CommandError
-    from keras_gauss.distribution import DistributionError
-    from keras_gauss.distribution import from_arguments
-    from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
     if hasattr(args, "train_edges") and (args.edges is None) == (args.train_edges is None):
         raise CommandError("train-hierarchy needs --edges FILE, or --train-edges, --val-edges "
@@ -253,16 +250,9 @@ def run_train_wordnet(args):
         except InputFileError as error:
             raise CommandError(str(error)) from None
     try:
-        metrics = train_wordnet(config, args.out, hyperlex=getattr(args, "hyperlex", None),
-                                entailment=getattr(args, "entailment", None),
-                                overwrite=args.overwrite, verbose=0 if args.quiet else 1,
-                                checkpoint_every=args.checkpoint_every,
-                                resume=args.resume is not None,
-                                distribution=from_arguments(args))
-    except (CheckpointError, DistributionError) as error:
-        raise CommandError(str(error)) from None
-    except (OutputExistsError, OutputNotWritableError) as error:
-        raise CommandError(f"--out {error}") from None
+        metrics = run_training_command(train_wordnet, args, config, args.out,
+                                       hyperlex=getattr(args, "hyperlex", None),
+                                       entailment=getattr(args, "entailment", None))
     except (ValueError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None
     shown = ("test_accuracy", "val_accuracy", "threshold", "test_reversed_accuracy",

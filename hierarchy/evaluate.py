@@ -652,11 +652,8 @@ def word_pair_scores(
         likely "word1 is-a word2", NaN if not covered) and the boolean coverage mask.
 
     Example:
-        >>> import numpy as np
-        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
-        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
-        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
-        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_tables
+        >>> h, means, variances = synthetic_tables()  # "dog", "animal" (broad), ...
         >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
         >>> word_pair_scores([("dog", "animal"), ("animal", "dog"), ("dog", "qwzx")],
         ...                  h, means, variances, lemmas=lemmas).scores.round(2)
@@ -710,13 +707,7 @@ def hyperlex_spearman(
     hierarchy: Hierarchy,
     means,
     variances,
-    *,
-    reduce: str = "max",
-    mode: str = "auto",
-    lemmas: Mapping[str, Iterable[str]] | None = None,
-    data_dir: str | os.PathLike | None = None,
-    generality: float = 0.0,
-    energy: str = energies.KL.name,
+    **scoring,
 ) -> dict:
     """Spearman correlation with the HyperLex noun scores (Vulić et al., 2017).
 
@@ -727,14 +718,9 @@ def hyperlex_spearman(
 
     Args:
         path: The HyperLex noun file (see `keras_gauss.hierarchy.benchmark_data.read_hyperlex`).
-        hierarchy: The hierarchy of the table.
-        means: `(num_nodes, d)` means.
-        variances: `(num_nodes, d)` variances.
-        reduce: `"max"` or `"mean"` over synset pairs.
-        mode: Word-to-node mapping, see `word_pair_scores`.
-        lemmas: Optional `word -> synset names` mapping (default: WordNet's).
-        data_dir: WordNet data directory for the default mapping.
-        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
+        hierarchy, means, variances: The hierarchy and its `(num_nodes, d)` tables.
+        **scoring: `word_pair_scores`'s keyword arguments and defaults
+            (`reduce`, `mode`, `lemmas`, `data_dir`, `generality`, `energy`).
 
     Returns:
         `{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}`:
@@ -743,11 +729,8 @@ def hyperlex_spearman(
         `undefined` says why (else `None`).
 
     Example:
-        >>> import numpy as np
-        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
-        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
-        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
-        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_tables
+        >>> h, means, variances = synthetic_tables()  # "dog", "animal" (broad), ...
         >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
         >>> lemmas["cat"] = ["cat"]
         >>> means[h.nodes.index("cat")] = [2.0, 0.0]  # far from dog
@@ -760,10 +743,7 @@ def hyperlex_spearman(
         (1.0, 3)
     """
     rows = read_hyperlex(path)
-    scores, covered = word_pair_scores(
-        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality, energy=energy,
-    )
+    scores, covered = word_pair_scores(rows, hierarchy, means, variances, **scoring)
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())
     rho, p = _spearman(scores[covered], gold[covered]) if n_covered >= 2 else (math.nan, math.nan)
@@ -790,13 +770,7 @@ def baroni2012(
     hierarchy: Hierarchy,
     means,
     variances,
-    *,
-    reduce: str = "max",
-    mode: str = "auto",
-    lemmas: Mapping[str, Iterable[str]] | None = None,
-    data_dir: str | os.PathLike | None = None,
-    generality: float = 0.0,
-    energy: str = energies.KL.name,
+    **scoring,
 ) -> dict:
     """Lexical entailment detection on Baroni et al. (2012): average precision and best F1.
 
@@ -809,25 +783,16 @@ def baroni2012(
 
     Args:
         path: The entailment file (see `keras_gauss.hierarchy.benchmark_data.read_entailment`).
-        hierarchy: The hierarchy of the table.
-        means: `(num_nodes, d)` means.
-        variances: `(num_nodes, d)` variances.
-        reduce: `"max"` or `"mean"` over synset pairs.
-        mode: Word-to-node mapping, see `word_pair_scores`.
-        lemmas: Optional `word -> synset names` mapping (default: WordNet's).
-        data_dir: WordNet data directory for the default mapping.
-        generality: weight `beta` of the generality term (default 0; see `edge_scores`).
+        hierarchy, means, variances: The hierarchy and its `(num_nodes, d)` tables.
+        **scoring: `word_pair_scores`'s keyword arguments, as for `hyperlex_spearman`.
 
     Returns:
         `{"ap", "best_f1", "f1_threshold", "positive_rate", "coverage", "n_pairs", "n_covered"}`
         (`nan` metrics if no covered pair is positive).
 
     Example:
-        >>> import numpy as np
-        >>> from keras_gauss.hierarchy.synthetic import synthetic_hierarchy
-        >>> h = synthetic_hierarchy()  # nodes named "animal", "dog", ...
-        >>> means, variances = np.zeros((h.num_nodes, 2)), np.ones((h.num_nodes, 2))
-        >>> variances[h.nodes.index("animal")] = 4.0  # a broad animal
+        >>> from keras_gauss.hierarchy.synthetic import synthetic_tables
+        >>> h, means, variances = synthetic_tables()  # "dog", "animal" (broad), ...
         >>> lemmas = {"dog": ["dog"], "animal": ["animal"]}  # default: WordNet's
         >>> with open("baroni2012.tsv", "w") as f:
         ...     _ = f.write("dog\\tanimal\\tTrue\\nanimal\\tdog\\tFalse\\n")
@@ -836,10 +801,7 @@ def baroni2012(
         (1.0, 2)
     """
     rows = read_entailment(path)
-    scores, covered = word_pair_scores(
-        rows, hierarchy, means, variances, reduce, mode=mode, lemmas=lemmas, data_dir=data_dir,
-        generality=generality, energy=energy,
-    )
+    scores, covered = word_pair_scores(rows, hierarchy, means, variances, **scoring)
     labels = np.array([label for _, _, label in rows], dtype=bool)
     y, s = labels[covered], scores[covered]
     f1, threshold = best_f1(y, s) if y.any() else (math.nan, math.nan)

@@ -13,18 +13,7 @@ ENERGY_LAYERS = {name: energies.get(name).layer_class()
                  for name in energies.names(task="hierarchy")}
 
 
-def build_kl_model(
-    num_nodes,
-    dim=50,
-    negatives=1,
-    covariance="diagonal",
-    max_norm=2.0,
-    min_variance=0.05,
-    max_variance=5.0,
-    mean_initializer="uniform",
-    variance_initializer="ones",
-    energy=energies.KL.name,
-):
+def build_kl_model(num_nodes, dim=50, negatives=1, energy=energies.KL.name, **table):
     """Builds the paper's hierarchy model (Section 5.3) as a Keras model.
 
     One `GaussianEmbedding` table named `"nodes"` serves both sides of every
@@ -41,13 +30,10 @@ def build_kl_model(
         num_nodes: number of nodes (rows of the table).
         dim: embedding dimension.
         negatives: corrupted edges per positive edge, `k`.
-        covariance: `"diagonal"` or `"spherical"`.
-        max_norm: the mean norm bound `C` (or `None`).
-        min_variance: the variance lower bound `m`.
-        max_variance: the variance upper bound `M`.
-        mean_initializer: initializer of the means.
-        variance_initializer: initializer of the variances.
         energy: a hierarchy energy's name (`keras_gauss.energies`; default KL).
+        **table: the table's `GaussianEmbedding` arguments, with its defaults:
+            `covariance`, `max_norm` (`C`), `min_variance` (`m`),
+            `max_variance` (`M`), `mean_initializer`, `variance_initializer`.
 
     Returns:
         A `keras.Model` taking a dict of int32 ids `{"general": (batch,),
@@ -64,17 +50,7 @@ def build_kl_model(
     if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
     energy = energies.get(energy, task="hierarchy", setting="`energy`").name
-    nodes = GaussianEmbedding(
-        num_nodes,
-        dim,
-        covariance=covariance,
-        mean_initializer=mean_initializer,
-        variance_initializer=variance_initializer,
-        max_norm=max_norm,
-        min_variance=min_variance,
-        max_variance=max_variance,
-        name="nodes",
-    )
+    nodes = GaussianEmbedding(num_nodes, dim, name="nodes", **table)
     general = keras.Input((), dtype="int32", name="general")
     specific = keras.Input((), dtype="int32", name="specific")
     neg_general = keras.Input((negatives,), dtype="int32", name="neg_general")

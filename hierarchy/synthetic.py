@@ -37,6 +37,26 @@ def synthetic_hierarchy():
     return hierarchy_from_parents(SYNTHETIC_PARENTS)
 
 
+def synthetic_tables():
+    """`synthetic_hierarchy()` with the tables of the word-level examples:
+    every node a 2-d unit Gaussian at the origin but `animal`, of variance 4
+    (so `dog` lies inside `animal`, not the reverse).
+
+    Returns:
+        `(hierarchy, means, variances)`, the tables float64 `(20, 2)`.
+
+    Example:
+
+    >>> h, means, variances = synthetic_tables()
+    >>> variances[h.nodes.index("animal")], variances[h.nodes.index("dog")]
+    (array([4., 4.]), array([1., 1.]))
+    """
+    hierarchy = synthetic_hierarchy()
+    means, variances = np.zeros((hierarchy.num_nodes, 2)), np.ones((hierarchy.num_nodes, 2))
+    variances[hierarchy.nodes.index("animal")] = 4.0
+    return hierarchy, means, variances
+
+
 def _tree_colors(hierarchy):
     """One colour family per tree, darker for deeper nodes."""
     import matplotlib

@@ -16,7 +16,6 @@ from keras_gauss.hierarchy.benchmark_data import read_hyperlex
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.hierarchy.selection import monitor_of
 from keras_gauss.hierarchy.selection import validation_scorer
-from keras_gauss.hierarchy.split import with_training_pairs
 from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
@@ -771,6 +770,8 @@ class HierarchyEngine(Engine):
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)
         self.train_edges, self.known = training_edges(self.hierarchy, self.split)
+        from keras_gauss.hierarchy.split import with_training_pairs  # NLTK: not at --help
+
         # few validation edges: thresholds and the best epoch are chosen with the training edges
         self.choice, few = with_training_pairs(self.split, self.hierarchy, config.seed)
         edges = len(self.train_edges)

@@ -445,3 +445,21 @@ def output_dir(args):
         raise CommandError(f"--resume {args.resume} continues the run in that directory; "
                            f"leave out --out {args.out} (or give the same directory).")
     return args.resume if args.resume is not None else args.out
+
+
+def run_training_command(train, args, *positional, **keywords):
+    """`train(*positional, **keywords)` with a training command's job flags
+    (`--overwrite`, `--quiet`, `--checkpoint-every`, `--resume`, the
+    distribution flags), a job's errors each one `CommandError` line."""
+    from keras_gauss.distribution import DistributionError
+    from keras_gauss.distribution import from_arguments
+    from keras_gauss.io import OutputExistsError, OutputNotWritableError
+
+    try:
+        return train(*positional, overwrite=args.overwrite, verbose=0 if args.quiet else 1,
+                     checkpoint_every=args.checkpoint_every, resume=args.resume is not None,
+                     distribution=from_arguments(args), **keywords)
+    except (CheckpointError, DistributionError) as error:
+        raise CommandError(str(error)) from None
+    except (OutputExistsError, OutputNotWritableError) as error:
+        raise CommandError(f"--out {error}") from None

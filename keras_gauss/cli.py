@@ -112,6 +112,33 @@ def _one_line_warning(message, category, filename, lineno, line=None):
     return "keras-gauss: warning: " + " ".join(str(message).split()) + "\n"
 
 
+def _private_matplotlib_config():
+    """Matplotlib (imported by Keras) writes two lines when it cannot write
+    its config directory (a read-only home): give it a temporary one of
+    this process's own instead (`MPLCONFIGDIR`, unless set)."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    existing = os.path.abspath(os.path.join(base, "matplotlib"))
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".keras-gauss-probe-", dir=existing))
+        return  # writable: matplotlib makes its directory there
+    except OSError:
+        pass
+    try:
+        directory = tempfile.mkdtemp(prefix="keras-gauss-matplotlib-")
+    except OSError:
+        return
+    atexit.register(shutil.rmtree, directory, True)
+    os.environ["MPLCONFIGDIR"] = directory
+
+
 def main(argv=None):
     quiet_backend_logs()
     parser = build_parser()
@@ -131,6 +158,7 @@ def main(argv=None):
     if not isinstance(stdout, BestEffortStream):
         sys.stdout = BestEffortStream(stdout)
     formatwarning, warnings.formatwarning = warnings.formatwarning, _one_line_warning
+    _private_matplotlib_config()
     try:
         return args.handler(args) or 0
     except CommandError as error:

@@ -90,7 +90,12 @@ class OutputNotWritableError(OSError):
 
 
 def _absolute(path):
-    return Path(os.path.abspath(os.fspath(path)))
+    try:
+        return Path(os.path.abspath(os.fspath(path)))
+    except FileNotFoundError:  # os.getcwd() of a deleted working directory
+        raise OutputNotWritableError(
+            f"{path}: a relative path, and the working directory no longer exists; give an "
+            "absolute path, or cd into an existing directory.") from None
 
 
 def _replace_file(tmp, path, overwrite, content):
@@ -121,14 +126,26 @@ def _article(content):
     return "an" if content[0] in "aeiou" else "a"
 
 
+def _first_above(path, probe, below_root=False):
+    """`(directory, what probe says)` of the nearest directory above `path`
+    for which `probe(directory)` is not None (with `below_root`, never the
+    root itself, `/` or `.`), else `(None, None)`."""
+    for ancestor in path.parents:
+        if below_root and ancestor.parent == ancestor:
+            break
+        found = probe(ancestor)
+        if found is not None:
+            return ancestor, found
+    return None, None
+
+
 def _check_not_inside_an_output(path):
     """Outputs are never written into a run or an export of ours."""
-    for ancestor in path.parents:
-        found = output_content(ancestor)
-        if found is not None:
-            raise OutputExistsError(
-                f"{path} is inside the keras-gauss {found} {ancestor}: nothing is written "
-                "into a run or an export; choose a path outside it.")
+    ancestor, found = _first_above(path, output_content)
+    if ancestor is not None:
+        raise OutputExistsError(
+            f"{path} is inside the keras-gauss {found} {ancestor}: nothing is written "
+            "into a run or an export; choose a path outside it.")
 
 
 def _is_empty(path):
@@ -199,8 +216,11 @@ def _check_location(path):
     path = _absolute(path)
     if path.parent == path:
         raise OutputExistsError(f"{path} is the root directory.")
-    cwd = Path(os.getcwd())
-    if os.path.lexists(path) and (cwd == path or path in cwd.parents):
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:  # deleted: nothing of it can be under `path`
+        cwd = None
+    if cwd is not None and os.path.lexists(path) and (cwd == path or path in cwd.parents):
         raise OutputExistsError(
             f"{path} is the working directory (or holds it); give a new "
             "sub-directory, e.g. --out runs/NAME.")
@@ -412,14 +432,11 @@ def _held_elsewhere(path):
 def _check_ancestors_free(path):
     """Raises `OutputBusyError` when another process writes a directory that
     holds `path`: a job's lock covers its whole output tree."""
-    for ancestor in path.parents:
-        if ancestor.parent == ancestor:
-            break
-        holder = _held_elsewhere(ancestor)
-        if holder is not None:
-            raise OutputBusyError(
-                f"{path} is inside {ancestor}, which another keras-gauss process{holder} is "
-                "writing; choose a path outside it.")
+    ancestor, holder = _first_above(path, _held_elsewhere, below_root=True)
+    if ancestor is not None:
+        raise OutputBusyError(
+            f"{path} is inside {ancestor}, which another keras-gauss process{holder} is "
+            "writing; choose a path outside it.")
 
 
 def _check_free(path):

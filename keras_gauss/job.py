@@ -59,6 +59,7 @@ Example: a toy engine whose training adds 0.1 to every mean of one table.
 import dataclasses
 import hashlib
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -251,6 +252,31 @@ def check_engine(engine, refusals=None):
                   if name != engine and not (refusals or {}).get(name)]
         raise ValueError(f"--engine {engine} {reason}"
                          + (f"; use {' or '.join(others)}." if others else "."))
+
+
+def jax_gpu():
+    """The kind of GPU that Keras's JAX backend would train on here
+    (`"NVIDIA H200"`), or None: no GPU, or a backend other than JAX.
+
+    Only with `KERAS_BACKEND=jax` in the environment is JAX imported (the
+    native trainer's path imports neither Keras nor TensorFlow nor JAX).
+    On a GPU the commands train with the keras engine on JAX, where its
+    steps compile with XLA; TensorFlow does not compile our layers' steps.
+
+    Example:
+
+    >>> jax_gpu() is None  # this machine: no GPU, or not KERAS_BACKEND=jax
+    True
+    """
+    if os.environ.get("KERAS_BACKEND") != "jax":
+        return None
+    try:
+        import jax
+
+        device = jax.devices()[0]
+    except Exception:  # no usable backend: the CPU defaults
+        return None
+    return device.device_kind if device.platform == "gpu" else None
 
 
 def choose_engine(engine, engines):

@@ -14,6 +14,7 @@ sigma_c)^2` (`keras_gauss.layers.containment_energy`): 0 when the query's
 one-sigma box lies inside the candidate's.
 """
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -54,6 +55,7 @@ class UnknownWordError(KeyError):
 NEIGHBOR_ORDERS = ("energy", "similarity", "variance")
 
 
+@dataclasses.dataclass(eq=False, repr=False)
 class Run:
     """A loaded run directory, with numpy queries of its Gaussians.
 
@@ -103,18 +105,20 @@ class Run:
     [('mammal.n.01', -0.82), ('animal.n.01', -2.06)]
     """
 
-    def __init__(self, path, model, words, counts, kind, energy, table, info, metrics):
-        self.path = path
-        self.generality = (generality_of(info) if "generality" in energies.get(energy).options
-                           else 0.0)
-        self.model = model
-        self.words = words
-        self.counts = counts
-        self.kind = kind
-        self.energy_name = energy
-        self.table = table
-        self.info = info
-        self.metrics = metrics
+    path: str | os.PathLike
+    model: object
+    words: list
+    counts: object
+    kind: str
+    energy_name: str
+    table: object
+    info: dict
+    metrics: dict
+    generality: float = dataclasses.field(init=False)
+
+    def __post_init__(self):  # read (and checked) when the run is loaded
+        self.generality = (generality_of(self.info)
+                           if "generality" in energies.get(self.energy_name).options else 0.0)
 
     def __repr__(self):
         return (f"Run(path={str(self.path)!r}, kind={self.kind!r}, "
@@ -392,11 +396,8 @@ def load_run(run_dir):
 
     Example: a tiny corpus run (`Run`'s example writes a hierarchy run by hand).
 
-    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
-    >>> with open("corpus.txt", "w") as f:
-    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
-    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
-    ...                  verbose=0)
+    >>> from keras_gauss.pipelines.train import demo_run
+    >>> _ = demo_run("runs/tiny")  # a tiny corpus run, in well under a second
     >>> run = load_run("runs/tiny")
     >>> run
     Run(path='runs/tiny', kind='corpus', energy_name='el', words=7, dim=4)
@@ -454,7 +455,7 @@ def load_run(run_dir):
     except ValueError as error:
         raise DamagedRunError(str(error)) from None
     return Run(path=run_dir, model=model, words=words, counts=counts,
-               kind=info["kind"], energy=info["energy"],
+               kind=info["kind"], energy_name=info["energy"],
                table=table, info=info, metrics=metrics)
 
 

@@ -8,6 +8,7 @@ from keras_gauss import energies
 
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
+    from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -40,8 +41,11 @@ def add_parser(subparsers):
                   "min_variance", "max_variance", "init_variance", "seed"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
-        train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
-                           help=f"(default: {default})")
+        on_gpu = field in GPU_SETTINGS  # filled in by `device_settings`
+        train.add_argument(f"--{field.replace('_', '-')}", type=kind,
+                           default=None if on_gpu else default,
+                           help=f"(default: {default}" + (
+                               f"; {GPU_SETTINGS[field]} on a GPU)" if on_gpu else ")"))
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
@@ -53,18 +57,20 @@ def add_parser(subparsers):
     train.add_argument("--fixed-window", dest="dynamic_window", action="store_false",
                        help="use every context up to --window (default: word2vec's "
                             "reduced window drawn from 1..window per word)")
-    train.add_argument("--engine", default=defaults.engine, metavar="{native,keras}",
+    train.add_argument("--engine", default=None, metavar="{native,keras}",
                        help="native: the multi-threaded C++ trainer, which draws the pairs "
                             "itself (no TensorFlow on text files); keras: tf.data pairs into "
                             "model.fit with the layers (any backend, --distribution) "
-                            "(default: %(default)s)")
+                            f"(default: {defaults.engine}; on a GPU with KERAS_BACKEND=jax: "
+                            "keras with --pairs device, --batch-size 65536, "
+                            "--learning-rate 2.0, for the settings not given)")
     # An earlier flag: its value gets the line saying what to use instead.
     train.add_argument("--fused", dest="engine", action="store_const", const="fused",
                        help=argparse.SUPPRESS)
     train.add_argument("--threads", type=int, default=defaults.threads,
                        help="threads of --engine native (default: 0, the cores this "
                             "process may use)")
-    train.add_argument("--pairs", default=defaults.pairs, metavar="{host,device}",
+    train.add_argument("--pairs", default=None, metavar="{host,device}",
                        help="where --engine keras draws its pairs: host (the tf.data stream, "
                             "a pass over the shuffled lines) or device (the corpus as token "
                             "ids on the device, pairs drawn inside the compiled step at "
@@ -122,33 +128,64 @@ def add_parser(subparsers):
     neighbors.set_defaults(handler=run_neighbors)
 
 
+def device_settings(args, gpu=None):
+    """Fills in the `train-corpus` settings left unset (None): on a GPU
+    (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
+    (the keras engine, pairs drawn on the device, the GPU batch and rate)
+    unless `--engine native` or a `--distribution` was asked for, else with
+    `CorpusConfig`'s defaults. Returns the line that says the GPU is used,
+    or None.
+
+    Example:
+
+    >>> import argparse
+    >>> args = argparse.Namespace(engine=None, pairs=None, batch_size=None,
+    ...                           learning_rate=None)
+    >>> device_settings(args, gpu="NVIDIA H200")
+    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 2.0 (--engine native: the C++ trainer on the CPU)'
+    >>> args.batch_size
+    65536
+    """
+    from keras_gauss.job import jax_gpu
+    from keras_gauss.pipelines.train import GPU_SETTINGS
+    from keras_gauss.pipelines.train import CorpusConfig
+
+    defaults = CorpusConfig()
+    # With --distribution the job starts JAX's distributed runtime first:
+    # no device may be asked for before (and the settings stay the CPU's).
+    distributed = getattr(args, "distribution", None) is not None
+    if args.engine != "native" and gpu is None and not distributed:
+        gpu = jax_gpu()
+    use = gpu is not None and args.engine in (None, "keras") and not distributed
+    for field, value in GPU_SETTINGS.items():
+        if getattr(args, field) is None:
+            setattr(args, field, value if use else getattr(defaults, field))
+    if not use:
+        return None
+    return (f"GPU {gpu}: --engine {args.engine}, --pairs {args.pairs}, --batch-size "
+            f"{args.batch_size}, --learning-rate {args.learning_rate} (--engine native: "
+            "the C++ trainer on the CPU)")
+
+
 def run_train_corpus(args):
     import dataclasses
 
     from keras_gauss.checks import CommandError
-    from keras_gauss.checkpoint import CheckpointError
     from keras_gauss.checkpoint import output_dir
+    from keras_gauss.checkpoint import run_training_command
     from keras_gauss.checks import TrainingDivergedError
-    from keras_gauss.distribution import DistributionError
-    from keras_gauss.distribution import from_arguments
-    from keras_gauss.io import OutputExistsError, OutputNotWritableError
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
+    line = device_settings(args)
+    if line and not args.quiet:
+        print(line, flush=True)
     fields = {f.name for f in dataclasses.fields(CorpusConfig)}
     config = CorpusConfig(**{k: v for k, v in vars(args).items() if k in fields})
     args.out = output_dir(args)
     try:
         config.validate()
-        metrics = train_corpus(config, args.corpus, args.out, overwrite=args.overwrite,
-                               verbose=0 if args.quiet else 1,
-                               checkpoint_every=args.checkpoint_every,
-                               resume=args.resume is not None,
-                               distribution=from_arguments(args))
-    except (CheckpointError, DistributionError) as error:
-        raise CommandError(str(error)) from None
-    except (OutputExistsError, OutputNotWritableError) as error:
-        raise CommandError(f"--out {error}") from None
+        metrics = run_training_command(train_corpus, args, config, args.corpus, args.out)
     except TrainingDivergedError as error:
         raise CommandError(str(error)) from None
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:

@@ -99,13 +99,17 @@ def make_sampler(config, data, counts, table_size=1_000_000):
         candidates=candidates, scan=scan, name="pairs")
 
 
-def device_trainer(model, sampler, steps_per_execution=STEPS_PER_EXECUTION):
+def device_trainer(model, sampler, steps_per_execution=STEPS_PER_EXECUTION, scan=None):
     """The model `fit` trains: step number -> `sampler` -> `model`, compiled
     with `model`'s optimizer and loss (one optimizer state: the tables and
     their accumulators are `model`'s).
 
     It takes `{"step": (1,) int32}` and labels `(1, 1 + negatives)`
-    (`[1, 0, ..., 0]`, shared by the batch's lists).
+    (`[1, 0, ..., 0]`, shared by the batch's lists). A call runs
+    `steps_per_execution` steps: on a JAX GPU or TPU (or with `scan=True`;
+    `scan=False`: never) in one compiled `lax.scan` over the sampler and
+    the step (`keras_gauss.models.gaussian_model.scanned_steps`), with the
+    results of as many single steps.
     """
     import keras
 
@@ -113,6 +117,7 @@ def device_trainer(model, sampler, steps_per_execution=STEPS_PER_EXECUTION):
 
     step = keras.Input((), batch_size=1, dtype="int32", name="step")
     trainer = GaussianModel({"step": step}, model(sampler(step)), name="device_pairs")
+    trainer.scan_steps = scan
     trainer.compile(optimizer=model.optimizer, loss=model.loss,
                     steps_per_execution=steps_per_execution)
     return trainer

@@ -34,18 +34,8 @@ WORDS = "words"
 CONTEXTS = "contexts"
 
 
-def build_corpus_model(
-    vocab_size,
-    dim=50,
-    negatives=1,
-    energy=energies.DEFAULTS["corpus"].name,
-    covariance="diagonal",
-    max_norm=2.0,
-    min_variance=0.05,
-    max_variance=5.0,
-    mean_initializer="uniform",
-    variance_initializer="ones",
-):
+def build_corpus_model(vocab_size, dim=50, negatives=1, energy=energies.DEFAULTS["corpus"].name,
+                       **tables):
     """Builds the paper's skip-gram Gaussian model as a Keras model.
 
     Two `GaussianEmbedding` tables, `"words"` and `"contexts"`, both of
@@ -60,12 +50,9 @@ def build_corpus_model(
         negatives: negative contexts per positive, `k >= 1`.
         energy: `"el"` (symmetric expected likelihood) or `"kl"`
             (`E(w, c) = -KL(N_c || N_w)`, word = general side).
-        covariance: `"diagonal"` or `"spherical"`.
-        max_norm: `C`, the bound on every mean's L2 norm (or `None`).
-        min_variance: `m`, the smallest variance.
-        max_variance: `M`, the largest variance.
-        mean_initializer: initializer of both means tables.
-        variance_initializer: initializer of both variance tables.
+        **tables: both tables' `GaussianEmbedding` arguments, with its
+            defaults: `covariance`, `max_norm` (`C`), `min_variance` (`m`),
+            `max_variance` (`M`), `mean_initializer`, `variance_initializer`.
 
     Returns:
         A `keras.Model` taking `{"word": (B,), "context": (B,), "negatives":
@@ -87,16 +74,8 @@ def build_corpus_model(
     energy = energies.get(energy, task="corpus", setting="`energy`").name
     if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
-    table_kwargs = dict(
-        covariance=covariance,
-        mean_initializer=mean_initializer,
-        variance_initializer=variance_initializer,
-        max_norm=max_norm,
-        min_variance=min_variance,
-        max_variance=max_variance,
-    )
-    words = GaussianEmbedding(vocab_size, dim, name=WORDS, **table_kwargs)
-    contexts = GaussianEmbedding(vocab_size, dim, name=CONTEXTS, **table_kwargs)
+    words = GaussianEmbedding(vocab_size, dim, name=WORDS, **tables)
+    contexts = GaussianEmbedding(vocab_size, dim, name=CONTEXTS, **tables)
     word = keras.Input((), dtype="int32", name="word")
     context = keras.Input((), dtype="int32", name="context")
     negative = keras.Input((negatives,), dtype="int32", name="negatives")

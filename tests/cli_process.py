@@ -110,3 +110,24 @@ def _open(file, mode="r", *args, **kwargs):
     return f
 _io.open = _builtins.open = _open
 """
+
+
+def interrupted(argv, out, count):
+    """`killed` in this process: runs `keras-gauss ARGV --out OUT
+    --checkpoint-every 1e-9` through `main`, stopped by
+    `fault_injection.interrupted_at(count)` right after its `count`-th
+    checkpoint; asserts it stopped before writing the run.
+
+    Returns:
+        the state of the checkpoint left in `out`.
+    """
+    import pytest
+
+    from fault_injection import Interrupted
+    from fault_injection import interrupted_at
+    from keras_gauss.cli import main
+
+    with pytest.raises(Interrupted), interrupted_at(count):
+        main([*map(str, argv), "--out", str(out), "--checkpoint-every", "1e-9"])
+    assert not (out / "run.json").exists()
+    return read_checkpoint(out)[0]

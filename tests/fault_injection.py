@@ -12,6 +12,7 @@ Example:
 >>> install()  # in the child, before the command  # doctest: +SKIP
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -62,3 +63,40 @@ def install():
 
     checkpoint.write_checkpoint = counted_write
     checkpoint.np.savez = killing_savez
+
+
+class Interrupted(BaseException):
+    """Stands in for a SIGKILL in this process: raised by `interrupted_at`
+    (a BaseException, so no `except Exception` of the product catches it)."""
+
+
+@contextlib.contextmanager
+def interrupted_at(count):
+    """Within the block, the `count`-th checkpoint (1: the first) is written
+    whole and then `Interrupted` is raised in the training thread, so training
+    stops there as a SIGKILL after that checkpoint would: on disk, the same
+    checkpoint and no run. Cheaper than a killed child (no Python to start);
+    each trainer keeps one test with a real SIGKILL (`cli_process.killed`).
+
+    Example:
+
+    >>> with pytest.raises(Interrupted), interrupted_at(3):  # doctest: +SKIP
+    ...     main([*argv, "--out", out, "--checkpoint-every", "1e-9"])
+    """
+    from keras_gauss import checkpoint
+
+    save = checkpoint.Checkpointer.save
+    written = {"count": 0}
+
+    def interrupting_save(self, position, arrays):
+        save(self, position, arrays)
+        written["count"] += 1
+        if written["count"] == count:
+            self.wait()  # the checkpoint is whole on disk
+            raise Interrupted(f"interrupted at checkpoint {count}")
+
+    checkpoint.Checkpointer.save = interrupting_save
+    try:
+        yield
+    finally:
+        checkpoint.Checkpointer.save = save

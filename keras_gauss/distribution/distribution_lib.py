@@ -213,6 +213,7 @@ def check_batch(batch_size, devices, num_processes, model_shards=1):
             f"shards ({devices} devices / --model-shards {model_shards}, "
             f"--num-processes {num_processes}); give a multiple of {replicas}.")
 
+@dataclasses.dataclass(eq=False)
 class Distribution:
     """A started distribution: its scope, the chief and this process's rows.
 
@@ -226,6 +227,7 @@ class Distribution:
         model_shards: devices a table is split over.
         keras_distribution: the `keras.distribution.Distribution` (or `None`).
         strategy: the `tf.distribute.MirroredStrategy` on TensorFlow (or `None`).
+        link: the processes' link of a multi-process job (or `None`).
 
     Example:
 
@@ -234,16 +236,14 @@ class Distribution:
     (True, False)
     """
 
-    def __init__(self, kind=None, num_processes=1, process_id=0, devices=1, model_shards=1,
-                 keras_distribution=None, strategy=None, link=None):
-        self.kind = kind
-        self._link = link
-        self.strategy = strategy
-        self.num_processes = num_processes
-        self.process_id = process_id
-        self.devices = devices
-        self.model_shards = model_shards
-        self.keras_distribution = keras_distribution
+    kind: str | None = None
+    num_processes: int = 1
+    process_id: int = 0
+    devices: int = 1
+    model_shards: int = 1
+    keras_distribution: object = None
+    strategy: object = None
+    link: object = dataclasses.field(default=None, repr=False)
 
     @property
     def active(self):
@@ -263,7 +263,7 @@ class Distribution:
         """
         if self.strategy is not None:
             return self.strategy.scope()
-        if self._link is not None:
+        if self.link is not None:
             return self._job_scope()
         if self.keras_distribution is None:
             return contextlib.nullcontext()
@@ -275,7 +275,7 @@ class Distribution:
             with self.keras_distribution.scope():
                 yield
         except BaseException as error:
-            link = self._link
+            link = self.link
             reason = link.peer_failure(wait=min(2.0, link.timeout / 4), lost_only=True)
             if reason is not None:  # a collective broken by a peer's end: the cause wins
                 link.stop(reason)
@@ -290,8 +290,8 @@ class Distribution:
         then on another process's end no longer stops this one (process 0
         goes on to evaluate and write the run); at exit the others wait for
         process 0. Nothing without several processes."""
-        if self._link is not None:
-            self._link.finish()
+        if self.link is not None:
+            self.link.finish()
 
     def check_batch(self, batch_size):
         """`check_batch` of the job's devices and processes (nothing without a job)."""

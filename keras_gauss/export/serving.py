@@ -468,11 +468,8 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
 
     Example:
 
-    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
-    >>> with open("corpus.txt", "w") as f:
-    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
-    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
-    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> from keras_gauss.pipelines.train import demo_run
+    >>> _ = demo_run("runs/tiny")  # a tiny corpus run, in well under a second
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """

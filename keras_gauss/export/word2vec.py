@@ -118,11 +118,8 @@ def export_run_word2vec(run_dir, path, binary=False, overwrite=False):
 
     Example:
 
-    >>> from keras_gauss.pipelines.train import CorpusConfig, train_corpus
-    >>> with open("corpus.txt", "w") as f:
-    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n" * 50)
-    >>> _ = train_corpus(CorpusConfig(dim=4, min_count=1), "corpus.txt", "runs/tiny",
-    ...                  verbose=0)  # a tiny run, in well under a second
+    >>> from keras_gauss.pipelines.train import demo_run
+    >>> _ = demo_run("runs/tiny")  # a tiny corpus run, in well under a second
     >>> export_run_word2vec("runs/tiny", "means.txt")
     PosixPath('means.txt')
     >>> open("means.txt").readline()  # 7 words, 4 dimensions

@@ -77,6 +77,8 @@ import tempfile
 import threading
 import time
 
+from keras_gauss.ownership import file_digest
+
 logger = logging.getLogger("keras_gauss.fused")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -91,6 +93,17 @@ JAX_SOURCES = (os.path.join(_HERE, "jax_ops.cc"),)
 JAX_HEADERS = HEADERS
 
 _lock = threading.Lock()
+# The libraries whose compile failed in this process (no compiler, a compile
+# error, a library that does not load). The libraries share the compiler and
+# its flags: after the first failure, which the caller says in one line, the
+# others are not compiled again (`_NotCompiledAgain`) and say nothing.
+_failed = []
+NOT_COMPILED_AGAIN = "not compiled again"
+
+
+class _NotCompiledAgain(RuntimeError):
+    """An earlier library failed to build in this process with the same compiler."""
+
 _state = {"tried": False, "module": None, "error": None}
 _native_state = {"tried": False, "module": None, "error": None}
 _jax_state = {"tried": False, "module": None, "error": None}
@@ -313,14 +326,6 @@ def _record_path(path):
     return path + ".json"
 
 
-def _digest(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _damage(path):
     """Why the cached library at `path` must not be loaded, or None.
 
@@ -344,30 +349,57 @@ def _damage(path):
     actual = os.path.getsize(path)
     if actual != size:
         return f"{actual:,} bytes instead of {size:,}"
-    if _digest(path) != sha:
+    if file_digest(path) != sha:
         return "its SHA-256 differs from the recorded one"
     return None
 
 
 _CHECK = "import sys, tensorflow as tf; tf.load_op_library(sys.argv[1])"
-_NATIVE_CHECK = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+# Loads a plain C library and looks up the entry points named after it.
+_NATIVE_CHECK = ("import ctypes, sys; library = ctypes.CDLL(sys.argv[1]); "
+                 "[getattr(library, name) for name in sys.argv[2:]]")
 
 
-def _load_in_child(path, check=_CHECK):
-    """Loads the library in a child process; raises `RuntimeError` if it fails
-    (a crash there, e.g. SIGBUS, does not take this process down)."""
+def _entry_points(sources):
+    """The layout-version entries (`int kg_..._version()`) the C sources
+    define: a library is kept only when it has them all (one built from
+    other sources, e.g. older ones, lacks some)."""
+    import re
+
+    names = []
+    for source in sources:
+        with open(source, encoding="utf-8") as f:
+            names += re.findall(r"\bint (kg_\w+_version)\(\)", f.read())
+    return names
+
+
+def _load_in_child(path, check=_CHECK, symbols=()):
+    """Loads the library in a child process (and looks up `symbols`, with
+    `_NATIVE_CHECK`); raises `RuntimeError` if it fails (a crash there, e.g.
+    SIGBUS, does not take this process down)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", check, path], capture_output=True,
-                            text=True, env=env, timeout=600)
+    result = subprocess.run([sys.executable, "-c", check, path, *symbols],
+                            capture_output=True, text=True, env=env, timeout=600)
     if result.returncode != 0:
         how = (f"signal {-result.returncode}" if result.returncode < 0
                else f"exit {result.returncode}")
         raise RuntimeError(f"the compiled op does not load ({how}): "
-                           + result.stderr.strip()[-2000:])
+                           + _last_line(result.stderr))
+
+
+def _last_line(text, prefer=None):
+    """The line of a child's output that says why (one line, at most 300
+    characters): the first holding `prefer`, else the last (a traceback's
+    exception), not the whole output."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    chosen = next((line for line in lines if prefer and prefer in line), lines[-1])
+    return chosen[:300]
 
 
 def _write_record(path):
-    record = {"size": os.path.getsize(path), "sha256": _digest(path)}
+    record = {"size": os.path.getsize(path), "sha256": file_digest(path)}
     fd, tmp = tempfile.mkstemp(suffix=".json.tmp", dir=os.path.dirname(path))
     with os.fdopen(fd, "w") as f:
         json.dump(record, f)
@@ -450,22 +482,37 @@ def _trusted_place(path, what):
     says why) when the cache directory is not private; `RuntimeError` when
     no private directory can be had."""
     directory = os.path.dirname(path)
-    _make_private(directory)
-    problem = untrusted(directory)
-    if problem is None:
-        return path
-    private = _private_dir()
+    try:
+        _make_private(directory)
+    except OSError as error:  # a read-only home, a file in the way
+        problem, kind = error.strerror or str(error), "cannot be made"
+    else:
+        problem = untrusted(directory)
+        kind = "is not private"
+        if problem is None and not os.access(directory, os.W_OK | os.X_OK) and not (
+                os.path.exists(path) and _damage(path) is None):
+            problem, kind = "it is read-only", "cannot be written"
+        if problem is None:
+            return path
+    try:
+        private = _private_dir()
+    except OSError as error:
+        raise RuntimeError(f"the op cache {directory} {kind} ({problem}), and no temporary "
+                           f"directory can be made ({error.strerror or error})") from None
     refused = untrusted(private, root=private)
     if refused:
-        raise RuntimeError(f"the op cache {directory} is not private ({problem}), and "
+        raise RuntimeError(f"the op cache {directory} {kind} ({problem}), and "
                            f"neither is a temporary directory ({refused})")
-    _say(f"keras-gauss: the op cache {directory} is not private ({problem}); building "
-         f"{what} in {private} for this process instead (set KERAS_GAUSS_CACHE to a "
-         "directory only you can write).")
+    if not _private.get("said"):  # one line a process: every library goes there
+        _private["said"] = True
+        _say(f"keras-gauss: the op cache {directory} {kind} ({problem}); building "
+             f"{what} in {private} for this process instead (set KERAS_GAUSS_CACHE to a "
+             "directory only you can write).")
     return os.path.join(private, os.path.basename(path))
 
 
 def _build(path, command_for, check, what, sources=None):
+    symbols = _entry_points(SOURCES if sources is None else sources)
     path = _trusted_place(path, what)
     directory = os.path.dirname(path)
     if os.path.exists(path) and _damage(path) is None:
@@ -482,7 +529,7 @@ def _build(path, command_for, check, what, sources=None):
                 return path  # another process built it meanwhile
             if damage == "no record of a verified build":
                 try:  # a library from before records (in a private cache): keep it if it loads
-                    _load_in_child(path, check)
+                    _load_in_child(path, check, symbols)
                     _write_record(path)
                     return path
                 except (RuntimeError, subprocess.TimeoutExpired):
@@ -492,11 +539,15 @@ def _build(path, command_for, check, what, sources=None):
             for stale in (path, _record_path(path)):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(stale)
+        if _failed:  # the same compiler failed on another library: said once already
+            raise _NotCompiledAgain(f"{NOT_COMPILED_AGAIN}: {_failed[0]} failed to build in "
+                                    "this process (the same compiler)")
         fd, tmp = tempfile.mkstemp(suffix=".so.tmp", dir=directory)
         os.close(fd)
         try:
             command = command_for(SOURCES if sources is None else sources, tmp)
             if shutil.which(command[0]) is None:
+                _failed.append(what)
                 raise RuntimeError(f"C++ compiler {command[0]!r} not found")
             _say(f"keras-gauss: compiling {what} with {command[0]} into "
                  f"{directory} (once per source, "
@@ -507,11 +558,17 @@ def _build(path, command_for, check, what, sources=None):
             seconds = time.perf_counter() - start
             if result.returncode != 0:
                 _say(f" failed after {seconds:.1f} s")
-                raise RuntimeError(
-                    f"compiling {what} failed:\n" + result.stderr[-4000:]
-                )
+                _failed.append(what)
+                raise RuntimeError(f"compiling {what} with {command[0]} failed (exit "
+                                   f"{result.returncode}): "
+                                   + _last_line(result.stderr, prefer="error"))
             os.chmod(tmp, 0o700)  # the linker wrote it with the umask's mode
-            _load_in_child(tmp, check)
+            try:
+                _load_in_child(tmp, check, symbols)
+            except (RuntimeError, subprocess.TimeoutExpired):
+                _say(f" built in {seconds:.1f} s, but it does not load")
+                _failed.append(what)
+                raise
             _say(f" done in {seconds:.1f} s")
             os.replace(tmp, path)
             _write_record(path)
@@ -617,7 +674,7 @@ def _load_once(state, build_library, open_library, on_failure=None):
             state["module"] = open_library(build_library())
         except Exception as error:  # noqa: BLE001 - any failure means fallback
             state["error"] = f"{type(error).__name__}: {error}"
-            if on_failure is not None:
+            if on_failure is not None and not isinstance(error, _NotCompiledAgain):
                 on_failure(state["error"])
         return state["module"]
 
@@ -642,3 +699,4 @@ def _reset():
     with _lock:
         for state in (_state, _native_state, _jax_state):
             state.update(tried=False, module=None, error=None)
+        _failed.clear()

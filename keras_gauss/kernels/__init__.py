@@ -23,6 +23,7 @@ import os
 
 import keras
 
+from keras_gauss.fused import build as _build
 from keras_gauss.kernels.memory import keep_freed_memory
 
 if keras.backend.backend() == "tensorflow":
@@ -46,7 +47,8 @@ def get(training=True):
     reason = _backend.unavailable()
     if reason is None:
         return _backend
-    quiet = getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
+    quiet = (getattr(_backend, "LOADER_WARNS", False) or "KERAS_GAUSS_DISABLE_FUSED" in reason
+             or _build.NOT_COMPILED_AGAIN in reason)  # the first failure said why
     if not _warned and not quiet:
         _warned.append(reason)
         logger.warning("keras_gauss: the compiled layer kernels are unavailable (%s); "

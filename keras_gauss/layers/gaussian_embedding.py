@@ -145,6 +145,8 @@ class GaussianEmbedding(keras.layers.Layer):
     def _lookup(self, table, ids, kernel=None):
         if keras.backend.backend() == "jax":
             return self._lookup_jax(table, ids, kernel)
+        if keras.backend.backend() == "torch":
+            return self._lookup_torch(table, ids)
         if keras.backend.backend() != "tensorflow":
             return ops.take(table, ids, axis=0)
         import tensorflow as tf
@@ -160,6 +162,18 @@ class GaussianEmbedding(keras.layers.Layer):
             # Inside an XLA cluster, the gradient rows are materialized before
             # the optimizer's scatter sums them (`materialized_gradient`).
             rows = materialized_gradient(tf.gather(table.value, ids))
+        return ops.cast(rows, self.compute_dtype)
+
+    def _lookup_torch(self, table, ids):
+        from keras_gauss.models.row_lookups import TorchRowLookups
+
+        if not TorchRowLookups.active():
+            return ops.cast(ops.take(table, ids, axis=0), self.compute_dtype)
+        import torch
+
+        # In `GaussianModel`'s train step: the table's gradient is one row per id.
+        rows = torch.nn.functional.embedding(ops.convert_to_tensor(ids).long(), table.value,
+                                             sparse=True)
         return ops.cast(rows, self.compute_dtype)
 
     def _lookup_jax(self, table, ids, kernel):

@@ -2,6 +2,7 @@ import keras
 
 from keras_gauss.models.row_lookups import RowGradient
 from keras_gauss.models.row_lookups import RowLookups
+from keras_gauss.models.row_lookups import TorchRowLookups
 from keras_gauss.models.row_lookups import materialized
 
 
@@ -25,6 +26,15 @@ class GaussianModel(keras.Model):
     the backward pass into the scatter (on a GPU that fusion serializes on
     frequent ids). The tables must be read only through their
     `GaussianEmbedding` lookups (true of every model keras-gauss builds).
+    On the torch backend, with an optimizer that takes row gradients, the
+    lookups of the train step are sparse embedding lookups
+    (`keras_gauss.models.row_lookups.TorchRowLookups`): the tables'
+    gradients are sparse rows, which `SparseAdagrad` applies row by row.
+    With `steps_per_execution=K` on a JAX GPU or TPU, the K steps of a call
+    run in one compiled `lax.scan` (`scanned_steps`), not as K dispatches;
+    `model.scan_steps = True` or `False` (an attribute, not saved) forces
+    it on or off (the default, `None`: off on the CPU, where a scanned call
+    measured 1.3-1.8x slower a step).
 
     The saved model (`model.save("m.keras")`) loads on any backend.
 
@@ -42,9 +52,29 @@ class GaussianModel(keras.Model):
     """
 
     def train_step(self, *args, **kwargs):
+        if keras.backend.backend() == "torch" and _takes_row_gradients(self.optimizer):
+            with TorchRowLookups():  # the tables' gradients: sparse rows
+                return super().train_step(*args, **kwargs)
         if keras.backend.backend() != "jax" or self.optimizer is None:
             return super().train_step(*args, **kwargs)
         return self._row_train_step(*args, **kwargs)
+
+    # Whether `steps_per_execution` steps run in one `lax.scan` on JAX:
+    # None (on an accelerator, not on the CPU), True or False.
+    scan_steps = None
+
+    def make_train_function(self, force=False):
+        # On JAX, Keras runs `steps_per_execution` steps as a Python loop of
+        # single compiled steps (one dispatch each); here they run in one
+        # compiled `lax.scan` (`scanned_steps`).
+        if (keras.backend.backend() != "jax" or self.steps_per_execution <= 1
+                or self.run_eagerly or not self.jit_compile
+                or keras.distribution.distribution() is not None
+                or not _scans(self.scan_steps)):
+            return super().make_train_function(force)
+        if self.train_function is not None and not force:
+            return
+        self.train_function = scanned_steps(self.train_step, self.steps_per_execution)
 
     def _row_train_step(self, state, data):
         import jax
@@ -112,6 +142,72 @@ class GaussianModel(keras.Model):
         logs, metrics_values = self._update_metrics_variables(
             metrics_values, unscaled_loss, x, y, y_pred, sample_weight)
         return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+
+def _scans(setting):
+    if setting is not None:
+        return bool(setting)
+    import jax
+
+    return jax.default_backend() != "cpu"
+
+
+def scanned_steps(train_step, steps):
+    """Keras's JAX `train_function` for `steps` steps a call, the steps in one
+    compiled `lax.scan` (JAX).
+
+    `iterator_step(state, iterator) -> (logs, state)` takes up to `steps`
+    batches from `iterator` (Keras's epoch iterator: it has counted them
+    already, so callbacks, `fit`'s step numbers and checkpoints are those
+    of single steps) and runs `train_step(state, batch)` on each in turn,
+    carrying the state, inside one jitted function (donating the state);
+    the logs are the last step's. Batches of differing shapes (a smaller
+    last batch) run one compiled step each; a shorter last call compiles
+    once more.
+
+    Example:
+
+    >>> model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(),
+    ...               steps_per_execution=32)  # doctest: +SKIP
+    >>> model.fit(x, y, batch_size=16384)  # 32 steps a compiled call  # doctest: +SKIP
+    """
+    import jax
+    from jax import numpy as jnp
+
+    def scan(state, batches):
+        stacked = jax.tree.map(lambda *parts: jnp.stack(parts), *batches)
+
+        def body(state, batch):
+            logs, new_state = train_step(state, batch)
+            # the carry keeps its types (a weakly typed scalar stays so)
+            new_state = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype)
+                                     if hasattr(old, "dtype") else new, new_state, state)
+            return new_state, logs
+
+        state, logs = jax.lax.scan(body, state, stacked)
+        return jax.tree.map(lambda value: value[-1], logs), state
+
+    many = jax.jit(scan, donate_argnums=0)
+    one = jax.jit(train_step, donate_argnums=0)
+
+    def shapes(batch):
+        return jax.tree.map(lambda value: (getattr(value, "shape", None),
+                                           str(getattr(value, "dtype", type(value)))), batch)
+
+    def iterator_step(state, iterator):
+        batches = [next(iterator)]
+        try:
+            while len(batches) < steps:
+                batches.append(next(iterator))
+        except StopIteration:
+            pass
+        if len(batches) > 1 and all(shapes(b) == shapes(batches[0]) for b in batches):
+            return many(state, tuple(batches))
+        for batch in batches:
+            logs, state = one(state, batch)
+        return logs, state
+
+    return iterator_step
 
 
 def dense_gradient(gradient, dtype):

@@ -144,3 +144,34 @@ class RowLookups:
 def active_row_lookups():
     """The `RowLookups` context in force on this thread, or `None`."""
     return getattr(_ACTIVE, "lookups", None)
+
+
+class TorchRowLookups:
+    """Context: `GaussianEmbedding` lookups give sparse (row) gradients on torch.
+
+    Inside it (`GaussianModel.train_step` on the torch backend, with an
+    optimizer that takes row gradients), a lookup is
+    `torch.nn.functional.embedding(ids, table, sparse=True)`: the table's
+    gradient is a sparse tensor of one row per id, which `SparseAdagrad`
+    applies row by row (the counterpart of TensorFlow's `tf.IndexedSlices`).
+    Outside it the lookup is `keras.ops.take` and the gradient dense, what
+    any optimizer takes.
+
+    Example:
+
+    >>> with TorchRowLookups():  # doctest: +SKIP
+    ...     model.train_step(batch)
+    """
+
+    def __enter__(self):
+        _ACTIVE.torch_rows = getattr(_ACTIVE, "torch_rows", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _ACTIVE.torch_rows -= 1
+
+    @staticmethod
+    def active():
+        """Whether a lookup now should give a sparse gradient."""
+        return getattr(_ACTIVE, "torch_rows", 0) > 0
+

@@ -134,6 +134,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         if _is_row_gradient(gradient):
             self._row_update_jax(gradient, variable, accumulator, constraint, lr)
             return
+        if _is_torch_sparse(gradient):
+            self._row_update_torch(gradient, variable, accumulator, constraint, lr)
+            return
         gradient = ops.cast(gradient, variable.dtype)
         self.assign_add(accumulator, ops.square(gradient))
         self.assign_sub(
@@ -187,6 +190,20 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         if constraint is not None:
             new_rows = constraint(new_rows)
         variable.scatter_update(tf.IndexedSlices(new_rows, rows))
+
+    def _row_update_torch(self, gradient, variable, accumulator, constraint, lr):
+        # torch: the sparse gradient of `GaussianModel`'s train step (a
+        # `sparse=True` embedding lookup); `coalesce` sums repeated rows.
+        gradient = gradient.coalesce()
+        rows = gradient.indices()[0]
+        values = gradient.values().to(variable.value.dtype)
+        acc, table = accumulator.value, variable.value
+        acc_rows = acc[rows] + values.square()
+        new_rows = table[rows] - lr * values / (acc_rows + self.epsilon).sqrt()
+        if constraint is not None:
+            new_rows = ops.convert_to_tensor(constraint(new_rows))
+        acc.index_copy_(0, rows, acc_rows)
+        table.index_copy_(0, rows, new_rows.to(table.dtype))
 
     def _row_update_jax(self, gradient, variable, accumulator, constraint, lr):
         # JAX: the rows of `keras_gauss.models.GaussianModel`'s train step.
@@ -346,6 +363,14 @@ def _is_row_gradient(value):
     from keras_gauss.models.row_lookups import RowGradient
 
     return isinstance(value, RowGradient)
+
+
+def _is_torch_sparse(value):
+    if keras.backend.backend() != "torch":
+        return False
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.layout == torch.sparse_coo
 
 
 def _tf_variable(variable):

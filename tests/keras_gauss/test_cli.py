@@ -110,15 +110,15 @@ def test_quiet_prints_only_the_result(tmp_path, capsys):
     assert "Epoch" not in out and out.startswith("edge accuracy")
 
 
-@pytest.mark.parametrize("start", ["script", "module", "main"])
+@pytest.mark.parametrize("start", ["script", "module"])
 def test_an_error_is_one_line_however_the_command_starts(tmp_path, start):
     """`neighbors` on a missing run imports TensorFlow, then fails: stderr is
     the one error line, without TensorFlow's start-up notices (oneDNN's prints
-    on some CPUs whatever the log level), with no log settings of the user's."""
+    on some CPUs whatever the log level), with no log settings of the user's.
+    (The console script is `from keras_gauss.cli import main; sys.exit(main())`:
+    it also covers a program that calls `main` itself.)"""
     launch = {"script": [os.path.join(os.path.dirname(sys.executable), "keras-gauss")],
-              "module": [sys.executable, "-m", "keras_gauss"],
-              "main": [sys.executable, "-c",
-                       "import sys; from keras_gauss.cli import main; sys.exit(main())"]}
+              "module": [sys.executable, "-m", "keras_gauss"]}
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
     done = subprocess.run([*launch[start], "neighbors", str(tmp_path / "none"), "cat"],
@@ -126,3 +126,22 @@ def test_an_error_is_one_line_however_the_command_starts(tmp_path, start):
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("keras-gauss neighbors: error: "), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_matplotlib_gets_a_private_config_directory_where_home_cannot_be_written(
+        tmp_path, monkeypatch):
+    # Keras imports matplotlib, which writes two lines when it cannot write
+    # its config directory (a read-only home; here a file in the way).
+    from keras_gauss import cli
+
+    (tmp_path / "home").write_text("a file, not a directory")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    cli._private_matplotlib_config()
+    private = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(private) and os.access(private, os.W_OK)
+    monkeypatch.setenv("HOME", str(tmp_path))  # writable: matplotlib's own place
+    monkeypatch.delenv("MPLCONFIGDIR")
+    cli._private_matplotlib_config()
+    assert "MPLCONFIGDIR" not in os.environ and os.listdir(tmp_path) == ["home"]

@@ -573,13 +573,25 @@ def test_hierarchy_processes_train_their_own_edges(tmp_path):
                                    err_msg=path)
 
 
-def test_model_parallel_splits_the_tables_by_rows_and_matches_one_device(tmp_path):
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory):
+    """One JAX child on 2 forced host devices (`model_parallel_run.py`): the
+    corpus model with ModelParallel, and `train_hierarchy` with DataParallel,
+    each beside its one-device run."""
     pytest.importorskip("jax")
+    tmp = tmp_path_factory.mktemp("two_devices")
+    # A root, 16 children, one grandchild each: 16 + 2 * 16 = 48 closure edges.
+    lines = [f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
+    (tmp / "edges.tsv").write_text("\n".join(lines) + "\n")
     done = subprocess.run([sys.executable, str(HERE / "model_parallel_run.py"),
-                           str(tmp_path / "out.npz")], env=jax_env(2), capture_output=True,
-                          text=True, timeout=300)
+                           str(tmp / "out.npz"), str(tmp / "edges.tsv"), str(tmp / "runs")],
+                          env=jax_env(2), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = np.load(tmp_path / "out.npz")
+    return np.load(tmp / "out.npz")
+
+
+def test_model_parallel_splits_the_tables_by_rows_and_matches_one_device(two_devices):
+    results = two_devices
     specs = {k.split("/", 1)[1]: str(results[k]) for k in results.files if k.startswith("spec/")}
     assert len(specs) == 8  # 4 tables, 4 AdaGrad accumulators
     for path, spec in specs.items():
@@ -593,36 +605,13 @@ def test_model_parallel_splits_the_tables_by_rows_and_matches_one_device(tmp_pat
         assert not np.allclose(results[f"sharded/{path}"], 0.0)
 
 
-def test_hierarchy_data_parallel_matches_one_device(tmp_path):
+def test_hierarchy_data_parallel_matches_one_device(two_devices):
     """`train_hierarchy` with DataParallel over 2 forced devices trains the
     tables of the one-device run (48 training edges, batches of 16: no
     partial batch to drop)."""
-    pytest.importorskip("jax")
-    code = f"""
-import numpy as np
-from keras_gauss.distribution import DistributionConfig
-from keras_gauss.hierarchy.train import WordNetConfig, train_hierarchy
-from keras_gauss.runs import load_run
-config = WordNetConfig(edges={str(tmp_path / 'edges.tsv')!r}, dim=4, epochs=2,
-                       batch_size=16, negatives=2, val_size=0, test_size=0,
-                       reconstruction_nodes=10, engine="keras")
-for name, dist in (("one", None), ("two", DistributionConfig("data"))):
-    m = train_hierarchy(config, {str(tmp_path)!r} + "/" + name, verbose=0,
-                        checkpoint_every=0, distribution=dist)
-    assert m["num_train_edges"] == 48, m["num_train_edges"]
-    assert (dist is None) == ("distribution" not in m), m.get("distribution")
-a, b = ([w.numpy() for w in load_run({str(tmp_path)!r} + "/" + n).model.weights]
-        for n in ("one", "two"))
-print("MAXDIFF", max(float(np.abs(x - y).max()) for x, y in zip(a, b)))
-"""
-    # A root, 16 children, one grandchild each: 16 + 2 * 16 = 48 closure edges.
-    lines = [f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
-    (tmp_path / "edges.tsv").write_text("\n".join(lines) + "\n")
-    done = subprocess.run([sys.executable, "-c", code], env=jax_env(2), capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    diff = float(done.stdout.split("MAXDIFF")[1])
-    assert diff < 1e-5
+    assert two_devices["hierarchy/edges"].tolist() == [48, 48]
+    assert two_devices["hierarchy/recorded"].tolist() == [False, True]
+    assert float(two_devices["hierarchy/maxdiff"]) < 1e-5
 
 
 # --- a job's processes stop together: one line on every process --------------------

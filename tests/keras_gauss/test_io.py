@@ -461,3 +461,25 @@ def test_a_file_export_stopped_in_its_replace_is_left_whole_and_ours(tmp_path, m
     assert io_module.file_content(path) == WORD2VEC
     assert json.loads((tmp_path / ".means.txt.keras-gauss").read_text()).get("previous") is None
     assert sorted(p.name for p in tmp_path.iterdir()) == [".means.txt.keras-gauss", "means.txt"]
+
+
+def test_a_deleted_working_directory_is_no_error_with_absolute_paths(tmp_path, monkeypatch,
+                                                                     capsys):
+    from keras_gauss.cli import main
+
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 40)))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    argv = ["train-hierarchy", "--edges", str(edges), "--dim", "2", "--epochs", "1",
+            "--reconstruction-nodes", "5", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:  # a relative one names itself, not the data
+        main([*argv, "--out", "run"])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.endswith("--out run: a relative path, and the working directory no longer "
+                        "exists; give an absolute path, or cd into an existing directory."), err

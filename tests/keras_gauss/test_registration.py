@@ -93,3 +93,15 @@ def test_a_fresh_process_that_imports_keras_gauss_loads_every_saved_kind(tmp_pat
             np.testing.assert_array_equal(want, np.asarray(got, np.float32))
     assert results["run"] == ["GaussianModel", "SparseAdagrad", [[0.5, 0.5]] * 3]
     assert results["objects"] == {name: [name, True] for name in objects}
+
+
+def test_every_module_with_a_registered_class_is_registered_at_import():
+    """A new module with `@register_keras_serializable` must sit under `SERIALIZABLE_MODULES`."""
+    from keras_gauss.keras_setup import SERIALIZABLE_MODULES
+
+    decorated = {".".join(("keras_gauss", *path.relative_to(ROOT / "keras_gauss")
+                                                  .with_suffix("").parts))
+                 for path in (ROOT / "keras_gauss").rglob("*.py")
+                 if "@keras.saving.register_keras_serializable" in path.read_text()}
+    assert decorated and not {module for module in decorated
+                              if not module.startswith(SERIALIZABLE_MODULES)}

@@ -33,7 +33,8 @@ def _exit(argv, capsys):
 
 def test_train_writes_run(run_dir, capsys):
     assert {p.name for p in run_dir.iterdir()} == {
-        "model.keras", "vocab.tsv", "run.json", "metrics.json", ".keras-gauss"}
+        "model.keras", "vocab.tsv", "run.json", "metrics.json", "history.csv",
+        "history.png", ".keras-gauss"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["config"]["dim"] == 6 and metrics["config"]["window"] == 2
 
@@ -189,3 +190,55 @@ def _umask():
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+def _unset(**given):
+    import argparse
+
+    values = {"engine": None, "pairs": None, "batch_size": None, "learning_rate": None}
+    return argparse.Namespace(**{**values, **given})
+
+
+def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
+    from keras_gauss.pipelines.cli import device_settings
+    from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig
+
+    args = _unset()
+    line = device_settings(args, gpu="Fake GPU")
+    assert vars(args) == GPU_SETTINGS
+    assert line.startswith("GPU Fake GPU: --engine keras, --pairs device")
+    # a setting given is kept; --engine native is the CPU trainer with its defaults
+    args = _unset(batch_size=1024)
+    device_settings(args, gpu="Fake GPU")
+    assert (args.engine, args.batch_size, args.learning_rate) == ("keras", 1024, 2.0)
+    cpu = CorpusConfig()
+    for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
+                      (_unset(distribution="data"), "Fake GPU")):
+        if gpu is None:  # this machine: no GPU (or not KERAS_BACKEND=jax)
+            assert device_settings(args) is None
+        else:
+            assert device_settings(args, gpu=gpu) is None
+        assert {k: v for k, v in vars(args).items() if k != "distribution"} == {
+            "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
+            "learning_rate": cpu.learning_rate}
+
+
+def test_train_corpus_says_in_its_first_line_that_it_uses_the_gpu(corpus, tmp_path, capsys,
+                                                                  monkeypatch):
+    from keras_gauss import job
+    from keras_gauss.pipelines import train
+
+    seen = {}
+
+    def fake_train(config, *args, **kwargs):
+        seen["config"] = config
+        return {"vocab_size": 1, "pairs": 1, "train_seconds": 1.0, "pairs_per_second": 1.0,
+                "tokens_per_second": 1.0, "final_loss": 0.0}
+
+    monkeypatch.setattr(job, "jax_gpu", lambda: "Fake GPU")
+    monkeypatch.setattr(train, "train_corpus", fake_train)
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("GPU Fake GPU: --engine keras, --pairs device, --batch-size 65536")
+    config = seen["config"]
+    assert (config.engine, config.pairs, config.batch_size) == ("keras", "device", 65536)

@@ -2,7 +2,10 @@
 native path): a run killed with SIGKILL mid-epoch and resumed ends with the
 tables and metrics of an uninterrupted run, bit for bit (both engines: the
 native trainer on one thread, without TensorFlow, and keras); bad resumes are
-refused with one line."""
+refused with one line. One real SIGKILL (a child process) per engine and
+per kill point; the keras engine with pairs drawn on the device and the
+fixture of the refusals stop in this process right after the same
+checkpoint (`cli_process.interrupted`), which leaves the same files."""
 
 import json
 import shutil
@@ -10,6 +13,7 @@ import shutil
 import numpy as np
 import pytest
 
+from cli_process import interrupted as interrupted_run
 from cli_process import killed, run_cli
 from fault_injection import KILL_AFTER, KILL_DURING
 from keras_gauss.checkpoint import checkpoint_file, read_checkpoint
@@ -95,7 +99,10 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(corpus, referen
     if engine == "native" and not native_available():
         pytest.skip("the native trainer did not build")
     out = tmp_path / "run"
-    state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine], engine)
+    if engine == "keras-device":  # the keras engine's SIGKILL: "keras"
+        state = interrupted_run(_argv(corpus, engine), out, KILL_AT[engine])
+    else:
+        state = _killed(_argv(corpus, engine), out, KILL_AFTER, KILL_AT[engine], engine)
     assert state["epoch"] == 1 and state["step"] > 0  # in the middle of the second epoch
     assert state["engine"] == engine.split("-")[0]
     assert state["data"] == corpus_digest(corpus)  # the same digest for every engine
@@ -123,13 +130,13 @@ def test_kill_while_writing_a_checkpoint_keeps_the_previous_one(corpus, referenc
 @pytest.fixture(scope="module")
 def killed_run(corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("killed") / "run"
-    _killed(_argv(corpus, "native"), out, KILL_AFTER, 2)
+    interrupted_run(_argv(corpus, "native"), out, 2)
     return out
 
 
 @pytest.fixture
 def interrupted(killed_run, tmp_path):
-    """A copy of a killed native run (its checkpoint: epoch 0, chunk 2)."""
+    """A copy of a stopped native run (its checkpoint: epoch 0, chunk 2)."""
     shutil.copytree(killed_run, tmp_path / "run")
     return tmp_path / "run"
 

@@ -1,8 +1,13 @@
 """The op cache heals: verified before loading, rebuilt when damaged, no
-leftovers from killed compiles (a tiny library stands in for the op)."""
+leftovers from killed compiles (a tiny library stands in for the op). The
+three libraries (the TensorFlow op, the native trainers, the JAX kernels)
+share one `_build`: the healing is tested through the native build, whose
+check loads the library with ctypes (no TensorFlow in the child); one test
+builds and verifies through TensorFlow."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,11 +23,16 @@ TINY = 'extern "C" int keras_gauss_build_test() { return 7; }\n'
 
 @pytest.fixture
 def tiny(tmp_path, monkeypatch):
+    """The tiny library as the op (`build`) and as the native trainers
+    (`build_native`), in a fresh cache."""
     source = tmp_path / "tiny.cc"
     source.write_text(TINY)
     monkeypatch.setenv("KERAS_GAUSS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fused_build, "SOURCES", (str(source),))
     monkeypatch.setattr(fused_build, "HEADERS", ())
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    monkeypatch.setattr(fused_build, "NATIVE_HEADERS", ())
+    monkeypatch.setattr(fused_build, "_failed", [])  # this test's failures stay its own
     return source
 
 
@@ -32,6 +42,7 @@ def _record(path):
 
 
 def test_build_verifies_records_and_reuses(tiny, capsys):
+    """The TensorFlow op's build: loaded by `tf.load_op_library` in a child."""
     path = fused_build.build()
     err = capsys.readouterr().err
     assert "compiling the layers' C++ kernels" in err and "done in" in err
@@ -43,7 +54,7 @@ def test_build_verifies_records_and_reuses(tiny, capsys):
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_damaged_library_is_rebuilt(tiny, capsys, damage):
-    path = fused_build.build()
+    path = fused_build.build_native()
     size = os.path.getsize(path)
     with open(path, "r+b") as f:
         if damage == "truncated":
@@ -51,7 +62,7 @@ def test_damaged_library_is_rebuilt(tiny, capsys, damage):
         else:
             f.write(os.urandom(size))
     capsys.readouterr()
-    assert fused_build.build() == path
+    assert fused_build.build_native() == path
     err = capsys.readouterr().err
     assert "is damaged" in err and "rebuilding" in err and "done in" in err
     assert os.path.getsize(path) == size == _record(path)["size"]
@@ -60,17 +71,17 @@ def test_damaged_library_is_rebuilt(tiny, capsys, damage):
 LOADER = textwrap.dedent("""
     import sys
     from keras_gauss.fused import build
-    build.SOURCES, build.HEADERS = (sys.argv[1],), ()
-    path = build.library_path()
+    build.NATIVE_SOURCES, build.NATIVE_HEADERS = (sys.argv[1],), ()
+    path = build.native_library_path()
     with open(path, "r+b") as f:
         f.truncate(4096)  # loading this in-process dies of SIGBUS
-    assert build.load() is not None, build.error()
+    assert build.load_native() is not None, build.native_error()
     print("loaded")
 """)
 
 
 def test_truncated_library_never_crashes_the_process(tiny, tmp_path):
-    fused_build.build()
+    fused_build.build_native()
     script = tmp_path / "loader.py"
     script.write_text(LOADER)
     result = subprocess.run([sys.executable, str(script), str(tiny)], capture_output=True,
@@ -87,10 +98,11 @@ def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
     cxx.chmod(0o755)
     monkeypatch.setenv("CXX", str(cxx))
     code = ("import sys; from keras_gauss.fused import build; "
-            "build.SOURCES, build.HEADERS = (sys.argv[1],), (); build.build()")
+            "build.NATIVE_SOURCES, build.NATIVE_HEADERS = (sys.argv[1],), (); "
+            "build.build_native()")
     process = subprocess.Popen([sys.executable, "-c", code, str(tiny)],
                                stderr=subprocess.DEVNULL, start_new_session=True)
-    directory = os.path.dirname(fused_build.library_path())
+    directory = os.path.dirname(fused_build.native_library_path())
     deadline = time.monotonic() + 120
     while not (os.path.isdir(directory)
                and [n for n in os.listdir(directory) if n.endswith(".so.tmp")]):
@@ -99,7 +111,7 @@ def test_killed_compile_leaves_nothing_behind(tiny, tmp_path, monkeypatch):
     os.killpg(process.pid, signal.SIGKILL)  # the build and its compiler
     process.wait()
     gate.unlink()
-    path = fused_build.build()
+    path = fused_build.build_native()
     assert not [n for n in os.listdir(directory) if n.endswith(".tmp")]
     assert _record(path)["size"] == os.path.getsize(path)
 
@@ -148,6 +160,7 @@ def native(tmp_path, monkeypatch):
     monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
     monkeypatch.setattr(fused_build, "NATIVE_HEADERS", ())
     monkeypatch.setattr(fused_build, "_private", {}, raising=False)
+    monkeypatch.setattr(fused_build, "_failed", [])  # this test's failures stay its own
     return tmp_path
 
 
@@ -226,3 +239,86 @@ def test_without_a_private_place_the_op_is_refused_in_one_line(native, monkeypat
     with pytest.raises(RuntimeError, match=r"the op cache .* is not private \(.*writable by "
                                            r"others\), and neither is a temporary directory"):
         fused_build.build_native()
+
+
+def test_a_cache_that_cannot_be_made_builds_in_a_private_directory(native, monkeypatch,
+                                                                   capsys):
+    # A read-only home (here: a file where the cache's directory goes).
+    (native / "home").write_text("a file, not a directory")
+    monkeypatch.setenv("KERAS_GAUSS_CACHE", str(native / "home" / "cache"))
+    built = fused_build.build_native()
+    _load(built)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("keras-gauss: the op cache ") and (
+        "cannot be made (Not a directory); building the native trainers in " in lines[0])
+    assert lines[1].startswith("keras-gauss: compiling") and len(lines) == 2
+    assert fused_build.build_native() == built  # said once a process
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("compiler, reason", [
+    ('echo "x.cc:1:1: error: no such type" >&2; echo "1 error generated." >&2; exit 1',
+     r"compiling the native trainers with \S+cxx failed \(exit 1\): x.cc:1:1: error: no such "
+     r"type$"),
+    ('while [ $# -gt 0 ]; do [ "$1" = -o ] && echo garbage > "$2"; shift; done',
+     r"the compiled op does not load \(exit 1\): OSError: \S+: file too short$")])
+def test_a_library_that_cannot_be_built_says_why_in_one_line(native, monkeypatch, capsys,
+                                                             compiler, reason):
+    cxx = native / "cxx"
+    cxx.write_text(f"#!/bin/sh\n{compiler}\n")
+    cxx.chmod(0o755)
+    monkeypatch.setenv("CXX", str(cxx))
+    with pytest.raises(RuntimeError) as info:
+        fused_build.build_native()
+    assert "\n" not in str(info.value) and re.search(reason, str(info.value)), info.value
+    err = capsys.readouterr().err  # the compile's line, ended
+    assert re.fullmatch(r"keras-gauss: compiling the native trainers .* \.\.\. (failed after "
+                        r"[\d.]+ s|built in [\d.]+ s, but it does not load)\n", err), err
+
+
+def test_one_line_a_cause_whichever_libraries_it_stops(native, monkeypatch, capsys, caplog):
+    # The native trainer's fallback said why (no compiler): the layers' ops,
+    # built by the same compiler, are not compiled again and say nothing.
+    import logging
+
+    from keras_gauss.fused.native import native_unavailable
+    from keras_gauss.job import choose_engine
+
+    monkeypatch.setenv("CXX", str(native / "no-such-compiler"))
+    fused_build._reset()
+    try:
+        with pytest.warns(RuntimeWarning, match="'.*no-such-compiler' not found"):
+            assert choose_engine("native", [("native", list, native_unavailable),
+                                            ("keras", dict, None)]) == [{}]
+        monkeypatch.setattr(fused_build, "SOURCES", (str(native / "native.cc"),))
+        monkeypatch.setattr(fused_build, "HEADERS", ())
+        monkeypatch.setattr(fused_build, "library_path",
+                            lambda: str(native / "cache" / "ops" / "tf" / "ops.so"))
+        with caplog.at_level(logging.WARNING, logger="keras_gauss"):
+            assert fused_build.load() is None
+        assert not caplog.records and "compiling" not in capsys.readouterr().err
+        assert "not compiled again: the native trainers failed to build" in fused_build.error()
+    finally:
+        fused_build._reset()
+
+
+def test_a_record_less_library_without_the_entry_points_is_rebuilt(native, monkeypatch,
+                                                                   capsys):
+    # A library from other (older) sources at the cache's place, without a
+    # record: it loads, but lacks an entry of these sources; kept, it would
+    # fail at its first use (an AttributeError) instead of being rebuilt.
+    import ctypes
+
+    source = native / "versioned.cc"
+    source.write_text(TINY + 'extern "C" int kg_tiny_version() { return 1; }\n')
+    monkeypatch.setattr(fused_build, "NATIVE_SOURCES", (str(source),))
+    path = fused_build.native_library_path()
+    os.makedirs(os.path.dirname(path), mode=0o700)
+    subprocess.run(["g++", "-shared", "-fPIC", str(native / "native.cc"), "-o", path],
+                   check=True)
+    os.chmod(path, 0o700)
+    capsys.readouterr()
+    assert fused_build.build_native() == path
+    err = capsys.readouterr().err
+    assert "is damaged (it does not load); rebuilding it." in err, err
+    assert ctypes.CDLL(path).kg_tiny_version() == 1

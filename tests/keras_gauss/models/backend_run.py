@@ -2,6 +2,7 @@
 
     python backend_run.py train CORPUS RUN_DIR OUT.npz
     python backend_run.py load RUN_DIR OUT.npz [RETRAINED.keras]
+    python backend_run.py train ... -- load ...   (both, in this order, one process)
 
 `train` runs `train_corpus` (engine "keras") on a tiny corpus; `load` loads
 a run written on another backend. Both write the model's energies on fixed
@@ -40,6 +41,10 @@ def scores(model, path):
 
 
 def main(argv):
+    if "--" in argv:
+        cut = argv.index("--")
+        main(argv[:cut])
+        return main(argv[cut + 1:])
     from keras_gauss.runs import load_run
 
     if argv[0] == "train":

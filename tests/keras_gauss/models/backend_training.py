@@ -62,12 +62,13 @@ def hierarchy_data(seed):
 
 def cases():
     """name -> (model, data, fit keyword arguments)."""
-    def corpus(energy, covariance="diagonal", optimizer=None, callbacks=()):
+    def corpus(energy, covariance="diagonal", optimizer=None, callbacks=(), steps=1):
         model = build_corpus_model(VOCAB, 4, negatives=K, energy=energy,
                                    covariance=covariance, max_norm=1.0,
                                    min_variance=0.2, max_variance=2.5)
         model.compile(optimizer=optimizer or SparseAdagrad(0.1),
-                      loss=MaxMarginRanking(0.5))
+                      loss=MaxMarginRanking(0.5), steps_per_execution=steps)
+        model.scan_steps = steps > 1  # (on the CPU only when asked)
         return model, corpus_data(1), {"callbacks": list(callbacks)}
 
     def hierarchy(loss):
@@ -78,6 +79,8 @@ def cases():
 
     return {
         "corpus_el": lambda: corpus("el"),
+        # 4 steps an epoch: a call of 3 steps (on JAX one compiled scan), then 1
+        "corpus_el_3_steps_a_call": lambda: corpus("el", steps=3),
         "corpus_kl_spherical": lambda: corpus("kl", "spherical"),
         "corpus_el_keras_adagrad": lambda: corpus(
             "el", optimizer=keras.optimizers.Adagrad(0.1)),
@@ -86,6 +89,27 @@ def cases():
         "hierarchy_ranking": lambda: hierarchy(MaxMarginRanking(1.0)),
         "hierarchy_thresholded": lambda: hierarchy(ThresholdedDivergence(0.5, 2.0)),
     }
+
+
+def device_pairs_fit(steps_per_execution):
+    """The corpus model trained 10 steps on pairs drawn on the device."""
+    from keras_gauss.layers import SkipGramSampler
+    from keras_gauss.pipelines.device_pairs import device_trainer
+
+    model = build_corpus_model(VOCAB, 4, negatives=K, max_norm=1.0, min_variance=0.2,
+                               max_variance=2.5)
+    model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(0.5))
+    start_tables(model, seed=3)
+    lines = np.repeat(np.arange(8, dtype="int32"), 12)
+    ids = np.random.default_rng(4).integers(0, 30, len(lines)).astype("int32")
+    sampler = SkipGramSampler.from_arrays(ids, lines, np.full(VOCAB, 0.8, "float32"),
+                                          np.arange(30, dtype="int32"), window=3,
+                                          batch_size=16, negatives=K, seed=5)
+    trainer = device_trainer(model, sampler, steps_per_execution, scan=True)
+    y = np.tile(np.array([[1.0] + [0.0] * K], "float32"), (10, 1))
+    trainer.fit({"step": np.arange(10, dtype="int32")}, y, batch_size=1, epochs=1,
+                shuffle=False, verbose=0)
+    return model
 
 
 def only_row_scatters_make_tables(model, x, y):
@@ -155,6 +179,14 @@ def main(out):
         if name == "corpus_el" and keras.backend.backend() == "jax":
             results["jax/table_makers"] = np.array(
                 only_row_scatters_make_tables(model, {k: v[:16] for k, v in x.items()}, y[:16]))
+        if name == "corpus_el_3_steps_a_call" and keras.backend.backend() == "jax":
+            results["jax/train_function"] = np.array(model.train_function.__qualname__)
+    if keras.backend.backend() == "jax":
+        for steps in (1, 4):  # the device-pairs trainer, 10 steps: 4 + 4 + 2 a call
+            keras.utils.set_random_seed(0)
+            model = device_pairs_fit(steps)
+            for v in model.trainable_variables:
+                results[f"jax/device_pairs_{steps}/{v.path}"] = np.asarray(v.numpy())
     results["jax/row_updates"] = np.array(len(row_updates))
     np.savez(out, **results)
 

@@ -20,11 +20,29 @@ def _train(backend, out, extra_env=None):
     return dict(np.load(out))
 
 
+def _train_here(out):
+    """`backend_training.py` in this process (TensorFlow, the tests' backend)."""
+    import importlib.util
+
+    import keras
+
+    spec = importlib.util.spec_from_file_location("backend_training", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    keras.backend.clear_session()  # the layer names (variable paths) of a fresh process
+    module.main(str(out))
+    return dict(np.load(out))
+
+
 @pytest.fixture(scope="module")
 def both_backends(tmp_path_factory):
+    """The script's results on TensorFlow (here) and on JAX (a child)."""
     pytest.importorskip("jax")
+    import keras
+
+    assert keras.backend.backend() == "tensorflow"
     folder = tmp_path_factory.mktemp("backends")
-    return _train("tensorflow", folder / "tf.npz"), _train("jax", folder / "jax.npz")
+    return _train_here(folder / "tf.npz"), _train("jax", folder / "jax.npz")
 
 
 def test_jax_trains_like_tensorflow(both_backends):
@@ -59,3 +77,20 @@ def test_jax_step_updates_rows_only(both_backends):
     # dense update)
     assert set(jax_results["jax/table_makers"]) <= {
         "scatter", "stop_gradient", "ffi_call:keras_gauss_adagrad_rows"}
+
+
+def test_jax_runs_the_steps_of_a_call_in_one_scan_with_the_same_results(both_backends):
+    tf_results, jax_results = both_backends
+    # 3 steps a call: one compiled lax.scan (then a call of 1), as 4 single steps
+    assert "scanned_steps" in str(jax_results["jax/train_function"])
+    for key in tf_results:
+        if key.startswith("corpus_el/"):
+            other = key.replace("corpus_el/", "corpus_el_3_steps_a_call/")
+            np.testing.assert_allclose(jax_results[other], jax_results[key], rtol=1e-6,
+                                       atol=1e-7, err_msg=other)
+    # the device-pairs trainer: 4 steps a call (4 + 4 + 2) as 10 single steps
+    ones = sorted(k for k in jax_results if k.startswith("jax/device_pairs_1/"))
+    assert len(ones) == 4
+    for key in ones:
+        np.testing.assert_allclose(jax_results[key.replace("_1/", "_4/")], jax_results[key],
+                                   rtol=1e-6, atol=1e-7, err_msg=key)

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "gauss_math.h"
 #include "layer_kernels.h"
@@ -246,74 +247,59 @@ ffi::Error AdagradDenseImpl(ffi::ThreadPool pool, F32 table, F32 acc, F32 grad, 
   return ffi::Error::Success();
 }
 
+// The bindings: every handler runs on XLA's intra-op pool (`OnPool`); its
+// float32 buffers counted (`Floats<n>` arguments, `Floats<n, true>`
+// results); both AdaGrad updates take the bounds as attributes (`WithBounds`).
+// A binding cannot be copied: each step makes the next one. In the macro a
+// binding stands in parentheses, its commas inside them.
+auto OnPool() { return ffi::Ffi::Bind().Ctx<ffi::ThreadPool>(); }
+
+template <int N, bool Results = false, typename Binding>  // N >= 1
+auto Floats(Binding&& binding) {
+  auto next = [](auto&& b) {
+    if constexpr (Results) return std::move(b).template Ret<F32>();
+    else return std::move(b).template Arg<F32>();
+  };
+  if constexpr (N == 1) return next(std::move(binding));
+  else return Floats<N - 1, Results>(next(std::move(binding)));
+}
+
+template <typename Binding>
+auto WithBounds(Binding&& binding) {
+  return std::move(binding)
+      .template Attr<float>("epsilon")
+      .template Attr<float>("max_norm")
+      .template Attr<float>("min_value")
+      .template Attr<float>("max_value");
+}
+
 }  // namespace
 
 // The handlers (C symbols, registered by keras_gauss.kernels.jax_kernels).
 
+// (mean_a, var_a, mean_b, var_b) -> energies
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgEnergy, EnergyImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Attr<int32_t>("kind")
-                                  .Attr<bool>("include_constant"));
+                              (Floats<1, true>(Floats<4>(OnPool()))
+                                   .Attr<int32_t>("kind")
+                                   .Attr<bool>("include_constant")));
 
+// (grad, mean_a, var_a, mean_b, var_b) -> their four gradients
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgEnergyGrad, EnergyGradImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>()
-                                  .Attr<int32_t>("kind"));
+                              (Floats<4, true>(Floats<5>(OnPool())).Attr<int32_t>("kind")));
 
+// (table, ids) -> rows
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgGather, GatherImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<F32>());
+                              (Floats<1, true>(Floats<1>(OnPool()).Arg<ffi::AnyBuffer>())));
 
+// (ids, values) -> dense
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgScatterAdd, ScatterAddImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<F32>()
-                                  .Ret<F32>());
+                              (Floats<1, true>(Floats<1>(OnPool().Arg<ffi::AnyBuffer>()))));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(KgAdagradRows, AdagradRowsImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>()
-                                  .Attr<float>("epsilon")
-                                  .Attr<float>("max_norm")
-                                  .Attr<float>("min_value")
-                                  .Attr<float>("max_value"));
+// (table, acc, ids, values, lr) -> (table, acc)
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    KgAdagradRows, AdagradRowsImpl,
+    (WithBounds(Floats<2, true>(Floats<2>(Floats<2>(OnPool()).Arg<ffi::AnyBuffer>())))));
 
+// (table, acc, grad, lr) -> (table, acc)
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgAdagradDense, AdagradDenseImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Arg<F32>()
-                                  .Ret<F32>()
-                                  .Ret<F32>()
-                                  .Attr<float>("epsilon")
-                                  .Attr<float>("max_norm")
-                                  .Attr<float>("min_value")
-                                  .Attr<float>("max_value"));
+                              (WithBounds(Floats<2, true>(Floats<4>(OnPool())))));

@@ -26,6 +26,23 @@ namespace {
 using keras_gauss::Energy;
 using keras_gauss::layers::Pairs;
 
+// OK, or the error naming the first of the `n` ids outside [0, rows) (`op`:
+// the op's name).
+template <typename Index>
+absl::Status IdsInRange(const char* op, const Index* ids, int64_t n, int64_t rows) {
+  const int64_t bad = keras_gauss::layers::FirstBadId(ids, n, rows);
+  if (bad < 0) return absl::OkStatus();
+  return errors::InvalidArgument(op, ": id ", static_cast<int64_t>(ids[bad]), " outside [0, ",
+                                 rows, ")");
+}
+
+// The op's CPU kernel `Kernel` for int32 and for int64 ids (`Tindices`).
+#define KERAS_GAUSS_REGISTER_FOR_IDS(op, Kernel)                                           \
+  REGISTER_KERNEL_BUILDER(                                                                 \
+      Name(op).Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"), Kernel<int32_t>); \
+  REGISTER_KERNEL_BUILDER(                                                                 \
+      Name(op).Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"), Kernel<int64_t>)
+
 // parallel_for over the op's intra-op thread pool.
 struct ShardFor {
   OpKernelContext* ctx;
@@ -204,11 +221,7 @@ class GatherOp : public OpKernel {
                                         table.shape().DebugString()));
     const int64_t rows = table.dim_size(0), c = table.dim_size(1);
     const Index* flat = ids.flat<Index>().data();
-    const int64_t bad = keras_gauss::layers::FirstBadId(flat, n, rows);
-    OP_REQUIRES(ctx, bad < 0,
-                errors::InvalidArgument("KerasGaussGather: id ",
-                                        bad < 0 ? 0 : static_cast<int64_t>(flat[bad]),
-                                        " outside [0, ", rows, ")"));
+    OP_REQUIRES_OK(ctx, IdsInRange("KerasGaussGather", flat, n, rows));
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, c}), &out));
     keras_gauss::layers::GatherRows(table.flat<float>().data(), c, flat, n,
@@ -216,12 +229,7 @@ class GatherOp : public OpKernel {
   }
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"),
-    GatherOp<int32_t>);
-REGISTER_KERNEL_BUILDER(
-    Name("KerasGaussGather").Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"),
-    GatherOp<int64_t>);
+KERAS_GAUSS_REGISTER_FOR_IDS("KerasGaussGather", GatherOp);
 
 REGISTER_OP("KerasGaussSparseAdagrad")
     .Input("variable: resource")
@@ -290,11 +298,7 @@ class SparseAdagradOp : public OpKernel {
                                         c, ") expected, got ", indices.shape().DebugString(),
                                         " and ", values.shape().DebugString()));
     const Index* ids = indices.flat<Index>().data();
-    const int64_t bad = keras_gauss::layers::FirstBadId(ids, n, rows);
-    OP_REQUIRES(ctx, bad < 0,
-                errors::InvalidArgument("KerasGaussSparseAdagrad: id ",
-                                        bad < 0 ? 0 : static_cast<int64_t>(ids[bad]),
-                                        " outside [0, ", rows, ")"));
+    OP_REQUIRES_OK(ctx, IdsInRange("KerasGaussSparseAdagrad", ids, n, rows));
     if (n == 0) return;
 
     // Lock in address order; copy a buffer someone else still references
@@ -326,12 +330,7 @@ class SparseAdagradOp : public OpKernel {
   keras_gauss::layers::RowSlots slots_;
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("KerasGaussSparseAdagrad").Device(DEVICE_CPU).TypeConstraint<int32_t>("Tindices"),
-    SparseAdagradOp<int32_t>);
-REGISTER_KERNEL_BUILDER(
-    Name("KerasGaussSparseAdagrad").Device(DEVICE_CPU).TypeConstraint<int64_t>("Tindices"),
-    SparseAdagradOp<int64_t>);
+KERAS_GAUSS_REGISTER_FOR_IDS("KerasGaussSparseAdagrad", SparseAdagradOp);
 
 }  // namespace
 }  // namespace tensorflow

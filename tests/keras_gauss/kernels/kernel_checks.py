@@ -407,6 +407,31 @@ def check_the_kernels_refuse_shapes_that_do_not_pair_up():
             raise AssertionError(f"input {i} shaped {bad.shape} was accepted")
 
 
+def check_the_gather_kernel_names_an_id_outside_the_table():
+    """An id outside the table, called past the Python wrapper's checks, is an
+    error naming it, never a read outside the table (int32 and int64 ids)."""
+    kernels.get()  # builds and registers the library
+    table = np.ones((5, 2), "float32")
+    for dtype in ("int32", "int64"):
+        ids = np.array([1, 7, 2], dtype)
+        try:
+            if BACKEND == "tensorflow":
+                import tensorflow as tf
+
+                from keras_gauss.fused import build
+
+                build.load().keras_gauss_gather(tf.Variable(table).handle, ids)
+            else:
+                import jax
+
+                jax.block_until_ready(jax.ffi.ffi_call(
+                    "keras_gauss_gather", jax.ShapeDtypeStruct((3, 2), np.float32))(table, ids))
+        except Exception as error:  # noqa: BLE001 - TensorFlow's or XLA's error type
+            assert "id 7" in str(error) and "outside [0, 5)" in str(error), str(error)[-500:]
+        else:
+            raise AssertionError(f"{dtype} id 7 of a 5-row table was accepted")
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in sorted(globals().items())
           if name.startswith("check_")}
 

@@ -175,10 +175,18 @@ def _split_parts(out, run):
     return parts
 
 
-def test_generality_is_the_energy_of_the_run_everywhere(tmp_path, capsys):
+def test_generality_is_the_energy_of_the_run_everywhere(tmp_path, capsys, monkeypatch):
     """--generality BETA: metrics, load_run, is_a, neighbors and the served signature all score
     `-KL(N_x || N_y) + BETA * (log det Sigma_y - log det Sigma_x)`; BETA 0 is today's run."""
     import tensorflow as tf
+
+    from keras_gauss.hierarchy import split as split_module
+
+    # thresholds chosen on the validation edges alone, as the reference below
+    # does (the small-taxonomy pooling has its own tests: test_small_taxonomy.py)
+    pooled = split_module.with_training_pairs
+    monkeypatch.setattr(split_module, "with_training_pairs",
+                        lambda split, hierarchy, seed=0: pooled(split, hierarchy, seed, minimum=0))
 
     from keras_gauss.export import export_run
     from keras_gauss.hierarchy.evaluate import reconstruction

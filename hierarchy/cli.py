@@ -6,15 +6,6 @@ import os
 from keras_gauss import energies
 
 
-# The default energy in words: (short, for a command's help; long, for its description).
-ENERGY_WORDS = {
-    "containment": ("nested boxes (containment)", "the containment energy (each node's "
-                    "one-sigma box inside its hypernyms'; --energy kl for asymmetric KL)"),
-    "kl": ("asymmetric KL", "the asymmetric KL energy, -KL(N_specific || N_general) "
-           "(--energy containment for nested boxes)"),
-}
-
-
 # The training settings whose default each energy sets (its `loss_defaults`).
 ENERGY_SETTINGS = ("negatives", "margin", "threshold", "max_norm", "min_variance")
 
@@ -58,7 +49,7 @@ def add_parser(subparsers):
     defaults = WordNetConfig()
     # the energy the commands train by default, in words (--energy changes it)
     default = defaults.resolved().energy
-    energy = ENERGY_WORDS.get(default, (f"the {default} energy",) * 2)
+    energy = energies.get(default).words or (f"the {default} energy",) * 2
     train = subparsers.add_parser(
         "train-wordnet",
         help=f"embed the WordNet noun (or verb) hierarchy, or a subtree, with {energy[0]}",

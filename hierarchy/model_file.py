@@ -80,7 +80,7 @@ def hierarchy_model_config(config, rows, negatives, total_steps):
     >>> from keras_gauss.hierarchy.train import WordNetConfig
     >>> model = hierarchy_model_config(WordNetConfig(dim=3).resolved(), 5, 10, 100)
     >>> model["config"]["output_layers"], model["compile_config"]["loss"]["class_name"]
-    (['containment_energy', 0, 0], 'ThresholdedDivergence')
+    (['kl_energy', 0, 0], 'ThresholdedDivergence')
     """
     k, d, energy = int(negatives), int(config.dim), config.energy
     layer_module, layer_class = energies.get(energy, task="hierarchy").layer.split(":")

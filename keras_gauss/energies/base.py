@@ -50,6 +50,8 @@ class Energy:
             `WordNetConfig` fields of those names).
         rank_by_box: neighbours rank by `keras_gauss.numpy_ops.containment_rank`
             (every holding box scores about 0: the smallest first).
+        words: `(short, long)`: what a hierarchy command trains with it, in
+            words, for the commands' help (`("asymmetric KL", "...")`).
 
     Example:
 
@@ -72,6 +74,7 @@ class Energy:
     options: tuple = ()
     loss_defaults: object = dataclasses.field(default_factory=dict)
     rank_by_box: bool = False
+    words: tuple = ()
 
     def __post_init__(self):
         unknown = set(self.tasks) - set(TASKS) | set(self.engines) - set(ENGINES)

@@ -27,4 +27,6 @@ CONTAINMENT = Energy(
     loss_defaults={"loss": "threshold", "threshold": 0.0, "margin": 0.25, "negatives": 10,
                    "reversed_negatives": False, "init": "uniform", "max_norm": 4.0,
                    "min_variance": 0.05},
-    rank_by_box=True)
+    rank_by_box=True,
+    words=("nested boxes (containment)", "the containment energy (each node's one-sigma "
+           "box inside its hypernyms'; --energy kl for asymmetric KL)"))

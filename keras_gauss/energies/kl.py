@@ -59,4 +59,6 @@ KL = Energy(
     # large KL) pass below the threshold; the reversed edge keeps the direction.
     loss_defaults={"loss": "threshold", "threshold": 20.0, "margin": 20.0, "negatives": 10,
                    "reversed_negatives": True, "init": "tree", "max_norm": 10.0,
-                   "min_variance": 0.01})
+                   "min_variance": 0.01},
+    words=("asymmetric KL", "the asymmetric KL energy, -KL(N_specific || N_general) "
+           "(--energy containment for nested boxes)"))

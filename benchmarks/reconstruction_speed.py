@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from keras_gauss.hierarchy import evaluate
-from keras_gauss.hierarchy.train import WordNetConfig, load_data
+from keras_gauss.hierarchy.data import load_data
+from keras_gauss.hierarchy.train import WordNetConfig
 from keras_gauss.runs import load_run
 
 

@@ -44,7 +44,7 @@ def add_parser(subparsers):
                       help="replace an existing run in --out")
     demo.set_defaults(handler=run_demo)
 
-    from keras_gauss.hierarchy.train import WordNetConfig
+    from keras_gauss.hierarchy.config import WordNetConfig
 
     defaults = WordNetConfig()
     # the energy the commands train by default, in words (--energy changes it)

@@ -558,6 +558,28 @@ def reconstruction(
     }
 
 
+def evaluate_split(split, means, variances, generality=0.0, energy=energies.KL.name):
+    """Every kind of held-out negatives, scored by the model and the baselines.
+
+    The model's score is `-KL(N_specific || N_general)` plus, with
+    `generality > 0`, the generality term, or the containment energy
+    (`energy`; `edge_scores`).
+
+    Returns `{"split", "eligible", "sizes", "model", "closure_lookup",
+    "depth_difference"}`, each scorer's entry as
+    `keras_gauss.hierarchy.evaluate.split_classification` gives it.
+    """
+    parts = split.parts()
+    known = split.train_index
+    result = {"split": split.method, "eligible": split.eligible, "energy": energy,
+              "sizes": {name: [int(len(pos)), int(len(neg))] for name, (pos, neg) in parts.items()},
+              "model": split_classification(
+                  parts, kl_scorer(means, variances, generality, energy)),
+              "closure_lookup": split_classification(parts, lookup_scorer(known)),
+              "depth_difference": split_classification(parts, depth_scorer(known))}
+    return result
+
+
 # --------------------------------------------------------------------------- word-level benchmarks
 
 

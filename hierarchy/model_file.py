@@ -2,7 +2,7 @@
 
 The native engine (`keras_gauss.hierarchy.native_training`) ends with the
 table in NumPy; `write_hierarchy_model` writes the file Keras writes for
-`keras_gauss.hierarchy.train.hierarchy_model(config, ...)` (the model of
+`keras_gauss.hierarchy.engines.hierarchy_model(config, ...)` (the model of
 `build_kl_model`, compiled with its loss and `SparseAdagrad`): `config.json`
 (`hierarchy_model_config`: the serialized model, with the config's energy,
 covariance, negatives, bounds, seed, loss and learning rate or schedule),
@@ -77,7 +77,7 @@ def hierarchy_model_config(config, rows, negatives, total_steps):
 
     Example:
 
-    >>> from keras_gauss.hierarchy.train import WordNetConfig
+    >>> from keras_gauss.hierarchy.config import WordNetConfig
     >>> model = hierarchy_model_config(WordNetConfig(dim=3).resolved(), 5, 10, 100)
     >>> model["config"]["output_layers"], model["compile_config"]["loss"]["class_name"]
     (['kl_energy', 0, 0], 'ThresholdedDivergence')
@@ -167,7 +167,7 @@ def write_hierarchy_model(path, model_config, arrays, iterations=0):
     Example: a 3-node, 2-d model, loaded back with Keras.
 
     >>> import keras, keras_gauss
-    >>> from keras_gauss.hierarchy.train import WordNetConfig
+    >>> from keras_gauss.hierarchy.config import WordNetConfig
     >>> model_config = hierarchy_model_config(WordNetConfig(dim=2).resolved(), 3, 1, 10)
     >>> write_hierarchy_model("model.keras", model_config,
     ...                       [np.zeros((3, 2)), np.ones((3, 2))] * 2)

@@ -1,7 +1,7 @@
 """The native engine's training of a hierarchy: the C++ pair trainer's epochs, no TensorFlow.
 
 `train_wordnet(engine="native")` (the default where the native library
-builds; `keras_gauss.hierarchy.train.NativeHierarchyEngine`) trains the
+builds; `keras_gauss.hierarchy.engines.NativeHierarchyEngine`) trains the
 hierarchy model's table with `keras_gauss.fused.NativePairTable`: the
 step of the compiled model (`hierarchy_model`: energy, loss, SparseAdagrad
 and the table's bounds), with the epoch's order and every step's negatives
@@ -51,7 +51,7 @@ def pair_table(config, rows, total_steps, index=None):
 
     Example:
 
-    >>> from keras_gauss.hierarchy.train import WordNetConfig
+    >>> from keras_gauss.hierarchy.config import WordNetConfig
     >>> config = WordNetConfig(dim=3, init="uniform").resolved()
     >>> pair_table(config, rows=4, total_steps=10).means.shape
     (4, 3)

@@ -168,7 +168,7 @@ class NativePairTable:
         margin, threshold: the loss's settings.
         learning_rate: SparseAdagrad's learning rate (its first step's).
         schedule: `"constant"`, `"linear"` or `"cosine"` decay to 0 over
-            `total_steps` optimizer steps (`keras_gauss.hierarchy.train
+            `total_steps` optimizer steps (`keras_gauss.hierarchy.config
             .learning_rate_schedule`).
         max_norm, min_variance, max_variance: the table's bounds.
         epsilon: SparseAdagrad's epsilon.

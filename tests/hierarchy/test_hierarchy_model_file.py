@@ -31,7 +31,7 @@ def _tree(name):
 def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, loss, schedule):
     import keras
 
-    from keras_gauss.hierarchy.train import hierarchy_model
+    from keras_gauss.hierarchy.engines import hierarchy_model
 
     rows, dim, k, steps = 7, 5, 3, 40
     config = WordNetConfig(dim=dim, energy=energy, covariance=covariance, loss=loss,

@@ -16,6 +16,7 @@ from cli_process import killed
 from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
+from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy import train as train_module
 from keras_gauss.runs import load_run
 
@@ -78,7 +79,7 @@ SELECT = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batc
 
 
 def test_selection_keeps_the_best_epoch_and_resumes_bit_for_bit(edges, tmp_path, monkeypatch):
-    monkeypatch.setattr(train_module, "validation_scorer", scripted_scorer)
+    monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
     argv = ["train-hierarchy", "--edges", str(edges), *SELECT]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv[:-4], "--epochs", "2", "--out", str(tmp_path / "two")]) == 0

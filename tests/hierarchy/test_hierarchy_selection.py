@@ -10,7 +10,7 @@ import pytest
 from cli_process import interrupted
 from keras_gauss.cli import main
 from keras_gauss.hierarchy import hierarchy_from_parents
-from keras_gauss.hierarchy import train as train_module
+from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy.split import drop_root, ganea_split
 from keras_gauss.hierarchy.selection import BestEpoch
 from keras_gauss.runs import load_run
@@ -85,7 +85,7 @@ def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
 
 @pytest.fixture
 def scripted(monkeypatch):
-    monkeypatch.setattr(train_module, "validation_scorer", scripted_scorer)
+    monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
 
 
 def _tables(run):

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from keras_gauss.hierarchy.train import WordNetConfig, learning_rate_schedule, train_wordnet
+from keras_gauss.hierarchy.config import learning_rate_schedule
+from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 
@@ -176,7 +177,7 @@ def _epoch_negatives(edges, known, epochs=2):
 
 def test_negatives_come_from_training_knowledge_only(mammal):
     from keras_gauss.hierarchy import hierarchy_from_parents, split_edges
-    from keras_gauss.hierarchy.train import training_edges
+    from keras_gauss.hierarchy.data import training_edges
 
     split = split_edges(mammal, method="reduction", seed=0)
     held_out = np.concatenate([split.val, split.test])

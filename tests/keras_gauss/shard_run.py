@@ -106,16 +106,17 @@ def reference(kind, data):
             shard_batches(config, data, vocab, job, e, steps) for job in jobs), config.epochs,
             [Tables()])
         return {"words": list(vocab.words), "steps": steps}
-    import keras_gauss.hierarchy.train as train
+    import keras_gauss.hierarchy.data as data_module
+    from keras_gauss.hierarchy.engines import hierarchy_model
 
     config = WordNetConfig(**{**HIERARCHY.__dict__, "edges": data}).resolved()
-    hierarchy, _ = train.load_hierarchy(config)
-    edges, known = train.training_edges(hierarchy, None)
-    steps = min(train.shard_steps(len(edges), config.batch_size, job) for job in jobs)
-    model = train.hierarchy_model(config, hierarchy.num_nodes,
-                                  config.negatives + int(config.reversed_negatives))
+    hierarchy, _ = data_module.load_hierarchy(config)
+    edges, known = data_module.training_edges(hierarchy, None)
+    steps = min(data_module.shard_steps(len(edges), config.batch_size, job) for job in jobs)
+    model = hierarchy_model(config, hierarchy.num_nodes,
+                            config.negatives + int(config.reversed_negatives))
     fit_by_epoch(model, lambda e: global_batches(
-        train.shard_edges(config, edges, known, job, e, steps) for job in jobs), config.epochs,
+        data_module.shard_edges(config, edges, known, job, e, steps) for job in jobs), config.epochs,
         [Tables()])
     return {"steps": steps}
 

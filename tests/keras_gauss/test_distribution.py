@@ -159,7 +159,7 @@ def test_steps_agreement_takes_the_fewest_and_refuses_an_empty_shard():
 
 
 def test_hierarchy_shards_agree_without_a_message():
-    from keras_gauss.hierarchy.train import shard_steps
+    from keras_gauss.hierarchy.data import shard_steps
 
     jobs = [Distribution("data", num_processes=3, process_id=i, devices=3) for i in range(3)]
     # 100 edges over 3 processes: 34, 33, 33; batches of 12 / 3 = 4: 8 steps each.

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler"
 
 
 def _keras_pair(config, rows, k, steps):
-    from keras_gauss.hierarchy.train import hierarchy_model
+    from keras_gauss.hierarchy.engines import hierarchy_model
 
     model = hierarchy_model(config, rows, k, total_steps=steps)
     model.optimizer.build(model.trainable_variables)

@@ -115,6 +115,13 @@ def reference(kind, data):
     steps = min(data_module.shard_steps(len(edges), config.batch_size, job) for job in jobs)
     model = hierarchy_model(config, hierarchy.num_nodes,
                             config.negatives + int(config.reversed_negatives))
+    from keras_gauss.hierarchy.native_training import initial_table
+
+    start = initial_table(config, known)  # the run's start (KL: nested along the tree)
+    if start is not None:
+        table = model.get_layer("nodes")
+        table.means.assign(start[0])
+        table.variances.assign(start[1])
     fit_by_epoch(model, lambda e: global_batches(
         data_module.shard_edges(config, edges, known, job, e, steps) for job in jobs), config.epochs,
         [Tables()])

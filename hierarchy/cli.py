@@ -4,6 +4,7 @@ import argparse
 import os
 
 from keras_gauss import energies
+from keras_gauss.fused.pairs import LOSSES
 
 
 # The training settings whose default each energy sets (its `loss_defaults`).
@@ -158,7 +159,7 @@ def _add_training_flags(train, defaults):
                             "sticks out of the general one's (nested boxes are transitive). "
                             "Each energy trains with its own defaults of the settings that "
                             "say 'with kl' and 'with containment'")
-    train.add_argument("--loss", choices=("ranking", "threshold"), default=defaults.loss,
+    train.add_argument("--loss", choices=LOSSES, default=defaults.loss,
                        help="max-margin ranking (the paper) or thresholded divergence "
                             f"(positives below --threshold, negatives beyond it + --margin); "
                             f"default: {by_energy('loss')}")

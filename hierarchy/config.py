@@ -4,6 +4,8 @@
 import dataclasses
 
 from keras_gauss import energies
+from keras_gauss.fused.pairs import LOSSES  # the order is the C++ code (pairs.cc)
+from keras_gauss.fused.pairs import SCHEDULES
 from keras_gauss.job import check_engine
 
 
@@ -180,8 +182,8 @@ class WordNetConfig:
         if self.learning_rate_schedule not in SCHEDULES:
             raise ValueError(f"--learning-rate-schedule must be one of {', '.join(SCHEDULES)}, "
                              f"got {self.learning_rate_schedule!r}.")
-        if self.loss not in ("ranking", "threshold"):
-            raise ValueError(f"--loss must be 'ranking' or 'threshold', got {self.loss!r}.")
+        if self.loss not in LOSSES:
+            raise ValueError(f"--loss must be one of {', '.join(LOSSES)}, got {self.loss!r}.")
         from keras_gauss.hierarchy.initialization import INITS
 
         if self.init not in INITS:
@@ -311,7 +313,6 @@ def default_schedule(method, dim):
     return 10, 0
 
 
-SCHEDULES = ("constant", "linear", "cosine")
 
 
 # Settings added after checkpoints were first written, as those checkpoints ran.

@@ -313,8 +313,6 @@ def default_schedule(method, dim):
     return 10, 0
 
 
-
-
 # Settings added after checkpoints were first written, as those checkpoints ran.
 NEW_SETTINGS = {"patience": 0, "non_basic_percent": None, "drop_root": None,
                 "train_edges": None, "val_edges": None, "test_edges": None, "energy": energies.KL.name,

@@ -32,6 +32,19 @@ def write_history(run_dir, columns):
 
     Returns:
         The PNG's path, or None when there is no epoch to draw.
+
+    Example:
+
+    >>> import os
+    >>> os.makedirs("run", exist_ok=True)
+    >>> write_history("run", {"loss": [0.9, 0.5], "val_accuracy": [0.7, 0.8]}).name
+    'history.png'
+    >>> read_history("run")["val_accuracy"]
+    [0.7, 0.8]
+    >>> print(format_history(read_history("run")))
+    epoch    loss  val_accuracy
+        1  0.9000        0.7000
+        2  0.5000        0.8000
     """
     run_dir = Path(run_dir)
     columns = {name: list(values) for name, values in columns.items() if values is not None}
@@ -56,6 +69,8 @@ def read_history(run_dir):
 
     Raises:
         FileNotFoundError: the run has no `history.csv` (one line naming it).
+
+    Example: see `write_history`.
     """
     path = Path(run_dir) / HISTORY_CSV
     if not path.is_file():
@@ -70,7 +85,10 @@ def read_history(run_dir):
 
 
 def draw_history(history, path):
-    """Draws the loss (left) and the validation scores (right) per epoch to `path`; returns it."""
+    """Draws the loss (left) and the validation scores (right) per epoch to `path`; returns it.
+
+    Example: `draw_history(read_history("run"), "curves.png")` (see `write_history`).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,7 +120,8 @@ def _nan(values):
 
 
 def format_history(history):
-    """The history as an aligned text table (what `keras-gauss plot` prints)."""
+    """The history as an aligned text table (what `keras-gauss plot` prints; see
+    `write_history` for an example)."""
     names = list(history)
     rows = [names] + [[str(history["epoch"][i])] + [
         "" if history[n][i] is None else f"{history[n][i]:.4f}" for n in names[1:]]

@@ -151,7 +151,7 @@ def device_settings(args, gpu=None):
     >>> args = argparse.Namespace(engine=None, pairs=None, batch_size=None,
     ...                           learning_rate=None)
     >>> device_settings(args, gpu="NVIDIA H200")
-    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 2.0 (--engine native: the C++ trainer on the CPU)'
+    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 1.6 (--engine native: the C++ trainer on the CPU)'
     >>> args.batch_size
     65536
     """

@@ -555,37 +555,32 @@ def reconstruction(
     device = JaxScores(mu, var, energy, generality) if backend == "jax" else None
     if device is not None:
         block = device.block_rows()
-    ap_sum = rank_sum = 0.0
-    num_pairs = 0
+    # per query, summed once at the end: the same figures whatever the block size
+    parts = ([], [], [])  # ap, rank sum and ancestors of each query
     for first in range(0, len(queries), block):
         q = queries[first : first + block]
-        b = len(q)
-        if device is not None:
-            ancestors = [index.ancestors(u) for u in q]
-            _, row, columns = _ancestor_pairs(ancestors)
-            counted = device.rank_counts(q, row, columns)
-            ap, ranks, k = _ancestor_ranking(None, ancestors, counted=counted)
-            ap_sum += float(ap.sum())
-            rank_sum += float(ranks.sum())
-            num_pairs += int(k.sum())
-            continue
-        if native:
-            scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma, inv_var=inv_var,
-                                                 log_det=log_det)
-        elif box:
-            scores = _containment_block(mu, sigma, q, rows, cand, buffer)
-        else:
-            scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
-        if generality:
-            scores += generality * (log_det[None, :] - log_det[q][:, None])
-        if not np.isfinite(scores).all():
-            raise ValueError("non-finite KL scores (overflow?): check the means and variances")
-        scores[np.arange(b), q] = -np.inf  # u itself takes no part
         ancestors = [index.ancestors(u) for u in q]
-        ap, ranks, k = _ancestor_ranking(scores, ancestors, native)
-        ap_sum += float(ap.sum())
-        rank_sum += float(ranks.sum())
-        num_pairs += int(k.sum())
+        if device is not None:  # only the counts leave the device
+            _, row, columns = _ancestor_pairs(ancestors)
+            stats = _ancestor_ranking(None, ancestors, counted=device.rank_counts(q, row, columns))
+        else:
+            if native:
+                scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma,
+                                                     inv_var=inv_var, log_det=log_det)
+            elif box:
+                scores = _containment_block(mu, sigma, q, rows, cand, buffer)
+            else:
+                scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
+            if generality:
+                scores += generality * (log_det[None, :] - log_det[q][:, None])
+            if not np.isfinite(scores).all():
+                raise ValueError("non-finite KL scores (overflow?): check the means and variances")
+            scores[np.arange(len(q)), q] = -np.inf  # u itself takes no part
+            stats = _ancestor_ranking(scores, ancestors, native)
+        for part, values in zip(parts, stats):
+            part.append(values)
+    ap_sum, rank_sum, num_pairs = (np.concatenate(part).sum() if part else 0 for part in parts)
+    ap_sum, rank_sum, num_pairs = float(ap_sum), float(rank_sum), int(num_pairs)
     return {
         "mean_rank": rank_sum / num_pairs if num_pairs else math.nan,
         "map": ap_sum / len(queries) if len(queries) else math.nan,

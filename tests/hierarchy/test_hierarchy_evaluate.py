@@ -643,6 +643,9 @@ def test_the_jax_scores_are_the_numpy_scores(monkeypatch, energy, beta):
     # tied_tables makes them, may break the tie otherwise: the formula sums
     # logs per dimension, the blocks log determinants.)
     pytest.importorskip("jax")
+    from keras_gauss.hierarchy import device_scores
+
+    monkeypatch.setattr(device_scores, "DEVICE_ELEMENTS", 60 * 8)  # blocks of 8 queries
     rng = np.random.default_rng(14)
     h = random_dag(rng, 60)
     options = dict(energy=energy, generality=beta)

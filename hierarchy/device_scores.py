@@ -126,13 +126,16 @@ class JaxScores:
 
     def pairs(self, specific, general):
         """float64 `(n,)` energies of the pairs `(specific[i], general[i])` (int arrays)."""
-        n = len(specific)
-        if not n:
-            return np.empty(0, np.float64)
-        size = _bucket(n)
+        n, d = len(specific), max(self.mu.shape[1], 1)
+        chunk = 1 << max(DEVICE_ELEMENTS // d, 1).bit_length() - 1  # pairs of one call
+        out = np.empty(n, np.float64)
         with _x64():
-            out = self._pairs(self.mu, self.var, _padded(specific, size), _padded(general, size))
-            return np.asarray(out)[:n]
+            for start in range(0, n, chunk):
+                s, g = specific[start : start + chunk], general[start : start + chunk]
+                size = _bucket(len(s))
+                values = self._pairs(self.mu, self.var, _padded(s, size), _padded(g, size))
+                out[start : start + len(s)] = np.asarray(values)[: len(s)]
+        return out
 
     def rank_counts(self, q, row, columns):
         """For queries `q` against every node (the query itself excluded), and

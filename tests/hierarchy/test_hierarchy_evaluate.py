@@ -645,15 +645,16 @@ def test_the_jax_scores_are_the_numpy_scores(monkeypatch, energy, beta):
     pytest.importorskip("jax")
     from keras_gauss.hierarchy import device_scores
 
-    monkeypatch.setattr(device_scores, "DEVICE_ELEMENTS", 60 * 8)  # blocks of 8 queries
+    # blocks of 8 queries, 64 pairs
+    monkeypatch.setattr(device_scores, "DEVICE_ELEMENTS", 60 * 8)
     rng = np.random.default_rng(14)
     h = random_dag(rng, 60)
     options = dict(energy=energy, generality=beta)
     means, variances = random_tables(60, 4, rng)
-    pairs = rng.integers(0, 60, size=(3, 5, 2))
+    pairs = rng.integers(0, 60, size=(3, 50, 2))
     want = edge_scores(means, variances, pairs[..., 0], pairs[..., 1], backend="numpy", **options)
     got = edge_scores(means, variances, pairs[..., 0], pairs[..., 1], backend="jax", **options)
-    assert got.shape == (3, 5) and got.dtype == np.float64
+    assert got.shape == (3, 50) and got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     means[::5], variances[::5] = means[3], variances[3]  # repeated rows: exact ties
     tied = tied_tables(rng, 60, 4, scale=1.0, choices=(0.25, 1.0, 4.0))

@@ -58,6 +58,7 @@ Example: a toy engine whose training adds 0.1 to every mean of one table.
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import time
@@ -279,7 +280,7 @@ def jax_gpu():
     return device.device_kind if device.platform == "gpu" else None
 
 
-def device_settings(args, settings, defaults, gpu=None):
+def device_settings(args, settings, defaults, gpu=None, needs=()):
     """Fills in a command's settings left unset (None in `args`): on a GPU
     (`jax_gpu`, or `gpu`, its name) with `settings` (`{field: value}`, the
     keras engine first) unless `--engine native` or a `--distribution` was
@@ -294,6 +295,9 @@ def device_settings(args, settings, defaults, gpu=None):
             `keras_gauss.hierarchy.config.GPU_SETTINGS`).
         defaults: the CPU's values: an object with those fields.
         gpu: the GPU's name, or None to ask `jax_gpu`.
+        needs: modules the GPU's engine imports (the hierarchy's keras
+            engine: `("tensorflow",)`, for tf.data); where one is missing the
+            CPU's values stay and the line says why.
 
     Returns:
         The line that says the GPU is used, or None.
@@ -315,6 +319,13 @@ def device_settings(args, settings, defaults, gpu=None):
     if args.engine != "native" and gpu is None and not distributed:
         gpu = jax_gpu()
     use = gpu is not None and args.engine in (None, "keras") and not distributed
+    missing = [name for name in needs if importlib.util.find_spec(name) is None]
+    if use and missing and args.engine is None:
+        for field in settings:
+            if getattr(args, field) is None:
+                setattr(args, field, getattr(defaults, field))
+        return (f"GPU {gpu}: the keras engine needs {', '.join(missing)}, not installed here; "
+                f"--engine {args.engine} (the C++ trainer on the CPU)")
     for field, value in settings.items():
         if getattr(args, field) is None:
             setattr(args, field, value if use else getattr(defaults, field))

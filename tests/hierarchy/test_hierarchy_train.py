@@ -327,6 +327,21 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_ones():
         assert (args.engine, args.batch_size) == ("native", cpu.batch_size)
 
 
+def test_on_a_gpu_without_tensorflow_the_hierarchy_keeps_the_native_engine(monkeypatch):
+    import importlib.util
+
+    from keras_gauss.hierarchy.cli import device_settings
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else find_spec(name, *a))
+    args = _unset()
+    line = device_settings(args, gpu="Fake GPU")
+    assert (args.engine, args.batch_size) == ("native", WordNetConfig().batch_size)
+    assert line == ("GPU Fake GPU: the keras engine needs tensorflow, not installed here; "
+                    "--engine native (the C++ trainer on the CPU)")
+
+
 @pytest.mark.parametrize("command", ["train-wordnet", "train-hierarchy"])
 def test_the_hierarchy_commands_say_in_their_first_line_that_they_use_the_gpu(
         edges, tmp_path, capsys, monkeypatch, command):

@@ -4,8 +4,11 @@ tests out for `pytest -n 2 --dist loadfile` (pytest-xdist, the README's command)
 Each test file runs whole on one worker (its module fixtures, such as a JAX
 child shared by its tests, start once); the tests that start the several
 processes of one job (`JOB_TESTS`: ports, timeouts) form one unit of their
-own, so they run one at a time, never beside each other. The units known to
-take longest (`FIRST`) are handed out first, so that no long one starts last.
+own, so they run one at a time, never beside each other; the files whose
+JAX scripts share one child (`JAX_MODEL_TESTS`,
+`tests/keras_gauss/models/conftest.py`) form one unit, so it starts once.
+The units known to take longest (`FIRST`) are handed out first, so that no
+long one starts last.
 """
 
 import os
@@ -18,14 +21,21 @@ import pytest  # noqa: E402
 JOBS = "jobs"
 JOB_TESTS = ("tests/keras_gauss/test_distribution.py",
              "tests/test_readme.py::test_readme_block[scale-out]")
+JAX_MODELS = "jax models"
+JAX_MODEL_TESTS = tuple(f"tests/keras_gauss/models/test_{name}.py" for name in (
+    "backend_interop", "data_parallel", "fusion_barrier", "gaussian_model"))
 # Started first, longest first: a minute or more each on 2 cores.
-FIRST = (JOBS, "tests/test_readme.py", "tests/keras_gauss/kernels/test_kernels.py",
+FIRST = (JOBS, "tests/test_readme.py", JAX_MODELS, "tests/keras_gauss/kernels/test_kernels.py",
          "tests/keras_gauss/optimizers/test_sparse_adagrad.py")
 
 
 def unit(nodeid):
-    """The unit of work (`JOBS` or the test's file) of the test `nodeid`."""
-    return JOBS if nodeid.startswith(JOB_TESTS) else nodeid.split("::")[0]
+    """The unit of work (`JOBS`, `JAX_MODELS` or the test's file) of the test `nodeid`."""
+    if nodeid.startswith(JOB_TESTS):
+        return JOBS
+    if nodeid.startswith(JAX_MODEL_TESTS):
+        return JAX_MODELS
+    return nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -36,8 +46,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` with the job tests as one unit, in the collection's
-    order (not xdist's largest-file-first)."""
+    """`--dist loadfile` with the units of `unit` (the job tests one, the JAX
+    model files one), in the collection's order (not xdist's largest-file-first)."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

@@ -6,11 +6,11 @@ import pytest
 
 @pytest.fixture(scope="module")
 def both_ways(jax_job):
-    """A run trained here (TensorFlow, `tf_run`), then, in the folder's one JAX
-    child (`conftest.py`), `backend_run.py` trains a run (`jax_run`, its
+    """A run trained here (TensorFlow, `tf_run`), then, in the tests' one JAX
+    child (`jax_job`), `backend_run.py` trains a run (`jax_run`, its
     scores `jax.npz`) and loads, scores and retrains `tf_run`
     (`tf_on_jax.npz`, `retrained.keras`)."""
-    return jax_job("interop")
+    return jax_job("interop")[0]
 
 
 def test_jax_run_scores_and_serves_on_tensorflow(both_ways, tmp_path):

@@ -5,8 +5,8 @@ import numpy as np
 
 def test_data_parallel_on_two_host_devices_matches_one(jax_job):
     """`data_parallel_run.py` on JAX with two host devices (XLA_FLAGS, in the
-    folder's one JAX child, `conftest.py`)."""
-    results = np.load(jax_job("data_parallel") / "out.npz")
+    tests' one JAX child, `jax_job`)."""
+    results = np.load(jax_job("data_parallel")[0] / "out.npz")
     assert int(results["devices"]) == 2
     assert str(results["batch_axis"]) == "batch"  # the batch really was split
     paths = [k.split("/", 1)[1] for k in results.files if k.startswith("one/")]

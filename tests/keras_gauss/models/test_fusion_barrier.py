@@ -75,8 +75,8 @@ def test_tensorflow_xla_steps_sum_materialized_rows(case):
 
 @pytest.fixture(scope="module")
 def jax_steps(jax_job):
-    """`lowered_steps.py` on JAX (in the folder's one JAX child, `conftest.py`)."""
-    return {path.stem: path.read_text() for path in jax_job("lowered").glob("*.hlo")}
+    """`lowered_steps.py` on JAX (in the tests' one JAX child, `jax_job`)."""
+    return {path.stem: path.read_text() for path in jax_job("lowered")[0].glob("*.hlo")}
 
 
 def test_jax_steps_sum_materialized_rows(jax_steps):

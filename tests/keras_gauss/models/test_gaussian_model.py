@@ -24,11 +24,11 @@ def _train_here(out):
 
 @pytest.fixture(scope="module")
 def both_backends(jax_job, tmp_path_factory):
-    """The script's results on TensorFlow (here) and on JAX (the folder's one
-    JAX child, `conftest.py`)."""
+    """The script's results on TensorFlow (here) and on JAX (the tests' one
+    JAX child, `jax_job`)."""
     import keras
 
-    jax_results = dict(np.load(jax_job("training") / "jax.npz"))
+    jax_results = dict(np.load(jax_job("training")[0] / "jax.npz"))
     assert keras.backend.backend() == "tensorflow"
     return _train_here(tmp_path_factory.mktemp("backends") / "tf.npz"), jax_results
 

@@ -217,38 +217,18 @@ def _schedule_fits(values):
     return lines
 
 
-_SCHEDULE_FITS_ON_JAX = """
-import sys
-sys.path.insert(0, {here!r})
-from test_sparse_adagrad import _schedule_fits
-print("\\n".join(_schedule_fits(sys.argv[1:])))
-"""
-
-
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend):
+def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend, request):
     """A schedule that turns NaN (or inf, or negative) at step 2 stops `fit`
     there with an error naming the value and the step; no table turns NaN.
-    A rate of 0 (a decay's end) is fine. TensorFlow here; one JAX child
-    tries the four values."""
-    import os
-    import subprocess
-    import sys
-
+    A rate of 0 (a decay's end) is fine. TensorFlow here; JAX in the tests'
+    one JAX child (`jax_job`: `_schedule_fits` of the same four values)."""
     cases = (("nan", "gave nan at step 2"), ("inf", "gave inf at step 2"),
              ("-1", "gave -1"), ("0", None))
-    values = [value for value, _ in cases]
     if backend == "tensorflow":
-        lines = _schedule_fits(values)
+        lines = _schedule_fits([value for value, _ in cases])
     else:
-        pytest.importorskip("jax")
-        here = os.path.dirname(os.path.abspath(__file__))
-        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-        done = subprocess.run([sys.executable, "-c", _SCHEDULE_FITS_ON_JAX.format(here=here),
-                               *values], env=env, capture_output=True, text=True, timeout=300,
-                              cwd=os.path.dirname(here))
-        assert done.returncode == 0, done.stderr[-3000:]
-        lines = done.stdout.splitlines()
+        _, lines = request.getfixturevalue("jax_job")("schedules")
     for value, words in cases:
         said = " ".join(line for line in lines if line.split(" ", 1)[0] == value)
         assert backend == "jax" or "FINITE True" in said, lines

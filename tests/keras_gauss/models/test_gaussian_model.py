@@ -1,23 +1,11 @@
 """The Keras path on JAX against TensorFlow, and GaussianModel's row step."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 SCRIPT = Path(__file__).with_name("backend_training.py")
-
-
-def _train(backend, out, extra_env=None):
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-               **(extra_env or {}))
-    done = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(np.load(out))
 
 
 def _train_here(out):
@@ -35,14 +23,14 @@ def _train_here(out):
 
 
 @pytest.fixture(scope="module")
-def both_backends(tmp_path_factory):
-    """The script's results on TensorFlow (here) and on JAX (a child)."""
-    pytest.importorskip("jax")
+def both_backends(jax_job, tmp_path_factory):
+    """The script's results on TensorFlow (here) and on JAX (the tests' one
+    JAX child, `jax_job`)."""
     import keras
 
+    jax_results = dict(np.load(jax_job("training")[0] / "jax.npz"))
     assert keras.backend.backend() == "tensorflow"
-    folder = tmp_path_factory.mktemp("backends")
-    return _train_here(folder / "tf.npz"), _train("jax", folder / "jax.npz")
+    return _train_here(tmp_path_factory.mktemp("backends") / "tf.npz"), jax_results
 
 
 def test_jax_trains_like_tensorflow(both_backends):

@@ -193,57 +193,49 @@ class _FromStep(keras.optimizers.schedules.LearningRateSchedule):
         return keras.ops.where(step >= self.at, self.value, 0.1)
 
 
-_SCHEDULE_FIT = """
-import sys
-import numpy as np, keras
-sys.path.insert(0, {here!r})
-from test_sparse_adagrad import _FromStep, _corpus_model
-from keras_gauss import SparseAdagrad
-for value in sys.argv[1:]:  # one model each, in this one process
-    model, _ = _corpus_model(lambda w, c: SparseAdagrad(_FromStep(float(value))))
-    rng = np.random.default_rng(0)
-    x = [rng.integers(0, 30, (64, 1)), rng.integers(0, 30, (64, 4))]
-    y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (64, 1))
-    try:
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-        print(value, "FIT OK")
-    except Exception as error:
-        print(value, "ERROR",
-              [line for line in str(error).splitlines() if "SparseAdagrad:" in line][-1])
-    if keras.backend.backend() == "tensorflow":  # (Keras on JAX drops a failed fit's values)
-        print(value, "FINITE", all(np.isfinite(w.numpy()).all() for w in model.trainable_weights))
-"""
+def _schedule_fits(values):
+    """Fits one `_corpus_model` with `SparseAdagrad(_FromStep(value))` for each
+    rate value (a string) on the backend of this process; returns what each
+    did: `"VALUE FIT OK"` or `"VALUE ERROR <the SparseAdagrad line>"`, and on
+    TensorFlow `"VALUE FINITE True|False"` (the tables after the fit; Keras on
+    JAX drops a failed fit's values)."""
+    lines = []
+    for value in values:
+        model, _ = _corpus_model(lambda w, c: SparseAdagrad(_FromStep(float(value))))
+        rng = np.random.default_rng(0)
+        x = [rng.integers(0, 30, (64, 1)), rng.integers(0, 30, (64, 4))]
+        y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (64, 1))
+        try:
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+            lines.append(f"{value} FIT OK")
+        except Exception as error:
+            said = [line for line in str(error).splitlines() if "SparseAdagrad:" in line]
+            lines.append(f"{value} ERROR {said[-1] if said else error!r}")
+        if keras.backend.backend() == "tensorflow":
+            finite = all(np.isfinite(w.numpy()).all() for w in model.trainable_weights)
+            lines.append(f"{value} FINITE {finite}")
+    return lines
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend):
+def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend, request):
     """A schedule that turns NaN (or inf, or negative) at step 2 stops `fit`
     there with an error naming the value and the step; no table turns NaN.
-    A rate of 0 (a decay's end) is fine. One child process per backend tries
-    the four values."""
-    import os
-    import subprocess
-    import sys
-
-    if backend == "jax":
-        pytest.importorskip("jax")
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = _SCHEDULE_FIT.format(here=here)
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    A rate of 0 (a decay's end) is fine. TensorFlow here; JAX in the tests'
+    one JAX child (`jax_job`: `_schedule_fits` of the same four values)."""
     cases = (("nan", "gave nan at step 2"), ("inf", "gave inf at step 2"),
              ("-1", "gave -1"), ("0", None))
-    done = subprocess.run([sys.executable, "-c", code, *(value for value, _ in cases)],
-                          env=env, capture_output=True, text=True, timeout=300,
-                          cwd=os.path.dirname(here))
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    if backend == "tensorflow":
+        lines = _schedule_fits([value for value, _ in cases])
+    else:
+        _, lines = request.getfixturevalue("jax_job")("schedules")
     for value, words in cases:
         said = " ".join(line for line in lines if line.split(" ", 1)[0] == value)
-        assert backend == "jax" or "FINITE True" in said, done.stdout
+        assert backend == "jax" or "FINITE True" in said, lines
         if words is None:
-            assert "FIT OK" in said, done.stdout
+            assert "FIT OK" in said, lines
         else:
-            assert "ERROR" in said and words in said, done.stdout
+            assert "ERROR" in said and words in said, lines
             assert "must be finite and >= 0" in said
 
 

@@ -194,6 +194,14 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     def _row_update_torch(self, gradient, variable, accumulator, constraint, lr):
         # torch: the sparse gradient of `GaussianModel`'s train step (a
         # `sparse=True` embedding lookup); `coalesce` sums repeated rows.
+        # Without autograd: the tables are leaves that require grad (Keras's
+        # trainer applies under `no_grad`, a custom loop's `apply` may not).
+        import torch
+
+        with torch.no_grad():
+            self._row_update_torch_rows(gradient, variable, accumulator, constraint, lr)
+
+    def _row_update_torch_rows(self, gradient, variable, accumulator, constraint, lr):
         gradient = gradient.coalesce()
         rows = gradient.indices()[0]
         values = gradient.values().to(variable.value.dtype)

@@ -20,7 +20,8 @@ JOB_TESTS = ("tests/keras_gauss/test_distribution.py",
              "tests/test_readme.py::test_readme_block[scale-out]")
 # Started first, longest first: a minute or more each on 2 cores.
 FIRST = (JOBS, "tests/test_readme.py", "tests/keras_gauss/kernels/test_kernels.py",
-         "tests/keras_gauss/optimizers/test_sparse_adagrad.py")
+         "tests/keras_gauss/optimizers/test_sparse_adagrad.py",
+         "tests/keras_gauss/test_backends.py")
 
 
 def unit(nodeid):

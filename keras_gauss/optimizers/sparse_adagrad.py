@@ -31,8 +31,9 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     several steps per call (`steps_per_execution > 1`). Dense gradients and
     constraints that are not row-wise take Keras's ordinary dense path.
     Sparse gradients come from the TensorFlow backend (`tf.IndexedSlices`)
-    and, on JAX, from the train step of `keras_gauss.models.GaussianModel`
-    (row gradients); otherwise the optimizer runs the dense path. With the
+    and, on JAX and torch, from the train step of
+    `keras_gauss.models.GaussianModel` (row gradients, sparse tensors);
+    otherwise the optimizer runs the dense path. With the
     `GaussianEmbedding` constraints (or none) the update is one compiled
     kernel per table where there is one (`keras_gauss.kernels`): on JAX's
     dense path it updates the rows whose gradient is not zero.
@@ -293,7 +294,8 @@ def checked_learning_rate(rate, step):
 
     A plain number is checked at once; a tensor inside a compiled step is
     checked when the step runs, by an assertion (TensorFlow) or a host
-    callback taken only on a bad value (JAX): one scalar comparison a step.
+    callback taken only on a bad value (JAX): one scalar comparison a step;
+    on torch (eager) the tensor's value is read and checked.
 
     Example:
 
@@ -337,6 +339,10 @@ def checked_learning_rate(rate, step):
         jax.lax.cond(ok, lambda: None,
                      lambda: jax.debug.callback(_raise_bad_rate, rate, step))
         return rate
+    if backend == "torch":  # eager: the value is at hand
+        value = float(rate)
+        if not (math.isfinite(value) and value >= 0):
+            _raise_bad_rate(value, step)
     return rate
 
 

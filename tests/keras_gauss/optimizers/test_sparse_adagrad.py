@@ -251,6 +251,25 @@ def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend
             assert "must be finite and >= 0" in said
 
 
+@pytest.mark.skipif(BACKEND != "torch", reason="TensorFlow and JAX: in the children of "
+                    "test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error")
+@pytest.mark.parametrize("value, words", [("nan", "gave nan at step 2"),
+                                          ("-1", "gave -1.0 at step 2"), ("0", None)])
+def test_on_torch_a_bad_schedule_stops_fit_with_one_clear_error(value, words):
+    from keras_gauss.optimizers.sparse_adagrad import LearningRateError
+
+    model, _ = _corpus_model(lambda w, c: SparseAdagrad(_FromStep(float(value))))
+    rng = np.random.default_rng(0)
+    x = [rng.integers(0, 30, (64, 1)), rng.integers(0, 30, (64, 4))]
+    y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (64, 1))
+    if words is None:
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    else:
+        with pytest.raises(LearningRateError, match=words):
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert all(np.isfinite(w.numpy()).all() for w in model.trainable_weights)
+
+
 def test_a_plain_callable_rate_is_checked_at_once():
     from keras_gauss.optimizers.sparse_adagrad import LearningRateError
 

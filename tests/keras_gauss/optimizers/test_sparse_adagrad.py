@@ -63,6 +63,19 @@ def test_duplicate_ids_equal_adagrad_on_the_summed_gradient():
         assert np.abs(keras_sparse - dense).max() > 1e-3
 
 
+def test_a_dense_table_gradient_equals_adagrad():
+    # A dense gradient of a table (a plain `keras.Model` on JAX or torch):
+    # on torch and JAX only its non-zero rows are updated; the same numbers.
+    ids = [1, 3, 1, 1]
+    ours, ours_acc = _train_embedding(SparseAdagrad(**HYPER), ids, densify=True)
+    theirs, theirs_acc = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids,
+                                          densify=True)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_acc, theirs_acc, rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(ours[[0, 2, 4, 5, 6, 7]], np.random.default_rng(1).normal(
+        size=(8, 3)).astype("float32")[[0, 2, 4, 5, 6, 7]])
+
+
 def _table_with_an_infeasible_row():
     table = GaussianEmbedding(10, 4, max_norm=1.0, min_variance=0.1, max_variance=2.0)
     table.build()

@@ -104,6 +104,7 @@ def add_parser(subparsers):
 
 def _add_training_flags(train, defaults):
     from keras_gauss.checkpoint import checkpoint_arguments
+    from keras_gauss.hierarchy.config import GPU_SETTINGS  # filled in by `device_settings`
 
     train.add_argument("--out", default=None, help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
@@ -142,9 +143,11 @@ def _add_training_flags(train, defaults):
             shown = by_energy(field)
             kind = int if field == "negatives" else float
         elif field == "batch_size":
-            shown = (f"{default}; with fewer than 100 validation edges at most an eighth of "
-                     "the training edges, so an epoch takes 8 steps")
-        train.add_argument(f"--{field.replace('_', '-')}", type=kind, default=default,
+            shown = (f"{default}; {GPU_SETTINGS[field]} on a GPU; with fewer than 100 "
+                     "validation edges at most an eighth of the training edges, so an epoch "
+                     "takes 8 steps")
+        train.add_argument(f"--{field.replace('_', '-')}", type=kind,
+                           default=None if field in GPU_SETTINGS else default,  # device_settings
                            help=f"(default: {shown})")
     train.add_argument("--learning-rate-schedule", default=defaults.learning_rate_schedule,
                        metavar="{constant,linear,cosine}",
@@ -184,10 +187,12 @@ def _add_training_flags(train, defaults):
                             "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
                             "scored and served (recorded in run.json); training is unchanged "
                             "(default: 0, the plain KL energy)")
-    train.add_argument("--engine", default=defaults.engine, metavar="{keras,native}",
+    train.add_argument("--engine", default=None, metavar="{keras,native}",
                        help="native: the C++ trainer, no TensorFlow (default; keras where "
                             "it does not build, with a warning); keras: model.fit with the "
-                            "layers (needed for --sibling-negatives and --distribution)")
+                            "layers (needed for --sibling-negatives and --distribution; the "
+                            "default on a GPU with KERAS_BACKEND=jax, with --batch-size "
+                            f"{GPU_SETTINGS['batch_size']} unless given)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)
@@ -217,6 +222,28 @@ def run_demo(args):
     )
 
 
+def device_settings(args, gpu=None):
+    """Fills in the `train-wordnet` / `train-hierarchy` settings left unset
+    (None): on a GPU (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with
+    `GPU_SETTINGS` (the keras engine, the GPU batch) unless `--engine
+    native` or a `--distribution` was asked for, else with `WordNetConfig`'s
+    defaults (`keras_gauss.job.device_settings`). Returns the line that says
+    the GPU is used, or None.
+
+    Example:
+
+    >>> import argparse
+    >>> args = argparse.Namespace(engine=None, batch_size=None)
+    >>> device_settings(args, gpu="NVIDIA H200")
+    'GPU NVIDIA H200: --engine keras, --batch-size 4096 (--engine native: the C++ trainer on the CPU)'
+    """
+    from keras_gauss import job
+    from keras_gauss.hierarchy.config import GPU_SETTINGS
+    from keras_gauss.hierarchy.config import WordNetConfig
+
+    return job.device_settings(args, GPU_SETTINGS, WordNetConfig(), gpu, needs=("tensorflow",))
+
+
 def run_train_wordnet(args):
     import dataclasses
 
@@ -229,6 +256,9 @@ def run_train_wordnet(args):
     if hasattr(args, "train_edges") and (args.edges is None) == (args.train_edges is None):
         raise CommandError("train-hierarchy needs --edges FILE, or --train-edges, --val-edges "
                            "and --test-edges (a given split), not both.")
+    line = device_settings(args)
+    if line and not args.quiet:
+        print(line, flush=True)
     args.out = output_dir(args)
     fields = {f.name for f in dataclasses.fields(WordNetConfig)}
     config = WordNetConfig(**{k: v for k, v in vars(args).items() if k in fields})

@@ -8,6 +8,13 @@ from keras_gauss.fused.pairs import LOSSES  # the order is the C++ code (pairs.c
 from keras_gauss.fused.pairs import SCHEDULES
 from keras_gauss.job import check_engine
 
+# `train-wordnet` and `train-hierarchy` on a GPU (`keras_gauss.job.jax_gpu`),
+# for the settings not given: the keras engine on JAX, in batches four times
+# the CPU's, so that the main job's epoch takes ~160 steps, not ~650. Not
+# yet measured on a GPU (its quality against the CPU run, its speed):
+# benchmarks/gpu_check.sh does not run the hierarchy yet.
+GPU_SETTINGS = {"engine": "keras", "batch_size": 4096}
+
 
 @dataclasses.dataclass
 class WordNetConfig:
@@ -43,7 +50,8 @@ class WordNetConfig:
         patience: epochs without a better validation score before training
             stops (`None`: the default of the split and dimension; 0: never
             stop early, still keep the best epoch).
-        batch_size: positive edges per step.
+        batch_size: positive edges per step (the commands' default on a
+            GPU: `GPU_SETTINGS`).
         negatives: corrupted edges per positive (`None`: the energy's, 10).
         reversed_negatives: also use each reversed edge as a negative
             (`None`: the energy's, no).
@@ -102,7 +110,8 @@ class WordNetConfig:
         engine: `"native"` (default: the C++ trainer, no TensorFlow;
             `keras_gauss.hierarchy.native_training`; where the native library
             does not build, the run trains with keras after one warning) or
-            `"keras"` (`model.fit` with the layers). The same model, steps
+            `"keras"` (`model.fit` with the layers; the commands' default on
+            a GPU with `KERAS_BACKEND=jax`, `GPU_SETTINGS`). The same model, steps
             and run files; the native engine draws its own negatives (not
             NumPy's numbers) and has no `sibling_negatives` or distribution.
         generality: `beta >= 0`, the weight of the generality term in the

@@ -69,6 +69,8 @@ from keras_gauss.numpy_ops import pair_energy
 
 from .benchmark_data import read_entailment, read_hyperlex
 from .closure import Hierarchy
+from .device_scores import JaxScores
+from .device_scores import score_backend
 
 __all__ = [
     "PairScores",
@@ -130,7 +132,8 @@ def check_energy(energy: str, generality: float = 0.0) -> str:
 
 
 def edge_scores(means, variances, specific, general=None, *, chunk_size: int | None = None,
-                generality: float = 0.0, energy: str = energies.KL.name) -> np.ndarray:
+                generality: float = 0.0, energy: str = energies.KL.name,
+                backend: str | None = None) -> np.ndarray:
     """Energies `-KL(N_specific || N_general)` of many node pairs at once.
 
     With `generality = beta > 0` each energy gains the generality term
@@ -148,6 +151,9 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
             the plain KL energy, bit for bit).
         energy: a hierarchy energy's name (`keras_gauss.energies`): KL (default)
             or containment (see the module docstring).
+        backend: `"jax"` (the energies on the JAX device, in float64), or
+            `"numpy"`/`"native"` (NumPy); None: `score_backend`'s choice
+            (JAX on a GPU with `KERAS_BACKEND=jax`). The same numbers to rounding.
 
     Returns:
         float64 array shaped like `specific` (`(n,)` for an edge array), all `<= 0`
@@ -186,6 +192,9 @@ def edge_scores(means, variances, specific, general=None, *, chunk_size: int | N
         raise ValueError(f"specific and general must have the same shape, got {specific.shape} and {general.shape}")
     shape = specific.shape
     specific, general = specific.ravel(), general.ravel()
+    if score_backend(backend, native=False) == "jax":
+        scorer = JaxScores(means, variances, energy, generality)
+        return scorer.pairs(specific, general).reshape(shape)
     d = max(means.shape[1], 1)
     chunk = chunk_size or max(1, _ELEMENTS_PER_CHUNK // d)
     out = np.empty(len(specific), dtype=np.float64)
@@ -352,28 +361,39 @@ def split_classification(parts, score) -> dict:
 # --------------------------------------------------------------------------- ranking metrics
 
 
-def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray], native: bool = False):
+def _ancestor_pairs(ancestors: Sequence[np.ndarray]):
+    """`(k, row, columns)`: each row's ancestor count, and every (row, ancestor) pair."""
+    k = np.array([len(a) for a in ancestors], dtype=np.int64)
+    return k, np.repeat(np.arange(len(ancestors)), k), np.concatenate(ancestors).astype(np.int64)
+
+
+def _ancestor_ranking(scores: np.ndarray, ancestors: Sequence[np.ndarray], native: bool = False,
+                      counted=None):
     """Ranking statistics of `b` query rows of `scores` (`(b, n)`, self entry `-inf`).
 
     Row `i`'s relevant entries are `ancestors[i]` (non-empty), its negatives all
     other finite entries. Counting, for every (query, ancestor) pair with score
     `s`, the entries `> s` and `>= s` among all and among the ancestors
     costs `O(#pairs * n)` compares and no sort (in C++ with `native`: the same
-    integer counts). Returns per row ``(ap, rank_sum, num_ancestors)``, with
-    the conventions of `_ranking_stats`.
+    integer counts; `counted`: those counts made elsewhere, `(s, gt_all, ge_all)`
+    of `JaxScores.rank_counts`, and no `scores`). Returns per row
+    ``(ap, rank_sum, num_ancestors)``, with the conventions of `_ranking_stats`.
     """
-    b, n = scores.shape
-    k = np.array([len(a) for a in ancestors], dtype=np.int64)
-    row = np.repeat(np.arange(b), k)
-    columns = np.concatenate(ancestors).astype(np.int64)
-    s = scores[row, columns]
-    num = len(s)
-    if native:
+    b = len(ancestors)
+    k, row, columns = _ancestor_pairs(ancestors)
+    if counted is not None:
+        s, gt_all, ge_all = counted
+        num = len(s)
+    elif native:
+        s = scores[row, columns]
+        num = len(s)
         gt_all, ge_all = _native_scores.ancestor_counts(scores, row, columns)
     else:
+        s = scores[row, columns]
+        num = len(s)
         gt_all = np.empty(num, np.int64)
         ge_all = np.empty(num, np.int64)
-        step = max(1, _ELEMENTS_PER_CHUNK // max(n, 1))
+        step = max(1, _ELEMENTS_PER_CHUNK // max(scores.shape[1], 1))
         for i in range(0, num, step):
             rows, t = scores[row[i : i + step]], s[i : i + step, None]
             gt_all[i : i + step] = np.count_nonzero(rows > t, axis=1)
@@ -447,6 +467,7 @@ def reconstruction(
     generality: float = 0.0,
     energy: str = energies.KL.name,
     native_scores: bool = True,
+    backend: str | None = None,
 ) -> dict:
     """Reconstruction mean rank and MAP of the closure (Nickel & Kiela, 2017 protocol).
 
@@ -486,6 +507,10 @@ def reconstruction(
             loads here (default True); else, or with False, in NumPy. The
             scores agree to rounding (each sum is taken in order over the
             dimensions: identical nodes tie in both).
+        backend: `"jax"`, `"native"` or `"numpy"` (`score_backend`); None
+            (default): JAX on a GPU with `KERAS_BACKEND=jax` (the blocks and
+            the rank counts on the device, in float64), else as
+            `native_scores` says.
 
     Returns:
         A dict with `mean_rank` and `map` (`nan` if no query has ancestors),
@@ -525,29 +550,37 @@ def reconstruction(
     buffer = np.empty((rows, cand, d))
     box = energies.get(energy) is energies.CONTAINMENT
     sigma = np.sqrt(var) if box else None
-    native = native_scores and native_available()
-    ap_sum = rank_sum = 0.0
-    num_pairs = 0
+    backend = score_backend(backend, native=native_scores)
+    native = backend == "native" and native_available()
+    device = JaxScores(mu, var, energy, generality) if backend == "jax" else None
+    if device is not None:
+        block = device.block_rows()
+    # per query, summed once at the end: the same figures whatever the block size
+    parts = ([], [], [])  # ap, rank sum and ancestors of each query
     for first in range(0, len(queries), block):
         q = queries[first : first + block]
-        b = len(q)
-        if native:
-            scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma, inv_var=inv_var,
-                                                 log_det=log_det)
-        elif box:
-            scores = _containment_block(mu, sigma, q, rows, cand, buffer)
-        else:
-            scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
-        if generality:
-            scores += generality * (log_det[None, :] - log_det[q][:, None])
-        if not np.isfinite(scores).all():
-            raise ValueError("non-finite KL scores (overflow?): check the means and variances")
-        scores[np.arange(b), q] = -np.inf  # u itself takes no part
         ancestors = [index.ancestors(u) for u in q]
-        ap, ranks, k = _ancestor_ranking(scores, ancestors, native)
-        ap_sum += float(ap.sum())
-        rank_sum += float(ranks.sum())
-        num_pairs += int(k.sum())
+        if device is not None:  # only the counts leave the device
+            _, row, columns = _ancestor_pairs(ancestors)
+            stats = _ancestor_ranking(None, ancestors, counted=device.rank_counts(q, row, columns))
+        else:
+            if native:
+                scores = _native_scores.energy_block(mu, var, q, energy, sigma=sigma,
+                                                     inv_var=inv_var, log_det=log_det)
+            elif box:
+                scores = _containment_block(mu, sigma, q, rows, cand, buffer)
+            else:
+                scores = _kl_block(mu, var, inv_var, log_det, q, rows, cand, buffer)
+            if generality:
+                scores += generality * (log_det[None, :] - log_det[q][:, None])
+            if not np.isfinite(scores).all():
+                raise ValueError("non-finite KL scores (overflow?): check the means and variances")
+            scores[np.arange(len(q)), q] = -np.inf  # u itself takes no part
+            stats = _ancestor_ranking(scores, ancestors, native)
+        for part, values in zip(parts, stats):
+            part.append(values)
+    ap_sum, rank_sum, num_pairs = (np.concatenate(part).sum() if part else 0 for part in parts)
+    ap_sum, rank_sum, num_pairs = float(ap_sum), float(rank_sum), int(num_pairs)
     return {
         "mean_rank": rank_sum / num_pairs if num_pairs else math.nan,
         "map": ap_sum / len(queries) if len(queries) else math.nan,

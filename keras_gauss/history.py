@@ -15,6 +15,7 @@ Example:
 
 import csv
 import math
+import warnings
 from pathlib import Path
 
 HISTORY_CSV = "history.csv"
@@ -31,7 +32,8 @@ def write_history(run_dir, columns):
             checkpoint, is padded at the front with empty cells).
 
     Returns:
-        The PNG's path, or None when there is no epoch to draw.
+        The PNG's path, or None when there is no epoch to draw or
+        matplotlib is not installed (then the CSV alone, and one warning).
 
     Example:
 
@@ -57,6 +59,12 @@ def write_history(run_dir, columns):
         writer.writerow(["epoch", *columns])
         for i in range(epochs):
             writer.writerow([i + 1, *(_cell(columns[name][i]) for name in columns)])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        warnings.warn(f"matplotlib is not installed: {run_dir / HISTORY_CSV} written, "
+                      f"no {HISTORY_PNG} (pip install matplotlib)", RuntimeWarning, stacklevel=2)
+        return None
     return draw_history(read_history(run_dir), run_dir / HISTORY_PNG)
 
 

@@ -58,6 +58,7 @@ Example: a toy engine whose training adds 0.1 to every mean of one table.
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import time
@@ -277,6 +278,61 @@ def jax_gpu():
     except Exception:  # no usable backend: the CPU defaults
         return None
     return device.device_kind if device.platform == "gpu" else None
+
+
+def device_settings(args, settings, defaults, gpu=None, needs=()):
+    """Fills in a command's settings left unset (None in `args`): on a GPU
+    (`jax_gpu`, or `gpu`, its name) with `settings` (`{field: value}`, the
+    keras engine first) unless `--engine native` or a `--distribution` was
+    asked for, else with the values of `defaults` (the trainer's config).
+    The one place where `train-corpus`, `train-wordnet` and
+    `train-hierarchy` choose their GPU settings.
+
+    Args:
+        args: the command's `argparse.Namespace`; every field of `settings`
+            is None unless given.
+        settings: the GPU's values (`keras_gauss.pipelines.train.GPU_SETTINGS`,
+            `keras_gauss.hierarchy.config.GPU_SETTINGS`).
+        defaults: the CPU's values: an object with those fields.
+        gpu: the GPU's name, or None to ask `jax_gpu`.
+        needs: modules the GPU's engine imports (the hierarchy's keras
+            engine: `("tensorflow",)`, for tf.data); where one is missing the
+            CPU's values stay and the line says why.
+
+    Returns:
+        The line that says the GPU is used, or None.
+
+    Example:
+
+    >>> from argparse import Namespace
+    >>> gpu, cpu = {"engine": "keras", "batch_size": 4096}, Namespace(engine="native",
+    ...                                                               batch_size=1024)
+    >>> device_settings(Namespace(engine=None, batch_size=None), gpu, cpu, gpu="NVIDIA H200")
+    'GPU NVIDIA H200: --engine keras, --batch-size 4096 (--engine native: the C++ trainer on the CPU)'
+    >>> args = Namespace(engine="native", batch_size=None)
+    >>> device_settings(args, gpu, cpu, gpu="NVIDIA H200") is None, args.batch_size
+    (True, 1024)
+    """
+    # With --distribution the job starts JAX's distributed runtime first:
+    # no device may be asked for before (and the settings stay the CPU's).
+    distributed = getattr(args, "distribution", None) is not None
+    if args.engine != "native" and gpu is None and not distributed:
+        gpu = jax_gpu()
+    use = gpu is not None and args.engine in (None, "keras") and not distributed
+    missing = [name for name in needs if importlib.util.find_spec(name) is None]
+    if use and missing and args.engine is None:
+        for field in settings:
+            if getattr(args, field) is None:
+                setattr(args, field, getattr(defaults, field))
+        return (f"GPU {gpu}: the keras engine needs {', '.join(missing)}, not installed here; "
+                f"--engine {args.engine} (the C++ trainer on the CPU)")
+    for field, value in settings.items():
+        if getattr(args, field) is None:
+            setattr(args, field, value if use else getattr(defaults, field))
+    if not use:
+        return None
+    chosen = ", ".join(f"--{field.replace('_', '-')} {getattr(args, field)}" for field in settings)
+    return f"GPU {gpu}: {chosen} (--engine native: the C++ trainer on the CPU)"
 
 
 def choose_engine(engine, engines):

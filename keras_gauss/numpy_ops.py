@@ -29,7 +29,7 @@ def check_generality(beta, name="generality"):
 
 
 def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
-                generality=0.0):
+                generality=0.0, xp=np):
     """Energies of Gaussian pairs in numpy (float64), as `keras_gauss.ops`.
 
     The formula is the descriptor's (`keras_gauss.energies`, its `numpy`).
@@ -45,6 +45,8 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
         generality: with `"kl"`, the weight `beta >= 0` of the generality
             term `beta * (log det Sigma_b - log det Sigma_a)` added to the
             energy ("a is-a b" gains when `b` is broader); default 0.
+        xp: the array namespace: NumPy (default), or `jax.numpy` with
+            64-bit JAX (`keras_gauss.hierarchy.device_scores`).
 
     Returns:
         `(...)` float64 energies.
@@ -64,7 +66,7 @@ def pair_energy(energy, mean_a, var_a, mean_b, var_b, include_constant=True,
     spec = energies.get(energy)
     given = {"include_constant": include_constant, "generality": generality}
     return spec.numpy(mean_a, var_a, mean_b, var_b,
-                      **{name: given[name] for name in spec.options})
+                      **{name: given[name] for name in spec.options}, xp=xp)
 
 
 def containment_rank(energies, log_det, threshold=0.0, query_log_det=-np.inf):

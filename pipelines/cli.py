@@ -133,8 +133,8 @@ def device_settings(args, gpu=None):
     (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
     (the keras engine, pairs drawn on the device, the GPU batch and rate)
     unless `--engine native` or a `--distribution` was asked for, else with
-    `CorpusConfig`'s defaults. Returns the line that says the GPU is used,
-    or None.
+    `CorpusConfig`'s defaults (`keras_gauss.job.device_settings`). Returns
+    the line that says the GPU is used, or None.
 
     Example:
 
@@ -146,25 +146,11 @@ def device_settings(args, gpu=None):
     >>> args.batch_size
     65536
     """
-    from keras_gauss.job import jax_gpu
+    from keras_gauss import job
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
 
-    defaults = CorpusConfig()
-    # With --distribution the job starts JAX's distributed runtime first:
-    # no device may be asked for before (and the settings stay the CPU's).
-    distributed = getattr(args, "distribution", None) is not None
-    if args.engine != "native" and gpu is None and not distributed:
-        gpu = jax_gpu()
-    use = gpu is not None and args.engine in (None, "keras") and not distributed
-    for field, value in GPU_SETTINGS.items():
-        if getattr(args, field) is None:
-            setattr(args, field, value if use else getattr(defaults, field))
-    if not use:
-        return None
-    return (f"GPU {gpu}: --engine {args.engine}, --pairs {args.pairs}, --batch-size "
-            f"{args.batch_size}, --learning-rate {args.learning_rate} (--engine native: "
-            "the C++ trainer on the CPU)")
+    return job.device_settings(args, GPU_SETTINGS, CorpusConfig(), gpu)
 
 
 def run_train_corpus(args):

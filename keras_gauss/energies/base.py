@@ -35,8 +35,10 @@ class Energy:
         title: its name in prose and table rows (`"KL"`, `"containment"`).
         label: its short column label (`"KL"`, `"box"`).
         numpy: the float64 NumPy formula `numpy(mean_a, var_a, mean_b, var_b,
-            **options)` with `a` the specific side (EL is symmetric); the
-            reference the Keras formula and the C++ are tested against.
+            **options, xp=numpy)` with `a` the specific side (EL is
+            symmetric); the reference the Keras formula and the C++ are
+            tested against. `xp=jax.numpy` (64-bit JAX) runs the same
+            formula on a device (`keras_gauss.hierarchy.device_scores`).
         options: the keyword options `numpy` takes (`"include_constant"`,
             `"generality"`).
         keras: `"module:function"` of the `keras.ops` formula, called

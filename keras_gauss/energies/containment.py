@@ -5,7 +5,7 @@ import numpy as np
 from keras_gauss.energies.base import Energy
 
 
-def containment_numpy(mean_a, var_a, mean_b, var_b):
+def containment_numpy(mean_a, var_a, mean_b, var_b, xp=np):
     """`-sum_d max(0, |mu_a - mu_b| + sigma_a - sigma_b)^2` in float64, `a` specific.
 
     Example:
@@ -13,10 +13,10 @@ def containment_numpy(mean_a, var_a, mean_b, var_b):
     >>> float(containment_numpy([1.5], [1.0], [0.0], [4.0]))  # 1.5 + 1 - 2
     -0.25
     """
-    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
+    mean_a, var_a, mean_b, var_b = (xp.asarray(v, xp.float64)
                                     for v in (mean_a, var_a, mean_b, var_b))
-    excess = np.abs(mean_b - mean_a) + np.sqrt(var_a) - np.sqrt(var_b)
-    return -np.sum(np.square(np.maximum(excess, 0.0)), axis=-1)
+    excess = xp.abs(mean_b - mean_a) + xp.sqrt(var_a) - xp.sqrt(var_b)
+    return -xp.sum(xp.square(xp.maximum(excess, 0.0)), axis=-1)
 
 
 CONTAINMENT = Energy(

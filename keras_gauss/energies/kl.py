@@ -5,7 +5,7 @@ import numpy as np
 from keras_gauss.energies.base import Energy
 
 
-def generality_term(var_specific, var_general, beta):
+def generality_term(var_specific, var_general, beta, xp=np):
     """The generality term of a hierarchy energy: `beta * (log det Sigma_general -
     log det Sigma_specific)`, in the dtype of the variances.
 
@@ -16,6 +16,7 @@ def generality_term(var_specific, var_general, beta):
     Args:
         var_specific, var_general: `(..., d)` diagonal variances (> 0).
         beta: the weight (`>= 0`).
+        xp: the array namespace (NumPy; `jax.numpy` for the device scores).
 
     Returns:
         `(...)` array.
@@ -25,10 +26,10 @@ def generality_term(var_specific, var_general, beta):
     >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
     1.0
     """
-    return beta * (np.log(var_general).sum(axis=-1) - np.log(var_specific).sum(axis=-1))
+    return beta * (xp.log(var_general).sum(axis=-1) - xp.log(var_specific).sum(axis=-1))
 
 
-def kl_numpy(mean_a, var_a, mean_b, var_b, generality=0.0):
+def kl_numpy(mean_a, var_a, mean_b, var_b, generality=0.0, xp=np):
     """`-KL(N_a || N_b)` in float64, `a` the specific side, plus the generality term.
 
     With `generality = beta > 0`, adds `beta * (log det Sigma_b - log det
@@ -39,13 +40,13 @@ def kl_numpy(mean_a, var_a, mean_b, var_b, generality=0.0):
     >>> float(kl_numpy([0.0], [1.0], [1.0], [1.0]))
     -0.5
     """
-    mean_a, var_a, mean_b, var_b = (np.asarray(v, np.float64)
+    mean_a, var_a, mean_b, var_b = (xp.asarray(v, xp.float64)
                                     for v in (mean_a, var_a, mean_b, var_b))
     ratio = var_a / var_b
-    value = -0.5 * np.sum(ratio + np.square(mean_b - mean_a) / var_b - 1.0 - np.log(ratio),
+    value = -0.5 * xp.sum(ratio + xp.square(mean_b - mean_a) / var_b - 1.0 - xp.log(ratio),
                           axis=-1)
     if generality:
-        value = value + generality_term(var_a, var_b, generality)
+        value = value + generality_term(var_a, var_b, generality, xp)
     return value
 
 

@@ -632,3 +632,79 @@ def test_reconstruction_is_the_same_with_and_without_the_native_library(monkeypa
     fast = reconstruction(h, means, variances, **fallback)
     slow = reconstruction(h, means, variances, native_scores=False, **fallback)
     assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])
+
+
+@pytest.mark.parametrize("energy, beta", [("kl", 0.0), ("kl", 0.7), ("containment", 0.0)])
+def test_the_jax_scores_are_the_numpy_scores(monkeypatch, energy, beta):
+    # The device path (JAX, here on the CPU) runs the energy's own formula in
+    # float64: the same pair energies to rounding, the same reconstruction
+    # metrics exactly where identical rows tie, and the same one line on a
+    # non-finite score. (Distinct KL rows that tie only in exact arithmetic, as
+    # tied_tables makes them, may break the tie otherwise: the formula sums
+    # logs per dimension, the blocks log determinants.)
+    pytest.importorskip("jax")
+    from keras_gauss.hierarchy import device_scores
+
+    # blocks of 8 queries, 64 pairs
+    monkeypatch.setattr(device_scores, "DEVICE_ELEMENTS", 60 * 8)
+    rng = np.random.default_rng(14)
+    h = random_dag(rng, 60)
+    options = dict(energy=energy, generality=beta)
+    means, variances = random_tables(60, 4, rng)
+    pairs = rng.integers(0, 60, size=(3, 50, 2))
+    want = edge_scores(means, variances, pairs[..., 0], pairs[..., 1], backend="numpy", **options)
+    got = edge_scores(means, variances, pairs[..., 0], pairs[..., 1], backend="jax", **options)
+    assert got.shape == (3, 50) and got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    means[::5], variances[::5] = means[3], variances[3]  # repeated rows: exact ties
+    tied = tied_tables(rng, 60, 4, scale=1.0, choices=(0.25, 1.0, 4.0))
+    for tables in ((means, variances), *([tied] if energy == "containment" else [])):
+        slow = reconstruction(h, *tables, backend="numpy", **options)
+        fast = reconstruction(h, *tables, backend="jax", **options)
+        assert fast["num_pairs"] == slow["num_pairs"] > 0
+        assert (fast["mean_rank"], fast["map"]) == (slow["mean_rank"], slow["map"])
+    means[7, 0] = 1e300  # the squared distance overflows
+    with pytest.raises(ValueError, match="non-finite KL scores"):
+        reconstruction(h, means, variances, backend="jax", **options)
+
+
+def test_the_scores_run_on_the_gpu_when_there_is_one(monkeypatch):
+    from keras_gauss import job
+    from keras_gauss.hierarchy.device_scores import score_backend
+
+    monkeypatch.delenv("KERAS_GAUSS_SCORES", raising=False)
+    assert score_backend(native=False) == "numpy"  # this machine: no GPU
+    assert score_backend("numpy") == "numpy"
+    monkeypatch.setenv("KERAS_GAUSS_SCORES", "jax")
+    assert score_backend() == "jax"
+    monkeypatch.setenv("KERAS_GAUSS_SCORES", "tpu")
+    with pytest.raises(ValueError, match="^KERAS_GAUSS_SCORES must be one of jax, native, "
+                                         "numpy, got 'tpu'.$"):
+        score_backend()
+    monkeypatch.delenv("KERAS_GAUSS_SCORES")
+    monkeypatch.setattr(job, "jax_gpu", lambda: "Fake GPU")
+    assert score_backend() == score_backend(native=False) == "jax"
+    # a GPU: neither the NumPy nor the C++ blocks score the reconstruction
+    seen = []
+
+    class Device:
+        def __init__(self, *args):
+            seen.append(args[2:])
+
+        def block_rows(self):
+            return 8
+
+        def rank_counts(self, q, row, columns):
+            raise RuntimeError("on the device")
+
+    def cpu_only(*args, **kwargs):
+        raise AssertionError("a CPU block ran on a GPU")
+
+    monkeypatch.setattr(evaluate, "JaxScores", Device)
+    for name in ("_kl_block", "_containment_block"):
+        monkeypatch.setattr(evaluate, name, cpu_only)
+    monkeypatch.setattr(evaluate._native_scores, "energy_block", cpu_only)
+    h = random_dag(np.random.default_rng(15), 20)
+    with pytest.raises(RuntimeError, match="on the device"):
+        reconstruction(h, np.zeros((20, 2)), np.ones((20, 2)), energy="containment")
+    assert seen == [("containment", 0.0)]

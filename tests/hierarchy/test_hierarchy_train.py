@@ -296,3 +296,74 @@ def test_schedule_decays_over_the_run_and_changes_only_decaying_runs(tree, tmp_p
     assert int(optimizer.iterations.numpy()) == steps
     assert optimizer.get_config()["learning_rate"]["config"]["decay_steps"] == steps
     assert float(optimizer.learning_rate) == 0.0
+
+
+def _unset(**given):
+    import argparse
+
+    return argparse.Namespace(**{"engine": None, "batch_size": None, **given})
+
+
+def test_on_a_gpu_the_settings_not_given_are_the_gpu_ones():
+    from keras_gauss.hierarchy.cli import device_settings
+    from keras_gauss.hierarchy.config import GPU_SETTINGS
+
+    args = _unset()
+    line = device_settings(args, gpu="Fake GPU")
+    assert vars(args) == GPU_SETTINGS == {"engine": "keras", "batch_size": 4096}
+    assert line == ("GPU Fake GPU: --engine keras, --batch-size 4096 (--engine native: the "
+                    "C++ trainer on the CPU)")
+    # a setting given is kept; --engine native is the CPU trainer with its defaults
+    args = _unset(batch_size=512)
+    device_settings(args, gpu="Fake GPU")
+    assert (args.engine, args.batch_size) == ("keras", 512)
+    cpu = WordNetConfig()
+    for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
+                      (_unset(distribution="data"), "Fake GPU")):
+        if gpu is None:  # this machine: no GPU (or not KERAS_BACKEND=jax)
+            assert device_settings(args) is None
+        else:
+            assert device_settings(args, gpu=gpu) is None
+        assert (args.engine, args.batch_size) == ("native", cpu.batch_size)
+
+
+def test_on_a_gpu_without_tensorflow_the_hierarchy_keeps_the_native_engine(monkeypatch):
+    import importlib.util
+
+    from keras_gauss.hierarchy.cli import device_settings
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "tensorflow" else find_spec(name, *a))
+    args = _unset()
+    line = device_settings(args, gpu="Fake GPU")
+    assert (args.engine, args.batch_size) == ("native", WordNetConfig().batch_size)
+    assert line == ("GPU Fake GPU: the keras engine needs tensorflow, not installed here; "
+                    "--engine native (the C++ trainer on the CPU)")
+
+
+@pytest.mark.parametrize("command", ["train-wordnet", "train-hierarchy"])
+def test_the_hierarchy_commands_say_in_their_first_line_that_they_use_the_gpu(
+        edges, tmp_path, capsys, monkeypatch, command):
+    from keras_gauss import job
+    from keras_gauss.hierarchy import train
+
+    seen = []
+
+    def fake_train(config, *args, **kwargs):
+        seen.append(config)
+        return {"train_seconds": 1.0}
+
+    monkeypatch.setattr(train, "train_wordnet", fake_train)
+    source = ["--root", "mammal.n.01"] if command == "train-wordnet" else ["--edges", str(edges)]
+    monkeypatch.setattr(job, "jax_gpu", lambda: "Fake GPU")
+    assert main([command, *source, "--out", str(tmp_path / "gpu")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("GPU Fake GPU: --engine keras, --batch-size 4096")
+    assert (seen[-1].engine, seen[-1].batch_size) == ("keras", 4096)
+    # the CPU's defaults where --engine native is asked for, or where there is no GPU
+    assert main([command, *source, "--out", str(tmp_path / "native"), "--engine", "native"]) == 0
+    monkeypatch.setattr(job, "jax_gpu", lambda: None)
+    assert main([command, *source, "--out", str(tmp_path / "cpu")]) == 0
+    assert not capsys.readouterr().out.startswith("GPU")
+    assert [(c.engine, c.batch_size) for c in seen[1:]] == [("native", 1024)] * 2

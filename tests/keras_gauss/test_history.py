@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import sys
 
 import pytest
 
@@ -29,6 +30,15 @@ def test_a_shorter_or_non_finite_column_leaves_empty_cells(tmp_path):
 def test_no_epoch_writes_nothing(tmp_path):
     assert write_history(tmp_path, {"loss": []}) is None
     assert not (tmp_path / "history.csv").exists()
+
+
+def test_without_matplotlib_the_csv_is_written_and_one_warning_says_why(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    with pytest.warns(RuntimeWarning, match="matplotlib is not installed") as caught:
+        assert write_history(tmp_path, {"loss": [1.0, 0.5]}) is None
+    assert len(caught) == 1
+    assert read_history(tmp_path)["loss"] == [1.0, 0.5]
+    assert not (tmp_path / "history.png").exists()
 
 
 def test_plot_prints_the_table_and_draws(tmp_path):

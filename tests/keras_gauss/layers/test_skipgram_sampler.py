@@ -122,9 +122,10 @@ def test_config_round_trip_and_bad_arrays():
 
 
 _ON_JAX = textwrap.dedent("""
+    import os
     import sys
     import numpy as np
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = [sys.argv[1], os.path.dirname(sys.argv[1])]  # (and `backends`)
     from test_skipgram_sampler import _batch, _positions_corpus, _sampler
     corpus, lines = _positions_corpus()
     keep = np.linspace(0.2, 1.0, len(corpus)).astype("float32")

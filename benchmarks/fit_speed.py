@@ -19,24 +19,31 @@ The ids are drawn once with NumPy: a Zipf token stream over 19,000 words; its
 negatives unigram^0.75 draws. The native trainer (`NativeTables.train`, what
 `train-corpus` runs: no TensorFlow, 2 threads, batch 2,048 per thread) trains
 on the same token stream with the same window right before every timed fit,
-so every figure is a ratio to it at the same load. `--backends torch` (not
+so every figure is a ratio to it at the same load. The peer a user knows
+is `keras-gauss train-corpus` itself (defaults: window 10, 1 negative, the
+native engine) on news2017: each repeat first runs it as a user does, a
+fresh process, and reads the pairs/s it reports; `/ train-corpus` is a
+row's pairs/s over that figure of its repeat (the issue 32 target: the
+quick start at batch 16,384 on TensorFlow >= 1/3). `--backends torch` (not
 run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
 the `reference` path only (the hierarchy model, a `GaussianModel`, with
 sparse row gradients; the others, plain `keras.Model`s, dense gradients of
 which `SparseAdagrad` updates the non-zero rows). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
-repeats, the spread, wall and CPU milliseconds a step, the ratio to the
-native trainer) and the load average.
+repeats, the spread, wall and CPU milliseconds a step, the ratios to the
+native trainer and to `train-corpus`) and the load average.
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax torch]
         [--no-reference]  # kernels only
+        [--corpus ../shared/data/corpus/news2017.txt.gz | --corpus none]
 """
 
 import argparse
 import json
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -50,6 +57,8 @@ import numpy as np
 zipf_ids = runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "tests", "zipf_ids.py"))["zipf_ids"]
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NEWS2017 = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus", "news2017.txt.gz")
 VOCAB, DIM = 19_000, 50
 HIERARCHY_NODES, HIERARCHY_NEGATIVES, HIERARCHY_BATCH = 82_115, 6, 1024
 
@@ -102,6 +111,32 @@ def native_pairs_per_second(data, warm=True):
     if warm:
         train(tokens[:100_000])  # warm-up (and the first build of the library)
     return train(tokens)
+
+
+def reported_pairs_per_second(output):
+    """The pairs/s of `train-corpus`'s last line (`... pairs in 10.2 s
+    (1,191,475 pairs/s, ...`), or None.
+
+    >>> reported_pairs_per_second("19,064 words, 12 pairs in 1 s (6,212,345 pairs/s, 1 tokens/s)")
+    6212345.0
+    """
+    found = re.findall(r"\(([\d,]+) pairs/s", output)
+    return float(found[-1].replace(",", "")) if found else None
+
+
+def train_corpus_pairs_per_second(corpus, scratch):
+    """`keras-gauss train-corpus --corpus CORPUS` (its defaults), a fresh
+    process as a user runs it: (the pairs/s it reports, wall s, load after)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_gauss", "train-corpus", "--corpus", corpus,
+         "--out", os.path.join(scratch, "train-corpus"), "--overwrite",
+         "--checkpoint-every", "0"],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    rate = reported_pairs_per_second(done.stdout)
+    if done.returncode != 0 or rate is None:
+        sys.exit(f"fit_speed: train-corpus failed:\n{(done.stdout + done.stderr)[-3000:]}")
+    return rate, time.perf_counter() - start, _load()
 
 
 # ---------------------------------------------------------------------------
@@ -250,9 +285,14 @@ def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=Non
 # The table
 
 
-def summarise(rows, repeats):
+def summarise(rows, repeats, peers=None):
     """The table: per row the best of the repeats and their spread; `/ native`
-    is the row's pairs/s over the native trainer's measured right before it."""
+    is the row's pairs/s over the native trainer's measured right before it,
+    `/ t-c` over `train-corpus`'s of the same repeat (`peers[repeat]`)."""
+    peers = peers or {}
+    for repeat, (rate, seconds, load) in sorted(peers.items()):
+        print(f"keras-gauss train-corpus (news2017, defaults), repeat {repeat + 1}: "
+              f"{rate / 1e6:.2f} M pairs/s reported, {seconds:.1f} s wall, load after {load}")
     natives = [r["native"] for r in rows]
     print(f"native trainer (NativeTables.train, window 1, 1 negative, 2 threads, batch 2,048), "
           f"measured before every row: {min(natives) / 1e6:.2f}-{max(natives) / 1e6:.2f} M "
@@ -262,7 +302,8 @@ def summarise(rows, repeats):
         key = (row["backend"], row["model"], row["path"], row["batch"])
         groups.setdefault(key, []).append(row)
     header = (f"{'backend':<11}{'model':<13}{'path':<11}{'batch':>6}{'M pairs/s':>10}"
-              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}")
+              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}"
+              + (f"{'/ t-c':>7}{'range':>12}" if peers else ""))
     print(header)
     print("-" * len(header))
     order = {"kernels": 0, "reference": 1, "before": 2}
@@ -276,9 +317,13 @@ def summarise(rows, repeats):
                 f"{min(r['ms_per_step'] for r in group):>8.2f}"
                 f"{min(r['cpu_ms_per_step'] for r in group):>8.2f}"
                 f"{max(to_native):>9.3f}{min(to_native):>6.3f}-{max(to_native):<5.3f}")
+        if peers:
+            to_peer = [r["pairs_per_s"] / peers[r["repeat"]][0] for r in group]
+            line += f"{max(to_peer):>7.3f}{min(to_peer):>6.3f}-{max(to_peer):<5.3f}"
         print(line)
-    print("(/ native: pairs/s over the native trainer's measured right before; the "
-          "hierarchy's pairs are edges, 7 candidate pairs each)")
+    print("(/ native: pairs/s over the native trainer's measured right before; "
+          + ("/ t-c: over train-corpus's of the same repeat; " if peers else "")
+          + "the hierarchy's pairs are edges, 7 candidate pairs each)")
 
 
 def main():
@@ -291,6 +336,9 @@ def main():
                         choices=("tensorflow", "jax", "torch"))
     parser.add_argument("--no-reference", action="store_true",
                         help="only the kernels (no reference or before runs)")
+    parser.add_argument("--corpus", default=NEWS2017,
+                        help="the corpus `train-corpus` runs on before each repeat "
+                             "(default: news2017 in ../shared/data; `none`: no such run)")
     parser.add_argument("--worker", nargs=2, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--paths", nargs="+", default=["kernels"], help=argparse.SUPPRESS)
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
@@ -300,11 +348,19 @@ def main():
                args.worker[1])
         return
     print(f"load average at start {_load()}; {os.cpu_count()} CPUs")
-    rows = []
+    corpus = None if args.corpus == "none" else args.corpus
+    if corpus is not None and not os.path.exists(corpus):
+        sys.exit(f"fit_speed: --corpus {corpus} does not exist (`--corpus none`: no "
+                 "train-corpus reference)")
+    rows, peers = [], {}
     with tempfile.TemporaryDirectory() as scratch:
         data_path = os.path.join(scratch, "data.npz")
         make_data(data_path, args.pairs)
         for repeat in range(args.repeats):
+            if corpus is not None:
+                peers[repeat] = train_corpus_pairs_per_second(corpus, scratch)
+                print(f"repeat {repeat + 1}: train-corpus {peers[repeat][0] / 1e6:.2f} M "
+                      f"pairs/s, load {peers[repeat][2]}", flush=True)
             for backend in args.backends:
                 if backend == "torch":  # no compiled kernels: the keras.ops code, row updates
                     got = run_worker(backend, data_path, args, scratch, ["reference"])
@@ -318,7 +374,7 @@ def main():
                                       "before", {"KERAS_GAUSS_MALLOC": "0"})
                 rows.extend(dict(row, repeat=repeat) for row in got)
                 print(f"repeat {repeat + 1}: {backend} done, load {_load()}", flush=True)
-    summarise(rows, args.repeats)
+    summarise(rows, args.repeats, peers)
     print(f"load average at end {_load()}")
 
 

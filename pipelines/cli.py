@@ -9,9 +9,15 @@ from keras_gauss import energies
 def add_parser(subparsers):
     from keras_gauss.checkpoint import checkpoint_arguments
     from keras_gauss.pipelines.train import GPU_SETTINGS
+    from keras_gauss.pipelines.train import LR_BASE
+    from keras_gauss.pipelines.train import LR_BASE_BATCH
+    from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
+    # What `--learning-rate` is on a GPU when not given (`device_settings`).
+    gpu_rate = (f"{LR_BASE} x (batch size / {LR_BASE_BATCH}) ** {LR_BATCH_EXPONENT}, "
+                f"{GPU_SETTINGS['learning_rate']} at {GPU_SETTINGS['batch_size']}")
     train = subparsers.add_parser(
         "train-corpus",
         help="learn Gaussian word embeddings from a text corpus (skip-gram, EL or KL)",
@@ -42,10 +48,11 @@ def add_parser(subparsers):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
         on_gpu = field in GPU_SETTINGS  # filled in by `device_settings`
+        gpu = (f"; on a GPU {gpu_rate}" if field == "learning_rate"
+               else f"; {GPU_SETTINGS.get(field)} on a GPU")
         train.add_argument(f"--{field.replace('_', '-')}", type=kind,
                            default=None if on_gpu else default,
-                           help=f"(default: {default}" + (
-                               f"; {GPU_SETTINGS[field]} on a GPU)" if on_gpu else ")"))
+                           help=f"(default: {default}" + (gpu if on_gpu else "") + ")")
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
@@ -62,8 +69,9 @@ def add_parser(subparsers):
                             "itself (no TensorFlow on text files); keras: tf.data pairs into "
                             "model.fit with the layers (any backend, --distribution) "
                             f"(default: {defaults.engine}; on a GPU with KERAS_BACKEND=jax: "
-                            "keras with --pairs device, --batch-size 65536, "
-                            "--learning-rate 2.0, for the settings not given)")
+                            "keras with --pairs device, --batch-size "
+                            f"{GPU_SETTINGS['batch_size']} and --learning-rate "
+                            f"{gpu_rate}, for the settings not given)")
     # An earlier flag: its value gets the line saying what to use instead.
     train.add_argument("--fused", dest="engine", action="store_const", const="fused",
                        help=argparse.SUPPRESS)
@@ -131,7 +139,8 @@ def add_parser(subparsers):
 def device_settings(args, gpu=None):
     """Fills in the `train-corpus` settings left unset (None): on a GPU
     (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
-    (the keras engine, pairs drawn on the device, the GPU batch and rate)
+    (the keras engine, pairs drawn on the device, the GPU batch, and for
+    the learning rate `learning_rate_for_batch` of the batch, given or not)
     unless `--engine native` or a `--distribution` was asked for, else with
     `CorpusConfig`'s defaults (`keras_gauss.job.device_settings`). Returns
     the line that says the GPU is used, or None.
@@ -142,15 +151,20 @@ def device_settings(args, gpu=None):
     >>> args = argparse.Namespace(engine=None, pairs=None, batch_size=None,
     ...                           learning_rate=None)
     >>> device_settings(args, gpu="NVIDIA H200")
-    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 2.0 (--engine native: the C++ trainer on the CPU)'
+    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 1.6 (--engine native: the C++ trainer on the CPU)'
     >>> args.batch_size
     65536
     """
     from keras_gauss import job
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import learning_rate_for_batch
 
-    return job.device_settings(args, GPU_SETTINGS, CorpusConfig(), gpu)
+    settings = dict(GPU_SETTINGS)
+    if isinstance(args.batch_size, int) and args.batch_size > 0:
+        # the rate of the batch given (a bad batch: CorpusConfig.validate says so)
+        settings["learning_rate"] = learning_rate_for_batch(args.batch_size)
+    return job.device_settings(args, settings, CorpusConfig(), gpu)
 
 
 def run_train_corpus(args):

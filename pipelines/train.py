@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import numbers
 import os
 import time
 import warnings
@@ -27,13 +28,56 @@ from keras_gauss.pipelines.corpus_run import corpus_run_info
 MAX_SEED = 2**23 - 1
 MAX_EPOCHS = 2**16 - 1
 MAX_WINDOW = 2**20
+# The learning rate of large-batch corpus training (`learning_rate_for_batch`):
+# `LR_BASE` at `LR_BASE_BATCH` pairs a step (the CPU recipe's), times the
+# batch's ratio to it to the power `LR_BATCH_EXPONENT`. Chosen on validation
+# pairs only (MEN and a fixed half of SimLex-999) by
+# research/lr_batch_sweep.py, 20 epochs of news2017 with the recipe's sample
+# 1e-3 and window 15 (benchmarks/README.md: at batch 262,144 rate 6.4,
+# exponent 1, scored above 12.8, exponent 1.25).
+LR_BASE = 0.4
+LR_BASE_BATCH = 16384
+LR_BATCH_EXPONENT = 1.0
+
+
+def learning_rate_for_batch(batch_size):
+    """The `SparseAdagrad` learning rate for minibatches of `batch_size` pairs.
+
+    `LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT`, rounded
+    to 3 significant digits: the CPU recipe's 0.4 at 16,384 pairs a step,
+    scaled with the batch. A step is one AdaGrad update of every row it
+    touches with the gradient of the batch-mean loss, so a larger batch
+    makes fewer steps (and, for rows it holds once, smaller ones: AdaGrad's
+    initial accumulator outweighs their squared gradient); the rate makes
+    up for it. Chosen for many passes over a small corpus (20
+    epochs of news2017) at batches of 16,384 to 262,144
+    (`research/lr_batch_sweep.py`; `benchmarks/README.md`); `train-corpus`
+    on a GPU uses it for `--learning-rate` when that is not given.
+
+    Args:
+        batch_size: pairs a step, a positive int.
+
+    Returns:
+        The learning rate, a float.
+
+    Example:
+
+    >>> learning_rate_for_batch(16384)
+    0.4
+    """
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+            or batch_size < 1):
+        raise ValueError(f"--batch-size must be a positive integer, got {batch_size!r}.")
+    rate = LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT
+    return float(f"{rate:.3g}")
+
+
 # `train-corpus` on a GPU (`keras_gauss.job.jax_gpu`), for the settings not
-# given: the keras engine on JAX with pairs drawn on the device. Batch
-# 65,536 at learning rate 2.0: on one H200, 20 epochs of news2017 (sample
-# 1e-3, window 15) gave WordSim353 .551 / SimLex-999 .191 in 8.9 s
-# (benchmarks/gpu_check.sh, one seed), against the CPU recipe's .535 / .211.
+# given: the keras engine on JAX with pairs drawn on the device, batch
+# 65,536, and the learning rate of `learning_rate_for_batch` for the batch
+# (given or not; `pipelines.cli.device_settings`).
 GPU_SETTINGS = {"engine": "keras", "pairs": "device", "batch_size": 65536,
-                "learning_rate": 2.0}
+                "learning_rate": learning_rate_for_batch(65536)}
 
 # Where the keras engine draws its pairs (`CorpusConfig.pairs`).
 PAIRS = ("host", "device")

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gauss_math.h"
@@ -98,25 +99,33 @@ inline float KlPair(int64_t d, const float* ma, const float* va, const float* mb
   return -0.5f * LaneSum(acc);
 }
 
-// Adds g * dE/d(inputs) of one pair to the four gradient rows.
-template <bool SA, bool SB>
+// `dst + v` where the gradient row already holds a sum (Add), else `0 + v`
+// (the row's first term: the same float as adding it to a cleared row).
+template <bool Add>
+inline float Plus(float dst, float v) {
+  return (Add ? dst : 0.0f) + v;
+}
+
+// Adds g * dE/d(inputs) of one pair to the four gradient rows (AddA / AddB
+// false: writes them, the side's first term, so its rows need no clearing).
+template <bool SA, bool SB, bool AddA = true, bool AddB = true>
 inline void ElPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
   ForLanes(d, [&](int64_t i, int64_t j) {
     const float inv = 1.0f / (va[SA ? 0 : i] + vb[SB ? 0 : i]);
     const float delta = (ma[i] - mb[i]) * inv;
-    gma[i] -= g * delta;
-    gmb[i] += g * delta;
+    gma[i] = Plus<AddA>(gma[i], -(g * delta));
+    gmb[i] = Plus<AddB>(gmb[i], g * delta);
     const float gv = 0.5f * g * (delta * delta - inv);
-    if (SA) sa[j] += gv; else gva[i] += gv;
-    if (SB) sb[j] += gv; else gvb[i] += gv;
+    if (SA) sa[j] += gv; else gva[i] = Plus<AddA>(gva[i], gv);
+    if (SB) sb[j] += gv; else gvb[i] = Plus<AddB>(gvb[i], gv);
   });
-  if (SA) gva[0] += LaneSum(sa);
-  if (SB) gvb[0] += LaneSum(sb);
+  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
-template <bool SA, bool SB>
+template <bool SA, bool SB, bool AddA = true, bool AddB = true>
 inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
@@ -126,15 +135,15 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
     const float inv = 1.0f / vg;
     const float diff = ma[i] - mb[i];
     const float gm = g * diff * inv;
-    gma[i] -= gm;
-    gmb[i] += gm;
+    gma[i] = Plus<AddA>(gma[i], -gm);
+    gmb[i] = Plus<AddB>(gmb[i], gm);
     const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
     const float gb = 0.5f * g * (1.0f / vs - inv);
-    if (SA) sa[j] += ga; else gva[i] += ga;
-    if (SB) sb[j] += gb; else gvb[i] += gb;
+    if (SA) sa[j] += ga; else gva[i] = Plus<AddA>(gva[i], ga);
+    if (SB) sb[j] += gb; else gvb[i] = Plus<AddB>(gvb[i], gb);
   });
-  if (SA) gva[0] += LaneSum(sa);
-  if (SB) gvb[0] += LaneSum(sb);
+  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
 template <bool SA, bool SB, typename ParallelFor>
@@ -178,6 +187,9 @@ template <bool SA, bool SB, typename ParallelFor>
 void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side& a,
                      const Side& b, const float* grad, float* gma, float* gva, float* gmb,
                      float* gvb, const ParallelFor& parallel_for) {
+  // Each gradient row is written by its first pair and added to by the
+  // others (a broadcast side's row by the k candidates of its row, in
+  // order): no clearing pass over the gradients.
   auto pair = [&](int64_t row, int64_t j) {
     const int64_t ra = a.Row(row, j), rb = b.Row(row, j);
     const float g = grad[row * k + j];
@@ -185,28 +197,32 @@ void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side&
     const float* va = a.var + ra * a.dv;
     const float* mb = b.mean + rb * d;
     const float* vb = b.var + rb * b.dv;
-    if (energy == Energy::kEL) {
-      ElPairGrad<SA, SB>(d, g, ma, va, mb, vb, gma + ra * d, gva + ra * a.dv, gmb + rb * d,
-                         gvb + rb * b.dv);
+    float* outs[4] = {gma + ra * d, gva + ra * a.dv, gmb + rb * d, gvb + rb * b.dv};
+    const bool add_a = a.k == 1 && j > 0, add_b = b.k == 1 && j > 0;
+    auto run = [&](auto add_a_tag, auto add_b_tag) {
+      constexpr bool kAddA = decltype(add_a_tag)::value, kAddB = decltype(add_b_tag)::value;
+      if (energy == Energy::kEL) {
+        ElPairGrad<SA, SB, kAddA, kAddB>(d, g, ma, va, mb, vb, outs[0], outs[1], outs[2],
+                                         outs[3]);
+      } else {
+        KlPairGrad<SA, SB, kAddA, kAddB>(d, g, ma, va, mb, vb, outs[0], outs[1], outs[2],
+                                         outs[3]);
+      }
+    };
+    if (add_a) {
+      run(std::true_type{}, std::false_type{});
+    } else if (add_b) {
+      run(std::false_type{}, std::true_type{});
     } else {
-      KlPairGrad<SA, SB>(d, g, ma, va, mb, vb, gma + ra * d, gva + ra * a.dv, gmb + rb * d,
-                         gvb + rb * b.dv);
+      run(std::false_type{}, std::false_type{});
     }
-  };
-  auto clear = [&](const Side& s, float* gm, float* gv, int64_t first, int64_t count) {
-    std::memset(gm + first * d, 0, sizeof(float) * count * d);
-    std::memset(gv + first * s.dv, 0, sizeof(float) * count * s.dv);
   };
   if (a.k == k && b.k == k) {  // every pair has its own rows
     parallel_for(n * k, 16 * d + 20, [&](int64_t begin, int64_t end) {
-      clear(a, gma, gva, begin, end - begin);
-      clear(b, gmb, gvb, begin, end - begin);
       for (int64_t p = begin; p < end; ++p) pair(p / k, p % k);
     });
   } else {  // a broadcast side sums over the k candidates of its row
     parallel_for(n, (16 * d + 20) * k, [&](int64_t begin, int64_t end) {
-      clear(a, gma, gva, begin * a.k, (end - begin) * a.k);
-      clear(b, gmb, gvb, begin * b.k, (end - begin) * b.k);
       for (int64_t row = begin; row < end; ++row) {
         for (int64_t j = 0; j < k; ++j) pair(row, j);
       }

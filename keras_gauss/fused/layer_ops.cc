@@ -193,6 +193,7 @@ REGISTER_OP("KerasGaussGather")
     .Input("ids: Tindices")
     .Output("rows: float")
     .Attr("Tindices: {int32, int64}")
+    .Attr("message: string = ''")
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       c->set_output(0, c->Matrix(c->NumElements(c->input(1)), c->UnknownDim()));
       return absl::OkStatus();
@@ -200,13 +201,16 @@ REGISTER_OP("KerasGaussGather")
     .Doc(R"doc(
 The rows `ids` (any shape, flattened) of the float32 matrix variable `table`,
 as an (n, columns) matrix. Its gradient is a tf.IndexedSlices, as
-ResourceGather's.
+ResourceGather's. An id outside the table is an error that starts with
+`message` (the caller's words, such as the layer's name) when it is given.
 )doc");
 
 template <typename Index>
 class GatherOp : public OpKernel {
  public:
-  explicit GatherOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+  explicit GatherOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("message", &message_));
+  }
 
   void Compute(OpKernelContext* ctx) override {
     core::RefCountPtr<Var> var;
@@ -221,12 +225,18 @@ class GatherOp : public OpKernel {
                                         table.shape().DebugString()));
     const int64_t rows = table.dim_size(0), c = table.dim_size(1);
     const Index* flat = ids.flat<Index>().data();
-    OP_REQUIRES_OK(ctx, IdsInRange("KerasGaussGather", flat, n, rows));
+    const absl::Status in_range = IdsInRange("KerasGaussGather", flat, n, rows);
+    OP_REQUIRES(ctx, in_range.ok() || message_.empty(),
+                errors::InvalidArgument(message_, " (", in_range.message(), ")"));
+    OP_REQUIRES_OK(ctx, in_range);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, c}), &out));
     keras_gauss::layers::GatherRows(table.flat<float>().data(), c, flat, n,
                                     out->flat<float>().data(), ShardFor{ctx});
   }
+
+ private:
+  std::string message_;
 };
 
 KERAS_GAUSS_REGISTER_FOR_IDS("KerasGaussGather", GatherOp);

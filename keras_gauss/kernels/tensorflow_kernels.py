@@ -75,8 +75,10 @@ def _energy_gradient(op, grad):
                                                  energy=op.get_attr("energy"))
 
 
-def lookup(variable, ids):
-    """`tf.gather(variable, ids)` for a float32 `(rows, c)` variable, or None."""
+def lookup(variable, ids, message=""):
+    """`tf.gather(variable, ids)` for a float32 `(rows, c)` variable, or None.
+    An id outside the table fails the step with an error that starts with
+    `message` when it is given."""
     if (variable.dtype != tf.float32 or variable.shape.rank != 2
             or variable.shape[1] is None or tf.distribute.has_strategy()):
         return None
@@ -85,7 +87,7 @@ def lookup(variable, ids):
         return None
     columns = variable.shape[1]
     variable_accessed(variable)  # as `sparse_read`: the tape watches the read
-    rows = _build.load().keras_gauss_gather(variable.handle, ids)
+    rows = _build.load().keras_gauss_gather(variable.handle, ids, message=message)
     shape = ids.shape.as_list() + [columns]
     if sum(d is None for d in shape) <= 1:
         return tf.reshape(rows, [-1 if d is None else d for d in shape])

@@ -134,13 +134,35 @@ class GaussianEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, ids, training=None):
-        ids = self._check_ids(ids)
+        ids = self._cast_ids(ids)
         kernel = kernels.get(training)
-        mean = self._lookup(self.means, ids, kernel)
-        var = self._lookup(self.variances, ids, kernel)
+        rows = None
+        if kernel is not None and keras.backend.backend() == "tensorflow":
+            # The compiled gather checks the ids' range itself, with this
+            # layer's message: no separate assertions in the step.
+            rows = self._kernel_lookups(kernel, ids)
+        if rows is None:
+            ids = self._assert_in_range(ids)
+            if keras.backend.backend() == "tensorflow":
+                kernel = None
+            rows = (self._lookup(self.means, ids, kernel),
+                    self._lookup(self.variances, ids, kernel))
+        mean, var = rows
         if self.covariance == "spherical":
             var = ops.broadcast_to(var, ops.shape(mean))
         return mean, var
+
+    def _kernel_lookups(self, kernel, ids):
+        """(mean, variance) rows by TensorFlow's compiled gather, which fails
+        the step on an id outside the table with `_range_message`; None
+        where the kernel does not cover the tables or the ids."""
+        rows = []
+        for table in (self.means, self.variances):
+            found = kernel.lookup(table.value, ids, message=self._range_message())
+            if found is None:
+                return None
+            rows.append(ops.cast(found, self.compute_dtype))
+        return tuple(rows)
 
     def _lookup(self, table, ids, kernel=None):
         if keras.backend.backend() == "jax":
@@ -207,7 +229,7 @@ class GaussianEmbedding(keras.layers.Layer):
             )
         return dtype
 
-    def _check_ids(self, ids):
+    def _cast_ids(self, ids):
         dtype = self._require_int_dtype(ids)
         if dtype in ("uint32", "uint64"):
             # int64, not int32: a uint64 2^32 + 3 must fail the range check,
@@ -215,6 +237,14 @@ class GaussianEmbedding(keras.layers.Layer):
             ids = ops.cast(ids, "int64")
         elif dtype not in ("int32", "int64"):
             ids = ops.cast(ids, "int32")
+        return ids
+
+    def _range_message(self):
+        return (f"{self.__class__.__name__} '{self.name}': ids must lie in "
+                f"[0, input_dim={self.input_dim})")
+
+    def _assert_in_range(self, ids):
+        """`ids`, on TensorFlow behind assertions of their range."""
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
@@ -228,10 +258,6 @@ class GaussianEmbedding(keras.layers.Layer):
             with tf.control_dependencies(checks):
                 ids = tf.identity(ids)
         return ids
-
-    def _range_message(self):
-        return (f"{self.__class__.__name__} '{self.name}': ids must lie in "
-                f"[0, input_dim={self.input_dim})")
 
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape) + (self.output_dim,)

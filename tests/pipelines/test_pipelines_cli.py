@@ -4,6 +4,7 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 
 from keras_gauss.cli import main
@@ -199,18 +200,47 @@ def _unset(**given):
     return argparse.Namespace(**{**values, **given})
 
 
+def test_the_learning_rate_rule_scales_the_recipe_rate_with_the_batch():
+    from keras_gauss.pipelines.train import GPU_SETTINGS
+    from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
+    from keras_gauss.pipelines.train import learning_rate_for_batch
+
+    # the CPU recipe's rate at its batch; the values chosen on validation
+    # pairs (research/lr_batch_sweep.py) pinned, so a change is seen
+    assert learning_rate_for_batch(16384) == 0.4
+    assert [learning_rate_for_batch(b) for b in (65536, 262144)] == [1.6, 6.4]
+    assert GPU_SETTINGS["learning_rate"] == learning_rate_for_batch(GPU_SETTINGS["batch_size"])
+    # a power law: each 4x of the batch multiplies the rate by 4 ** exponent
+    for batch in (2048, 16384, 65536, 1 << 20):
+        ratio = learning_rate_for_batch(4 * batch) / learning_rate_for_batch(batch)
+        assert abs(ratio / 4 ** LR_BATCH_EXPONENT - 1) < 1e-2  # 3 significant digits
+    assert learning_rate_for_batch(np.int64(16384)) == 0.4
+    for bad in (0, -5, 1.5, True, "16384", None):
+        with pytest.raises(ValueError, match="--batch-size must be a positive integer"):
+            learning_rate_for_batch(bad)
+
+
 def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
     from keras_gauss.pipelines.cli import device_settings
     from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig
+    from keras_gauss.pipelines.train import learning_rate_for_batch
 
     args = _unset()
     line = device_settings(args, gpu="Fake GPU")
     assert vars(args) == GPU_SETTINGS
     assert line.startswith("GPU Fake GPU: --engine keras, --pairs device")
     # a setting given is kept; --engine native is the CPU trainer with its defaults
-    args = _unset(batch_size=1024)
+    # a batch given gets the rate of the rule for it; a rate given is kept
+    args = _unset(batch_size=262144)
     device_settings(args, gpu="Fake GPU")
-    assert (args.engine, args.batch_size, args.learning_rate) == ("keras", 1024, 2.0)
+    assert (args.engine, args.batch_size, args.learning_rate) == (
+        "keras", 262144, learning_rate_for_batch(262144))
+    args = _unset(batch_size=262144, learning_rate=0.3)
+    device_settings(args, gpu="Fake GPU")
+    assert (args.batch_size, args.learning_rate) == (262144, 0.3)
+    args = _unset(batch_size=0)  # left to CorpusConfig.validate's one line
+    device_settings(args, gpu="Fake GPU")
+    assert args.learning_rate == GPU_SETTINGS["learning_rate"]
     cpu = CorpusConfig()
     for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
                       (_unset(distribution="data"), "Fake GPU")):

@@ -57,6 +57,21 @@ def test_kernels_are_in_the_train_step_and_the_env_var_removes_them(monkeypatch)
     assert not {t for t in _graph_op_types(model, x, y) if t.startswith("KerasGauss")}
 
 
+def test_the_train_steps_gather_checks_the_ids_with_the_layers_message():
+    # The compiled gather checks the range: no assertions in the step, and an
+    # id outside the table still fails it with the layer's own words.
+    x, y = kernel_checks.corpus_data(60, 64, 1, 0)
+    model = kernel_checks.quick_start_model(60, 8, 1)
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+    assert "Assert" not in _graph_op_types(model, x, y)
+    for bad in (60, -1):
+        x["context"][5] = bad
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"GaussianEmbedding 'contexts': ids must lie in "
+                                 rf"\[0, input_dim=60\) \(.*id {bad} outside \[0, 60\)"):
+            model.train_on_batch(x, y)
+
+
 def _graph_op_types(model, x, y):
     """The op types in the graph of the model's train step (the function
     `fit` traces), nested functions included."""

@@ -27,7 +27,8 @@ row's pairs/s over that figure of its repeat (the issue 32 target: the
 quick start at batch 16,384 on TensorFlow >= 1/3). `--backends torch` (not
 run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
 the `reference` path only (the hierarchy model, a `GaussianModel`, with
-sparse row gradients; the others, plain `keras.Model`s, dense). Each backend runs in its
+sparse row gradients; the others, plain `keras.Model`s, dense gradients of
+which `SparseAdagrad` updates the non-zero rows). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
 repeats, the spread, wall and CPU milliseconds a step, the ratios to the
@@ -203,6 +204,7 @@ def _fit_rate(model, x, y, batch, steps, warmup_steps):
 
 
 def worker(data_path, pairs, batches, paths, label, out):
+    import keras_gauss  # noqa: F401 - before Keras, as the README says (OMP_WAIT_POLICY)
     import keras
 
     from keras_gauss import kernels

@@ -11,6 +11,12 @@ import os
 # TensorFlow's C++ start-up chatter (CPU features) is noise for our users;
 # errors still show. Set TF_CPP_MIN_LOG_LEVEL yourself to override.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# OpenMP threads (torch's CPU ops) that wait by sleeping, not spinning: on a
+# CPU shared with other work, spinning threads made every torch op of a
+# train step wait on descheduled ones (`benchmarks/fit_speed.py --backends
+# torch`: 30x slower steps at a load of 3 per core). Read when torch loads:
+# import keras_gauss before Keras. Set OMP_WAIT_POLICY yourself to override.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The public names load on first use (PEP 562), so `import keras_gauss`, its
 # subpackages `keras_gauss.hierarchy` and `keras_gauss.pipelines`, and the

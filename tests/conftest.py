@@ -29,7 +29,7 @@ _jax_jobs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_jax_jobs)
 JAX_TESTS = tuple(f"tests/keras_gauss/{name}" for name in _jax_jobs.JAX_JOBS)
 # Started first, longest first: a minute or more each on 2 cores.
-FIRST = (JAX, JOBS, "tests/test_readme.py")
+FIRST = (JAX, JOBS, "tests/test_readme.py", "tests/keras_gauss/test_backends.py")
 
 
 def unit(nodeid):

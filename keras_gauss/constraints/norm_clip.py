@@ -41,7 +41,9 @@ class NormClip(RowConstraint):
     def __call__(self, w):
         w = ops.convert_to_tensor(w)
         norms = ops.sqrt(ops.sum(ops.square(w), axis=-1, keepdims=True))
-        scale = ops.minimum(1.0, self.max_norm / ops.maximum(norms, 1e-30))
+        # `where`, not `minimum(1, C / maximum(norms, tiny))`: Keras on torch
+        # computes `maximum` of float64 tensors in float32.
+        scale = ops.where(norms > self.max_norm, self.max_norm / norms, 1.0)
         return w * ops.cast(scale, w.dtype)
 
     def get_config(self):

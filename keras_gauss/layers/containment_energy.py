@@ -35,7 +35,9 @@ def containment_energy(general_mean, general_var, specific_mean, specific_var):
     >>> float(containment_energy(*dog, *animal))  # 2 * (0.5 + 2 - 1)^2
     -4.5
     """
-    general_mean = ops.convert_to_tensor(general_mean)
+    general_mean, general_var, specific_mean, specific_var = (
+        ops.convert_to_tensor(x) for x in (general_mean, general_var, specific_mean,
+                                           specific_var))
     violation = ops.relu(ops.abs(specific_mean - general_mean) + ops.sqrt(specific_var)
                          - ops.sqrt(general_var))
     return -ops.sum(ops.square(violation), axis=-1)

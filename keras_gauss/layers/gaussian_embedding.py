@@ -187,15 +187,18 @@ class GaussianEmbedding(keras.layers.Layer):
         return ops.cast(rows, self.compute_dtype)
 
     def _lookup_torch(self, table, ids):
-        from keras_gauss.models.row_lookups import TorchRowLookups
-
-        if not TorchRowLookups.active():
-            return ops.cast(ops.take(table, ids, axis=0), self.compute_dtype)
         import torch
 
-        # In `GaussianModel`'s train step: the table's gradient is one row per id.
-        rows = torch.nn.functional.embedding(ops.convert_to_tensor(ids).long(), table.value,
-                                             sparse=True)
+        from keras_gauss.models.row_lookups import TorchRowLookups
+
+        # `embedding`, not `ops.take` (which reads id -1 as the last row): its
+        # kernel checks the range as it gathers. In `GaussianModel`'s train
+        # step (`TorchRowLookups`) the table's gradient is one row per id.
+        try:
+            rows = torch.nn.functional.embedding(ops.convert_to_tensor(ids).long(), table.value,
+                                                 sparse=TorchRowLookups.active())
+        except IndexError:
+            raise IndexError(self._range_message()) from None
         return ops.cast(rows, self.compute_dtype)
 
     def _lookup_jax(self, table, ids, kernel):

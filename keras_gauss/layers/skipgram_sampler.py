@@ -36,21 +36,38 @@ def _u32(value):
     return ops.convert_to_tensor(value & 0xFFFFFFFF, "uint32")
 
 
+def _wrap(x):
+    """`x` modulo 2^32. Keras on torch holds "uint32" as int64 (torch has no
+    uint32 arithmetic), so sums and products there keep their high bits;
+    elsewhere uint32 wraps by itself."""
+    if keras.backend.backend() == "torch":
+        return ops.bitwise_and(x, 0xFFFFFFFF)
+    return x
+
+
+def _add32(a, b):
+    return _wrap(ops.add(a, b))
+
+
+def _mul32(a, b):
+    return _wrap(ops.multiply(a, b))
+
+
 def _mix32(x):
     """murmur3's finaliser: a bijection of uint32 with full avalanche."""
     x = ops.bitwise_xor(x, ops.right_shift(x, _u32(16)))
-    x = ops.multiply(x, _u32(0x85EBCA6B))
+    x = _mul32(x, _u32(0x85EBCA6B))
     x = ops.bitwise_xor(x, ops.right_shift(x, _u32(13)))
-    x = ops.multiply(x, _u32(0xC2B2AE35))
+    x = _mul32(x, _u32(0xC2B2AE35))
     return ops.bitwise_xor(x, ops.right_shift(x, _u32(16)))
 
 
 def step_key(seed, step):
     """The uint32 key of draw `step` of a stream seeded by `seed` (ints or int tensors)."""
-    seed = ops.cast(ops.convert_to_tensor(seed), "uint32")
-    step = ops.cast(ops.convert_to_tensor(step), "uint32")
-    return _mix32(ops.add(_mix32(ops.add(seed, _u32(0x632BE5AB))),
-                          ops.multiply(step, _u32(_GOLDEN))))
+    seed = _wrap(ops.cast(ops.convert_to_tensor(seed), "uint32"))
+    step = _wrap(ops.cast(ops.convert_to_tensor(step), "uint32"))
+    return _mix32(_add32(_mix32(_add32(seed, _u32(0x632BE5AB))),
+                         _mul32(step, _u32(_GOLDEN))))
 
 
 def hash_bits(key, stream, shape):
@@ -67,9 +84,9 @@ def hash_bits(key, stream, shape):
     >>> tuple(bits.shape), keras.backend.standardize_dtype(bits.dtype)
     ((2, 3), 'uint32')
     """
-    base = _mix32(ops.add(key, _u32(stream * 0x7FEB352D + 1)))
+    base = _mix32(_add32(key, _u32(stream * 0x7FEB352D + 1)))
     counter = ops.cast(ops.arange(math.prod(shape), dtype="int32"), "uint32")
-    return ops.reshape(_mix32(ops.add(ops.multiply(counter, _u32(_GOLDEN)), base)), shape)
+    return ops.reshape(_mix32(_add32(_mul32(counter, _u32(_GOLDEN)), base)), shape)
 
 
 def hash_uniform(key, stream, shape):

@@ -31,11 +31,13 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     several steps per call (`steps_per_execution > 1`). Dense gradients and
     constraints that are not row-wise take Keras's ordinary dense path.
     Sparse gradients come from the TensorFlow backend (`tf.IndexedSlices`)
-    and, on JAX, from the train step of `keras_gauss.models.GaussianModel`
-    (row gradients); otherwise the optimizer runs the dense path. With the
+    and, on JAX and torch, from the train step of
+    `keras_gauss.models.GaussianModel` (row gradients, sparse tensors);
+    otherwise the optimizer runs the dense path. With the
     `GaussianEmbedding` constraints (or none) the update is one compiled
     kernel per table where there is one (`keras_gauss.kernels`): on JAX's
-    dense path it updates the rows whose gradient is not zero.
+    dense path it updates the rows whose gradient is not zero, as does the
+    torch code for a table's dense gradient (a plain `keras.Model`).
 
     Defaults differ from Keras's `Adagrad` (0.001 and 0.1) on purpose: with
     a loss averaged over the batch, an embedding row receives a gradient of
@@ -134,7 +136,7 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         if _is_row_gradient(gradient):
             self._row_update_jax(gradient, variable, accumulator, constraint, lr)
             return
-        if _is_torch_sparse(gradient):
+        if _is_torch_sparse(gradient) or _is_torch_table(gradient):
             self._row_update_torch(gradient, variable, accumulator, constraint, lr)
             return
         gradient = ops.cast(gradient, variable.dtype)
@@ -193,17 +195,31 @@ class SparseAdagrad(keras.optimizers.Optimizer):
 
     def _row_update_torch(self, gradient, variable, accumulator, constraint, lr):
         # torch: the sparse gradient of `GaussianModel`'s train step (a
-        # `sparse=True` embedding lookup); `coalesce` sums repeated rows.
-        gradient = gradient.coalesce()
-        rows = gradient.indices()[0]
-        values = gradient.values().to(variable.value.dtype)
-        acc, table = accumulator.value, variable.value
-        acc_rows = acc[rows] + values.square()
-        new_rows = table[rows] - lr * values / (acc_rows + self.epsilon).sqrt()
-        if constraint is not None:
-            new_rows = ops.convert_to_tensor(constraint(new_rows))
-        acc.index_copy_(0, rows, acc_rows)
-        table.index_copy_(0, rows, new_rows.to(table.dtype))
+        # `sparse=True` embedding lookup; `coalesce` sums repeated rows), or
+        # a table's dense gradient (a plain `keras.Model`), of which only the
+        # rows that are not all zero are updated, as on JAX's dense path:
+        # elementwise work on the whole table each step cost more than the
+        # rest of the step. Without autograd: the tables are leaves that
+        # require grad (Keras's trainer applies under `no_grad`, a custom
+        # loop's `apply` may not).
+        import torch
+
+        with torch.no_grad():
+            if gradient.layout == torch.sparse_coo:
+                gradient = gradient.coalesce()
+                rows, values = gradient.indices()[0], gradient.values()
+            else:
+                # (a sum of absolute values: faster than `ne(0).any(1)`; NaN counts)
+                rows = torch.nonzero(gradient.abs().sum(dim=1) != 0).squeeze(1)
+                values = gradient.index_select(0, rows)
+            values = values.to(variable.value.dtype)
+            acc, table = accumulator.value, variable.value
+            acc_rows = acc.index_select(0, rows) + values.square()
+            new_rows = table.index_select(0, rows) - lr * values / (acc_rows + self.epsilon).sqrt()
+            if constraint is not None:
+                new_rows = ops.convert_to_tensor(constraint(new_rows))
+            acc.index_copy_(0, rows, acc_rows)
+            table.index_copy_(0, rows, new_rows.to(table.dtype))
 
     def _row_update_jax(self, gradient, variable, accumulator, constraint, lr):
         # JAX: the rows of `keras_gauss.models.GaussianModel`'s train step.
@@ -285,7 +301,8 @@ def checked_learning_rate(rate, step):
 
     A plain number is checked at once; a tensor inside a compiled step is
     checked when the step runs, by an assertion (TensorFlow) or a host
-    callback taken only on a bad value (JAX): one scalar comparison a step.
+    callback taken only on a bad value (JAX): one scalar comparison a step;
+    on torch (eager) the tensor's value is read and checked.
 
     Example:
 
@@ -329,6 +346,10 @@ def checked_learning_rate(rate, step):
         jax.lax.cond(ok, lambda: None,
                      lambda: jax.debug.callback(_raise_bad_rate, rate, step))
         return rate
+    if backend == "torch":  # eager: the value is at hand
+        value = float(rate)
+        if not (math.isfinite(value) and value >= 0):
+            _raise_bad_rate(value, step)
     return rate
 
 
@@ -371,6 +392,15 @@ def _is_torch_sparse(value):
     import torch
 
     return isinstance(value, torch.Tensor) and value.layout == torch.sparse_coo
+
+
+def _is_torch_table(value):
+    """A dense torch gradient of a table (2-D): updated by its non-zero rows."""
+    if keras.backend.backend() != "torch":
+        return False
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.layout == torch.strided and value.ndim == 2
 
 
 def _tf_variable(variable):

@@ -40,7 +40,7 @@ JAX_JOBS = {
 def run(target, args):
     """Runs one job's `target` with `args`; returns a function's result (else None)."""
     path, _, function = target.partition("::")
-    sys.path.insert(0, str(Path(path).parent))
+    sys.path[:0] = [str(Path(path).parent), str(Path(__file__).parent)]  # (and `backends`)
     if not function:
         sys.argv = [path, *args]
         runpy.run_path(path, run_name="__main__")

@@ -1,5 +1,6 @@
 """The wheel installs one top-level name, `keras_gauss`, with every subpackage."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -47,3 +48,16 @@ def test_import_names_resolve_to_the_source_folders():
     assert pathlib.Path(out[0]) == ROOT / "hierarchy" / "__init__.py"
     assert pathlib.Path(out[1]) == ROOT / "pipelines" / "__init__.py"
     assert out[2] == "False False False"
+
+
+@pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_import_makes_openmp_threads_wait_passively_unless_told(given, expected):
+    # torch's OpenMP threads spinning on a shared CPU: 30x slower steps
+    # (keras_gauss/__init__.py); a user's own setting is kept.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import keras_gauss, os, sys; print(os.environ['OMP_WAIT_POLICY'], 'keras' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, cwd="/", env=env).stdout.split()
+    assert out == [expected, "False"]

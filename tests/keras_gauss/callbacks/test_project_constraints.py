@@ -17,7 +17,9 @@ def _model(learning_rate=100.0):
     model = keras.Model(ids, out)
     optimizer = RecordingSparseAdagrad(norm_tables=[table.embeddings],
                                        learning_rate=learning_rate)
-    model.compile(optimizer=optimizer, loss="mse", steps_per_execution=4)
+    # (torch runs one step per call)
+    model.compile(optimizer=optimizer, loss="mse",
+                  steps_per_execution=1 if keras.backend.backend() == "torch" else 4)
     return model, table, optimizer
 
 

@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 
@@ -15,7 +16,7 @@ def test_positive_first_then_negatives_against_the_word(energy):
     contexts = GaussianEmbedding(10, 4, mean_initializer="random_normal",
                                  variance_initializer="random_uniform", name="contexts")
     word, context, negatives = np.array([1, 7]), np.array([2, 3]), np.array([[4, 5], [6, 6]])
-    got = np.asarray(candidate_energies(ENERGY_LAYERS[energy](), words, contexts,
+    got = keras.ops.convert_to_numpy(candidate_energies(ENERGY_LAYERS[energy](), words, contexts,
                                         word, context, negatives))
     assert got.shape == (2, 3)
     mean_w, var_w = words.means.numpy(), words.variances.numpy()

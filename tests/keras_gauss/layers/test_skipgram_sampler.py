@@ -6,10 +6,12 @@ tests/pipelines/test_pipelines_device_pairs.py."""
 import keras
 import numpy as np
 import pytest
+from backends import only_on_tensorflow
 from scipy import stats
 
 from keras_gauss.layers import SkipGramSampler
 from keras_gauss.layers.skipgram_sampler import first_true
+from keras_gauss.layers.skipgram_sampler import hash_bits
 from keras_gauss.layers.skipgram_sampler import hash_uniform
 from keras_gauss.layers.skipgram_sampler import step_key
 
@@ -60,6 +62,28 @@ def test_same_seed_and_step_same_batch():
     assert not np.array_equal(_batch(a, 9)["word"], _batch(other, 9)["word"])
 
 
+def _numpy_mix32(x):
+    x = np.asarray(x, "uint64") & 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_the_hash_is_murmur3s_finaliser_of_a_weyl_sequence_on_every_backend():
+    """The bits, in NumPy's uint64 arithmetic modulo 2^32: the same on every
+    backend (Keras on torch holds "uint32" as int64, which must wrap too)."""
+    golden = 0x9E3779B9
+    seed, step, stream = 7, 123_456, 3
+    key = _numpy_mix32(_numpy_mix32(seed + 0x632BE5AB) + step * golden)
+    base = _numpy_mix32(key + stream * 0x7FEB352D + 1)
+    want = _numpy_mix32(np.arange(6, dtype="uint64") * golden + base).reshape(2, 3)
+    got = keras.ops.convert_to_numpy(hash_bits(step_key(seed, step), stream, (2, 3)))
+    assert int(keras.ops.convert_to_numpy(step_key(seed, step))) == int(key)
+    np.testing.assert_array_equal(got.astype("uint64"), want)
+
+
 def test_hash_uniforms_are_uniform_and_independent_of_the_step():
     u = keras.ops.convert_to_numpy(hash_uniform(step_key(0, 3), 1, (100_000,)))
     assert 0 <= u.min() and u.max() < 1
@@ -105,6 +129,7 @@ def draw_on_jax(out):
     np.savez(out, **_batch_11())
 
 
+@only_on_tensorflow("compares with the JAX job's batch")
 def test_tensorflow_and_jax_draw_the_same_batch(jax_job):
     here = _batch_11()
     on_jax = np.load(jax_job("sampler")[0] / "jax.npz")

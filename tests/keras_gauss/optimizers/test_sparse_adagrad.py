@@ -1,11 +1,15 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from backends import BACKEND
+from backends import dense_gradient
+from backends import only_on_tensorflow
+from backends import row_gradient
 from recording import RecordingSparseAdagrad
 
 from keras_gauss import ELEnergy
 from keras_gauss import GaussianEmbedding
+from keras_gauss import GaussianModel
 from keras_gauss import MaxMarginRanking
 from keras_gauss import SparseAdagrad
 
@@ -17,28 +21,25 @@ def _accumulator(optimizer, variable):
 
 
 def _train_embedding(optimizer, ids, steps=4, densify=False):
-    """A few steps of a weighted squared loss on an unconstrained table."""
-    table = keras.layers.Embedding(8, 3)
-    table.build((None,))
-    table.embeddings.assign(np.random.default_rng(1).normal(size=(8, 3)))
+    """A few steps of a weighted squared loss on an unconstrained table,
+    `sum_i w_i (table[ids_i] - target_i)^2`, whose gradient is one row per
+    lookup (`2 w_i (table[ids_i] - target_i)`), given as the backend's sparse
+    gradient (`densify`: as the dense array of the table's shape)."""
+    table = keras.Variable(np.random.default_rng(1).normal(size=(8, 3)), dtype="float32")
     target = np.random.default_rng(2).normal(size=(len(ids), 3))
     weights = np.arange(1, len(ids) + 1, dtype="float32")[:, None]
     for _ in range(steps):
-        with tf.GradientTape() as tape:
-            out = table(np.array(ids))
-            loss = tf.reduce_sum(weights * (out - target) ** 2)
-        grads = tape.gradient(loss, table.trainable_variables)
-        assert isinstance(grads[0], tf.IndexedSlices)
-        if densify:
-            grads = [tf.convert_to_tensor(g) for g in grads]
-        optimizer.apply(grads, table.trainable_variables)
-    return table.embeddings.numpy(), _accumulator(optimizer, table.embeddings)
+        rows = 2 * weights * (table.numpy()[ids] - target)
+        grad = (dense_gradient if densify else row_gradient)(ids, rows, (8, 3))
+        optimizer.apply([grad], [table])
+    return table.numpy(), _accumulator(optimizer, table)
 
 
 def test_equals_keras_adagrad_without_duplicates():
     ids = [1, 3, 6]
     ours, ours_acc = _train_embedding(SparseAdagrad(**HYPER), ids)
-    theirs, theirs_acc = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids)
+    theirs, theirs_acc = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids,
+                                          densify=True)
     initial = np.random.default_rng(1).normal(size=(8, 3)).astype("float32")
     assert np.abs(ours[ids] - initial[ids]).max() > 0.1  # it did train
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
@@ -55,10 +56,24 @@ def test_duplicate_ids_equal_adagrad_on_the_summed_gradient():
         keras.optimizers.Adagrad(**HYPER), ids, densify=True)
     np.testing.assert_allclose(ours, dense, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ours_acc, dense_acc, rtol=1e-6, atol=1e-5)
-    # Keras's own IndexedSlices path squares each lookup's gradient before
-    # summing, which is not Adagrad on the minibatch gradient.
-    keras_sparse, _ = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids)
-    assert np.abs(keras_sparse - dense).max() > 1e-3
+    if BACKEND == "tensorflow":
+        # Keras's own IndexedSlices path squares each lookup's gradient before
+        # summing, which is not Adagrad on the minibatch gradient.
+        keras_sparse, _ = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids)
+        assert np.abs(keras_sparse - dense).max() > 1e-3
+
+
+def test_a_dense_table_gradient_equals_adagrad():
+    # A dense gradient of a table (a plain `keras.Model` on JAX or torch):
+    # on torch and JAX only its non-zero rows are updated; the same numbers.
+    ids = [1, 3, 1, 1]
+    ours, ours_acc = _train_embedding(SparseAdagrad(**HYPER), ids, densify=True)
+    theirs, theirs_acc = _train_embedding(keras.optimizers.Adagrad(**HYPER), ids,
+                                          densify=True)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_acc, theirs_acc, rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(ours[[0, 2, 4, 5, 6, 7]], np.random.default_rng(1).normal(
+        size=(8, 3)).astype("float32")[[0, 2, 4, 5, 6, 7]])
 
 
 def _table_with_an_infeasible_row():
@@ -73,12 +88,12 @@ def _table_with_an_infeasible_row():
     return table
 
 
-def _one_step(table, optimizer, ids):
-    with tf.GradientTape() as tape:
-        mean, var = table(np.array(ids))
-        loss = tf.reduce_sum(mean * 3.0) + tf.reduce_sum(var)
-    optimizer.apply(tape.gradient(loss, table.trainable_variables),
-                    table.trainable_variables)
+def _one_step(table, optimizer, ids, densify=False):
+    """One step of `sum(3 * mean) + sum(var)` over the lookups of `ids`."""
+    grads = [(dense_gradient if densify else row_gradient)(ids, np.full((len(ids), v.shape[1]), g),
+                                                  v.shape)
+             for v, g in ((table.means, 3.0), (table.variances, 1.0))]
+    optimizer.apply(grads, [table.means, table.variances])
 
 
 def test_untouched_rows_and_accumulators_are_bit_identical():
@@ -102,7 +117,8 @@ def test_untouched_rows_and_accumulators_are_bit_identical():
 
     # A dense optimizer projects every row, the infeasible one included.
     dense_table = _table_with_an_infeasible_row()
-    _one_step(dense_table, keras.optimizers.Adagrad(learning_rate=10.0), [0, 2, 5])
+    _one_step(dense_table, keras.optimizers.Adagrad(learning_rate=10.0), [0, 2, 5],
+              densify=True)
     assert np.linalg.norm(dense_table.means.numpy()[7]) == pytest.approx(1.0, rel=1e-6)
 
 
@@ -114,9 +130,11 @@ def _corpus_model(optimizer_factory, vocab=30, dim=8, negatives=3):
     word = keras.Input((1,), dtype="int32")
     context = keras.Input((1 + negatives,), dtype="int32")
     energies = ELEnergy()(*words(word), *contexts(context))
-    model = keras.Model([word, context], energies)
+    model = GaussianModel([word, context], energies)  # row gradients on every backend
     optimizer = optimizer_factory(words, contexts)
-    model.compile(optimizer=optimizer, loss=MaxMarginRanking(), steps_per_execution=4)
+    # (torch runs one step per call)
+    model.compile(optimizer=optimizer, loss=MaxMarginRanking(),
+                  steps_per_execution=1 if BACKEND == "torch" else 4)
     return model, optimizer
 
 
@@ -150,12 +168,10 @@ def test_dense_gradients_take_the_dense_path():
         dense = keras.layers.Dense(3, kernel_constraint=keras.constraints.NonNeg())
         dense.build((None, 4))
         x = np.random.default_rng(4).normal(size=(5, 4)).astype("float32")
-        for _ in range(3):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_sum(dense(x) ** 2)
-            grads = tape.gradient(loss, dense.trainable_variables)
-            assert not isinstance(grads[0], tf.IndexedSlices)
-            optimizer.apply(grads, dense.trainable_variables)
+        for _ in range(3):  # the gradients of sum((x K + b)^2)
+            out = 2 * (x @ dense.kernel.numpy() + dense.bias.numpy())
+            optimizer.apply([keras.ops.convert_to_tensor(g) for g in (x.T @ out, out.sum(0))],
+                            dense.trainable_variables)
         return [w.numpy() for w in dense.trainable_variables]
 
     ours = train(SparseAdagrad(**HYPER))
@@ -217,6 +233,7 @@ def _schedule_fits(values):
     return lines
 
 
+@only_on_tensorflow("starts its own TensorFlow and JAX children")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend, request):
     """A schedule that turns NaN (or inf, or negative) at step 2 stops `fit`
@@ -237,6 +254,25 @@ def test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error(backend
         else:
             assert "ERROR" in said and words in said, lines
             assert "must be finite and >= 0" in said
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="TensorFlow and JAX: in the children of "
+                    "test_a_schedule_giving_nan_inf_or_a_negative_rate_is_one_clear_error")
+@pytest.mark.parametrize("value, words", [("nan", "gave nan at step 2"),
+                                          ("-1", "gave -1.0 at step 2"), ("0", None)])
+def test_on_torch_a_bad_schedule_stops_fit_with_one_clear_error(value, words):
+    from keras_gauss.optimizers.sparse_adagrad import LearningRateError
+
+    model, _ = _corpus_model(lambda w, c: SparseAdagrad(_FromStep(float(value))))
+    rng = np.random.default_rng(0)
+    x = [rng.integers(0, 30, (64, 1)), rng.integers(0, 30, (64, 4))]
+    y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (64, 1))
+    if words is None:
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    else:
+        with pytest.raises(LearningRateError, match=words):
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert all(np.isfinite(w.numpy()).all() for w in model.trainable_weights)
 
 
 def test_a_plain_callable_rate_is_checked_at_once():

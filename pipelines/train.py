@@ -90,7 +90,7 @@ class CorpusConfig:
     Defaults are the paper's one-pass settings (50-d diagonal, separate
     word and context tables, one negative, AdaGrad, minibatches of "20
     sentences' worth"), with a window, margin and bounds it leaves open;
-    `benchmarks/README.md` ("Why `CorpusConfig`'s defaults") says how they
+    `docs/corpus.md` ("Why `CorpusConfig`'s defaults") says how they
     were chosen. For ~20 passes over a few million tokens use
     `batch_size=16384, learning_rate=0.4, sample=1e-3, window=15`.
 

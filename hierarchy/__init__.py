@@ -33,6 +33,7 @@ _EXPORTS = {
     "make_dataset": "dataset",
     "sample_negatives": "negatives",
     "EdgeSplit": "split", "split_edges": "split",
+    "tree_initialization": "initialization",
     "WordNetUnavailableError": "wordnet", "load_wordnet": "wordnet",
     "read_noun_synsets": "wordnet",
 }
@@ -54,6 +55,7 @@ __all__ = [
     "read_noun_synsets",
     "sample_negatives",
     "split_edges",
+    "tree_initialization",
     "transitive_closure",
 ]
 

@@ -15,6 +15,8 @@ Without a `stream` of their own, both send their text to the logger
 >>> logging.getLogger("keras_gauss.progress").setLevel(logging.WARNING)  # silent
 >>> logging.getLogger("keras_gauss.progress").setLevel(logging.INFO)     # back on
 
+(or the whole package's: `logging.getLogger("keras_gauss").setLevel(logging.WARNING)`)
+
 and `LOGGER.handlers = [logging.FileHandler("progress.log")]` writes it to
 a file instead (a record a line, or part of one: a `Phase` gives its
 message, then its duration; `record.end` is `"\\n"` where a line ends). The
@@ -115,10 +117,17 @@ class ConsoleHandler(logging.Handler):
         write_best_effort(sys.stdout, record.getMessage() + getattr(record, "end", "\n"))
 
 
+def package_level(record):
+    """`LOGGER`'s filter: a level set on the package's logger (`keras_gauss`)
+    holds for progress too, although `LOGGER` has a level of its own."""
+    return record.levelno >= logging.getLogger("keras_gauss").level
+
+
 LOGGER = logging.getLogger("keras_gauss.progress")
 if not LOGGER.handlers:  # once a process (a reload keeps the handlers and level set)
     LOGGER.setLevel(logging.INFO)
     LOGGER.addHandler(ConsoleHandler())
+    LOGGER.addFilter(package_level)
     LOGGER.propagate = False
 
 

@@ -113,13 +113,15 @@ def test_without_a_stream_the_lines_go_through_logging(monkeypatch, capsys):
     assert [line.split(":")[0] for line in out.splitlines()[:2]] == ["Epoch 1/2", "Epoch 2/2"]
     assert re.fullmatch(r"saving\.\.\. \d+\.\d s", out.splitlines()[2])
 
-    logger.setLevel(logging.WARNING)
-    try:
-        _fit(ProgressLogger(batch_size=8, mode="lines"), epochs=2)
-        Phase("saving").done()
-    finally:
-        logger.setLevel(logging.INFO)
-    assert capsys.readouterr().out == ""
+    for name in ("keras_gauss.progress", "keras_gauss"):  # its own level, or the package's
+        logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            _fit(ProgressLogger(batch_size=8, mode="lines"), epochs=2)
+            Phase("saving").done()
+        finally:
+            logging.getLogger(name).setLevel(logging.INFO if name == "keras_gauss.progress"
+                                             else logging.NOTSET)
+        assert capsys.readouterr().out == "", name
 
     mine = Records()
     monkeypatch.setattr(logger, "handlers", [mine])

@@ -1,4 +1,5 @@
 import keras
+import numpy as np
 from keras import ops
 
 from keras_gauss import kernels
@@ -244,7 +245,18 @@ class GaussianEmbedding(keras.layers.Layer):
                 f"[0, input_dim={self.input_dim})")
 
     def _assert_in_range(self, ids):
-        """`ids`, on TensorFlow behind assertions of their range."""
+        """`ids`, on TensorFlow behind assertions of their range; on JAX
+        checked where they are values (an eager call), not inside a compiled
+        step, where XLA reads an id past the table as a NaN row."""
+        if keras.backend.backend() == "jax":
+            import jax
+
+            try:
+                values = np.asarray(ids)
+            except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+                return ids
+            if values.size and (values.min() < 0 or values.max() >= self.input_dim):
+                raise IndexError(self._range_message())
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 

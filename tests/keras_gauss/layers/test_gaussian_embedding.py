@@ -107,8 +107,6 @@ def test_float_ids_are_a_type_error():
         layer(keras.Input((3,), dtype="float32"))
 
 
-@pytest.mark.skipif(BACKEND == "jax", reason="JAX: ids are not range-checked (an id "
-                    "past the table reads NaN, -1 the last row)")
 @pytest.mark.parametrize("bad_id", [-1, 10, 1000])
 def test_out_of_range_ids_eager(bad_id):
     layer = GaussianEmbedding(10, 4)

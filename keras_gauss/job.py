@@ -319,16 +319,16 @@ def device_settings(args, settings, defaults, gpu=None, needs=()):
     if args.engine != "native" and gpu is None and not distributed:
         gpu = jax_gpu()
     use = gpu is not None and args.engine in (None, "keras") and not distributed
-    missing = [name for name in needs if importlib.util.find_spec(name) is None]
-    if use and missing and args.engine is None:
-        for field in settings:
-            if getattr(args, field) is None:
-                setattr(args, field, getattr(defaults, field))
-        return (f"GPU {gpu}: the keras engine needs {', '.join(missing)}, not installed here; "
-                f"--engine {args.engine} (the C++ trainer on the CPU)")
+    # (an engine asked for by name is tried, and says itself what it lacks)
+    missing = [name for name in needs if importlib.util.find_spec(name) is None] if (
+        use and args.engine is None) else []
+    use = use and not missing
     for field, value in settings.items():
         if getattr(args, field) is None:
             setattr(args, field, value if use else getattr(defaults, field))
+    if missing:
+        return (f"GPU {gpu}: the keras engine needs {', '.join(missing)}, not installed here; "
+                f"--engine {args.engine} (the C++ trainer on the CPU)")
     if not use:
         return None
     chosen = ", ".join(f"--{field.replace('_', '-')} {getattr(args, field)}" for field in settings)

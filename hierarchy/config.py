@@ -54,7 +54,7 @@ class WordNetConfig:
             GPU: `GPU_SETTINGS`).
         negatives: corrupted edges per positive (`None`: the energy's, 10).
         reversed_negatives: also use each reversed edge as a negative
-            (`None`: the energy's, no).
+            (`None`: the energy's: yes with KL, no with containment).
         sibling_negatives: fraction (0 to 1) of the `negatives` whose general
             node is replaced by one of its siblings in the training closure
             (hard negatives; `keras_gauss.hierarchy.make_dataset`). 0: none.

@@ -38,7 +38,7 @@ def read(path, nouns_only=True):
 
 def pair_terms(rows, words, means, variances):
     """Per covered pair: arrays over its synset pairs of (KL_xy, KL_yx, logdet_y - logdet_x)."""
-    from keras_gauss.hierarchy.evaluate import _normalise, _wordnet_lemmas
+    from keras_gauss.hierarchy.evaluate import _normalise, _wordnet_lemmas, edge_scores
 
     lemmas = _wordnet_lemmas(None)
     index = {w: i for i, w in enumerate(words)}
@@ -47,10 +47,8 @@ def pair_terms(rows, words, means, variances):
     def nodes(word):
         return [index[n] for n in lemmas.get(_normalise(word), ()) if n in index]
 
-    def kl(a, b):  # KL(N_a || N_b) for id arrays
-        va, vb = variances[a], variances[b]
-        d = means[b] - means[a]
-        return 0.5 * ((va / vb).sum(1) + (d * d / vb).sum(1) - means.shape[1] + log_det[b] - log_det[a])
+    def kl(a, b):  # KL(N_a || N_b) for id arrays: the product's energy, negated
+        return -edge_scores(means, variances, a, b)
 
     terms, gold = [], []
     for w1, w2, score in rows:

@@ -140,7 +140,10 @@ def held_out_table(cells, energies, seeds, tables, what="defaults"):
     def values(energy, key):
         return [cells[energy, s].get(key) for s in seeds]
 
-    lines = ["| test accuracy; HyperLex: Spearman | " + " | ".join(h for h, _ in columns) + " |",
+    corner = "; ".join(name for name, table in (("test accuracy", "reduction"),
+                                                ("HyperLex: Spearman", "hyperlex"))
+                       if table in tables)
+    lines = [f"| {corner} | " + " | ".join(h for h, _ in columns) + " |",
              "|---" * (1 + len(columns)) + "|"]
     if "hyperlex" in tables:
         for name, rho in HYPERLEX_PUBLISHED.items():

@@ -238,7 +238,6 @@ def held_out_tables(args, setting, tables, start):
     for energy, seed in [(e, s) for e in args.energies for s in args.seeds]:
         main = reduction = None
         fields = {"seed": seed, "energy": energy, **setting}
-        load = f"load {os.getloadavg()[0]:.1f}"
         if "hyperlex" in tables:
             main, reused = run_config(fields, f"main-s{seed}", args.out, args.verbose,
                                       needs=("hyperlex_spearman",), hyperlex=args.hyperlex)
@@ -247,7 +246,8 @@ def held_out_tables(args, setting, tables, start):
             print(f"{energy} main job seed {seed}: HyperLex {fmt3([rho])}, test "
                   f"{short(main['test_accuracy'])}, best epoch {sel.get('best_epoch')} of "
                   f"{sel.get('epochs_trained')}, {main['train_seconds']:.0f} s"
-                  f"{' (reused)' if reused else ''}; {load}", flush=True)
+                  f"{' (reused)' if reused else ''}; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
         if "reduction" in tables:
             reduction, reused = run_config({**fields, "split": "reduction"},
                                            f"reduction-s{seed}", args.out, args.verbose)
@@ -257,8 +257,8 @@ def held_out_tables(args, setting, tables, start):
                   short(cell[k]) for k in KINDS if k in cell)
                   + f" (val {short(reduction['val_accuracy'])}), best epoch "
                   f"{sel.get('best_epoch')} of {sel.get('epochs_trained')}, "
-                  f"{reduction['train_seconds']:.0f} s{' (reused)' if reused else ''}; {load}",
-                  flush=True)
+                  f"{reduction['train_seconds']:.0f} s{' (reused)' if reused else ''}; "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
         cells[energy, seed] = held_out_cell(reduction, main)
     what = json.dumps(setting) if setting else "train-wordnet defaults"
     print()

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from backends import BACKEND
 from backends import gradients
-from backends import only_on_tensorflow
 from layer_test_case import run_layer_test
 
 from keras_gauss import GaussianEmbedding

@@ -102,12 +102,17 @@ def lookup(table, ids, message=""):
     An id outside the table fails the step with an error that starts with
     `message` when it is given (as TensorFlow's `lookup`)."""
     table = jnp.asarray(table)
-    if table.dtype != jnp.float32 or table.ndim != 2:
+    if not gathers(table):
         return None
     ids = jnp.asarray(ids)
     if ids.dtype not in (jnp.int32, jnp.int64):
         ids = ids.astype(jnp.int32)
     return _gather(table.shape[0], str(message), table, ids)
+
+
+def gathers(table):
+    """Whether `lookup` gathers from `table` (a float32 matrix), checking the ids."""
+    return table.dtype == jnp.float32 and table.ndim == 2
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))

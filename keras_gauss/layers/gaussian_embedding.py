@@ -43,7 +43,8 @@ class GaussianEmbedding(keras.layers.Layer):
     must lie in [0, input_dim=N)` (TensorFlow: the gather's or an
     assertion's `InvalidArgumentError`; JAX in a jitted step: a host
     callback taken only on a bad id, or in a training step on CPU the
-    compiled gather, inside a `jax.errors.JaxRuntimeError`, after which
+    compiled gather at no cost, inside a `jax.errors.JaxRuntimeError` (a
+    `ValueError` where JAX's C++ dispatch ran the step), after which
     Keras has dropped the model's variable values: reload it; torch and
     eager JAX: `IndexError`). On JAX the exported function of
     `model.export` (jax2tf, which cannot serialize that callback) does not
@@ -158,7 +159,7 @@ class GaussianEmbedding(keras.layers.Layer):
             # layer's message: no separate assertions in the step.
             rows = self._kernel_lookups(kernel, ids)
         if rows is None:
-            ids = self._assert_in_range(ids)
+            ids = self._assert_in_range(ids, kernel)
             if keras.backend.backend() == "tensorflow":
                 kernel = None
             rows = (self._lookup(self.means, ids, kernel),
@@ -226,7 +227,7 @@ class GaussianEmbedding(keras.layers.Layer):
         # shape) runs the compiled kernel where there is one: XLA's own
         # gathers and scatters on CPU cost more than the rest of the step.
         # The kernel fails the step on an id outside the table with this
-        # layer's message (as TensorFlow's), beside `_assert_in_range`'s.
+        # layer's message (as TensorFlow's; `_assert_in_range` leaves it to it).
         take = None if kernel is None else functools.partial(
             kernel.lookup, message=self._range_message())
         lookups = active_row_lookups()
@@ -265,17 +266,21 @@ class GaussianEmbedding(keras.layers.Layer):
     def _raise_out_of_range(self):
         raise IndexError(self._range_message())
 
-    def _assert_in_range(self, ids):
+    def _assert_in_range(self, ids, kernel=None):
         """`ids`, on TensorFlow behind assertions of their range; on JAX
         checked at once where they are values (an eager call), and inside a
-        compiled step when it runs (`checked_in_jax_step`: a host callback
-        taken only on a bad id); while jax2tf converts the layer for
-        `model.export`, ids outside read NaN rows instead."""
+        compiled step when it runs: by the `kernel`'s gather where it reads
+        both tables (a training step on CPU), else by `checked_in_jax_step`
+        (a host callback taken only on a bad id); while jax2tf converts the
+        layer for `model.export`, ids outside read NaN rows instead."""
         if keras.backend.backend() == "jax":
             import jax
             from jax import numpy as jnp
 
             if isinstance(ids, jax.core.Tracer):
+                if kernel is not None and all(kernel.gathers(table.value)
+                                              for table in (self.means, self.variances)):
+                    return ids  # the kernel's gather checks them, with this layer's message
                 ids = jnp.asarray(ids)
                 outside = (ids < 0) | (ids >= self.input_dim)
                 if tracing_for_tensorflow():

@@ -133,7 +133,8 @@ def _in_step_error():
     if BACKEND == "jax":
         import jax
 
-        return jax.errors.JaxRuntimeError  # around the layer's IndexError
+        # around the layer's IndexError (a ValueError from JAX's C++ dispatch)
+        return (jax.errors.JaxRuntimeError, ValueError)
     return _out_of_range_error()
 
 

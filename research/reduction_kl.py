@@ -221,7 +221,7 @@ def train(args, split):
             elif epoch + 1 - best[1] >= s["patience"]:
                 break
         log_line(args, f"train {name}: best epoch {best[1]} of {len(history) - 1}: val "
-                       f"{history[best[1]]} (random/reversed/sibling, -KL + generality) "
+                       f"{history[best[1]]} (random/reversed/sibling, -KL + {s['generality']} gen.) "
                        f"{time.time() - start:.0f} s load {os.getloadavg()[0]:.1f} | "
                        f"{json.dumps(setting)} | epochs {' '.join(history)}")
 

@@ -171,7 +171,8 @@ def _add_training_flags(train, defaults):
     train.add_argument("--init", choices=INITS, default=defaults.init,
                        help="how the table starts: tree (nested along the training edges' "
                             "direct links: variances shrinking a level, each mean near its "
-                            "parents') or uniform (means in +-0.05, variances 1); default: "
+                            "parents'), tree-size (tree, the variances also growing with the "
+                            "descendant count) or uniform (means in +-0.05, variances 1); default: "
                             f"{by_energy('init')}")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,

@@ -71,8 +71,10 @@ class WordNetConfig:
             20 with KL, 0 with containment).
         init: how the table starts: `"tree"` (nested along the training
             edges' direct links, `keras_gauss.hierarchy.initialization
-            .tree_initialization`) or `"uniform"` (means uniform in +-0.05,
-            variances 1); `None`: tree with KL, uniform with containment.
+            .tree_initialization`), `"tree-size"` (the same, the variances
+            also growing with the descendant count, `SIZE_WEIGHT`) or
+            `"uniform"` (means uniform in +-0.05, variances 1); `None`: tree
+            with KL, uniform with containment.
         learning_rate: `SparseAdagrad` learning rate (the first step's).
         learning_rate_schedule: `"constant"` (default: `learning_rate` every
             step), `"linear"` or `"cosine"`: decays from `learning_rate` to 0

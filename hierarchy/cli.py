@@ -263,7 +263,7 @@ def device_settings(args, gpu=None):
     from keras_gauss.hierarchy.config import GPU_SETTINGS
     from keras_gauss.hierarchy.config import WordNetConfig
 
-    return job.device_settings(args, GPU_SETTINGS, WordNetConfig(), gpu, needs=("tensorflow",))
+    return job.device_settings(args, GPU_SETTINGS, WordNetConfig(), gpu)
 
 
 def run_train_wordnet(args):

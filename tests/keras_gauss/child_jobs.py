@@ -30,6 +30,8 @@ from pathlib import Path
 # keeps each backend's tests one unit of work, so its child starts once.
 CHILD_JOBS = {
     "jax": {
+        # first: before any job imports TensorFlow (it hides TensorFlow anyway)
+        "test_hierarchy_without_tensorflow.py": "without_tensorflow",
         "models/test_fusion_barrier.py": "lowered",
         "models/test_backend_interop.py": "interop",
         "models/test_data_parallel.py": "data_parallel",

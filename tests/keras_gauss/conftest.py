@@ -59,6 +59,8 @@ def _job(name, out):
         # As `test_distribution.jax_env`: the layers' keras.ops code on both sides.
         return ("model_parallel_run.py", [out / "out.npz", out / "edges.tsv", out / "runs"],
                 {"KERAS_GAUSS_KERNELS": "reference"})
+    if name == "without_tensorflow":
+        return "test_hierarchy_without_tensorflow.py::without_tensorflow", [out], {}
     if name == "data_parallel":
         return "models/data_parallel_run.py", [out / "out.npz"], {}
     if name == "sampler":

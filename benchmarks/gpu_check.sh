@@ -6,13 +6,18 @@
 #   benchmarks/gpu_check.sh prepare DIR   # here: a venv with TensorFlow, pip and ../shared/data
 #   bash DIR/gpu_check.sh run [DIR]       # there: 2-3 minutes on an H200
 #
-# `prepare` fills DIR (about 11 MB) with everything the GPU machine needs:
+# `prepare` fills DIR (about 25 MB) with everything the GPU machine needs:
 #   wheels/      keras-gauss (built from this checkout), keras 3.15.1, namex,
+#                nltk and its dependencies (the versions here),
 #                optree (cp312, manylinux): installed there with --no-deps
 #                into /tmp/site (the machine's own numpy, h5py, ... serve)
 #   data/        news2017 as token ids (`gpu_jax.py prepare`: ids.npy,
 #                lengths.npy, vocab.tsv; tokenizing needs TensorFlow, so here)
 #   similarity/  WordSim353 and SimLex-999
+#   wordnet.tar.gz  WordNet 3.0 as keras-gauss's NLTK cache (`nltk_data/`)
+#   cpu_wordnet.json  the WordNet main job's metrics on this CPU
+#                (`keras-gauss train-wordnet`, about a minute; CPU_REFERENCE=0
+#                skips it)
 #   gpu_check.sh, gpu_jax.py
 # With the device tool of this workplace: DIR=.gpu inside the checkout the
 # tool sends (ignored by git), `carry: [".gpu"]`, command
@@ -25,7 +30,10 @@
 # beside the hand-written JAX step (`gpu_jax.py --reference`); then ms/step at
 # vocabularies 10k to 10M (batch 65,536) and the training seconds until
 # WordSim353 >= .53 on news2017 (batch 65,536, learning rate 1.6, the rate
-# of `learning_rate_for_batch`; at most 20 epochs). `run DIR quick` runs
+# of `learning_rate_for_batch`; at most 20 epochs).
+# Then the WordNet main job (`keras-gauss train-wordnet`: all nouns, its
+# GPU settings) with its wall and training seconds and metrics beside
+# the CPU run's. `run DIR quick` runs
 # the same with tiny sizes (a CPU test: PYTHON=.venv/bin/python
 # SKIP_INSTALL=1). Logs and JSON go to $OUT (or
 # /tmp/gpu_check).
@@ -46,7 +54,19 @@ prepare() {
     "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d "$dir/wheels" keras==3.15.1 namex==0.1.0 optree==0.20.0
+        -d "$dir/wheels" keras==3.15.1 namex==0.1.0 optree==0.20.0 \
+        $("$python" -c "from importlib.metadata import version as v
+print(' '.join(f'{p}=={v(p)}' for p in ('nltk', 'click', 'joblib', 'regex', 'tqdm', 'defusedxml')))")
+    rm -rf "$dir/nltk_data"
+    "$python" -c "import sys; from keras_gauss.hierarchy.wordnet import prepare_wordnet_cache
+prepare_wordnet_cache(sys.argv[1])" "$dir/nltk_data"
+    tar czf "$dir/wordnet.tar.gz" -C "$dir" nltk_data
+    rm -rf "$dir/nltk_data"
+    if [ "${CPU_REFERENCE:-1}" = 1 ]; then
+        "$python" -m keras_gauss train-wordnet --out "$dir/cpu_wordnet" --overwrite --quiet
+        cp "$dir/cpu_wordnet/metrics.json" "$dir/cpu_wordnet.json"
+        rm -rf "$dir/cpu_wordnet"
+    fi
     "$python" "$repo/benchmarks/gpu_jax.py" prepare --corpus "$shared/corpus/news2017.txt.gz" \
         --out "$dir/data"
     cp "$shared/similarity/wordsim353.tsv" "$shared/similarity/simlex999.tsv" "$dir/similarity/"
@@ -80,6 +100,36 @@ run() {
         --out "$out" --no-barrier --no-scan --reference --scaling-optimizers sparse --quality-lr 1.6 \
         "${sizes[@]}" 2>&1 | grep -v -e '^WARNING: All log messages' -e '^I0000' \
         | tee "$out/gpu_check.log"
+    wordnet "$dir" "$size" "$out" "$python" 2>&1 | tee -a "$out/gpu_check.log"
+}
+
+wordnet() {  # the WordNet main job on the device, beside the CPU run's metrics
+    local dir=$1 size=$2 out=$3 python=$4 start
+    mkdir -p /tmp/gpu_check_data
+    tar xzf "$dir/wordnet.tar.gz" -C /tmp/gpu_check_data
+    local flags=()
+    if [ "$size" = quick ]; then
+        flags=(--root mammal.n.01 --epochs 2)
+    fi
+    start=$EPOCHREALTIME
+    KERAS_GAUSS_DATA=/tmp/gpu_check_data/nltk_data "$python" -m keras_gauss train-wordnet \
+        --out "$out/wordnet" --overwrite "${flags[@]}" > "$out/wordnet.log" 2>&1 \
+        || { tail -5 "$out/wordnet.log"; return 1; }
+    head -1 "$out/wordnet.log"
+    "$python" - "$out/wordnet/metrics.json" "$dir/cpu_wordnet.json" \
+        "$start" "$EPOCHREALTIME" <<'PY'
+import json, os, sys
+runs = {"device": json.load(open(sys.argv[1]))}
+if os.path.exists(sys.argv[2]):
+    runs["CPU (prepare)"] = json.load(open(sys.argv[2]))
+keys = ("train_seconds", "test_accuracy", "test_reversed_accuracy", "test_sibling_accuracy", "map")
+print("\n| WordNet main job | wall s | " + " | ".join(keys) + " |")
+print("|---" * (len(keys) + 2) + "|")
+for name, m in runs.items():
+    wall = f"{float(sys.argv[4]) - float(sys.argv[3]):.1f}" if name == "device" else ""
+    print(f"| {name} | {wall} | " + " | ".join(f"{m.get(k, float('nan')):.4g}" for k in keys)
+          + " |")
+PY
 }
 
 case "$mode" in

@@ -1,4 +1,4 @@
-"""Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, `tf.data`.
+"""Hierarchy data: WordNet nouns/verbs or your own is-a pairs, closure, splits, negatives, batches.
 
 `import keras_gauss.hierarchy` imports neither TensorFlow nor NLTK; each name loads on first use.
 
@@ -30,7 +30,7 @@ _EXPORTS = {
     "closure_index": "closure", "transitive_closure": "closure",
     "EdgeFileError": "edgefile", "hierarchy_from_edge_file": "edgefile",
     "read_edge_file": "edgefile",
-    "make_dataset": "dataset",
+    "EdgeBatches": "dataset", "epoch_batches": "dataset", "make_dataset": "dataset",
     "sample_negatives": "negatives",
     "EdgeSplit": "split", "split_edges": "split",
     "tree_initialization": "initialization",
@@ -40,6 +40,7 @@ _EXPORTS = {
 
 __all__ = [
     "CycleError",
+    "EdgeBatches",
     "EdgeFileError",
     "EdgeIndex",
     "EdgeSplit",
@@ -47,6 +48,7 @@ __all__ = [
     "WordNetUnavailableError",
     "build_hierarchy",
     "closure_index",
+    "epoch_batches",
     "hierarchy_from_edge_file",
     "hierarchy_from_parents",
     "load_wordnet",

@@ -26,6 +26,23 @@ def by_energy(field):
                      for name in energies.names(task="hierarchy"))
 
 
+def by_split(field):
+    """The defaults of a setting that a split sets for an energy
+    (`SPLIT_DEFAULTS`), in words after a `; `, or `""`.
+
+    Example:
+
+    >>> by_split("learning_rate")
+    '; 0.003 with kl on --split reduction'
+    >>> by_split("dim")
+    ''
+    """
+    from keras_gauss.hierarchy.config import SPLIT_DEFAULTS
+
+    return "".join(f"; {values[field]} with {energy} on --split {split}"
+                   for (split, energy), values in SPLIT_DEFAULTS.items() if field in values)
+
+
 def add_parser(subparsers):
     demo = subparsers.add_parser(
         "demo",
@@ -104,6 +121,7 @@ def add_parser(subparsers):
 
 def _add_training_flags(train, defaults):
     from keras_gauss.checkpoint import checkpoint_arguments
+    from keras_gauss.hierarchy.config import DEFAULTS
     from keras_gauss.hierarchy.config import GPU_SETTINGS  # filled in by `device_settings`
 
     train.add_argument("--out", default=None, help="run directory to write")
@@ -124,8 +142,9 @@ def _add_training_flags(train, defaults):
                             "ganea the root, e.g. entity.n.01; 'none' keeps it)")
     train.add_argument("--epochs", type=int, default=None,
                        help="the most epochs (default: 200 on --split ganea and given splits, "
-                            "20 on --split reduction, else 10); with held-out edges the run "
-                            "keeps the epoch with the best validation score")
+                            f"20 on --split reduction, else 10{by_split('epochs')}); with "
+                            "held-out edges the run keeps the epoch with the best validation "
+                            "score")
     train.add_argument("--patience", type=int, default=None,
                        help="stop after this many epochs without a better validation score "
                             "(default: 20 on --split ganea and given splits, 5 on --split "
@@ -135,9 +154,11 @@ def _add_training_flags(train, defaults):
                   "val_size", "test_size", "reconstruction_nodes", "seed"):
         default = getattr(defaults, field)
         kind = (float if isinstance(default, float) or field in ("val_size", "test_size", "margin")
-                else int)
+                or field in DEFAULTS else int)
         shown = default
-        if field in ("val_size", "test_size"):
+        if field in DEFAULTS:  # None: resolved by the split and energy
+            shown = f"{DEFAULTS[field]}{by_split(field)}"
+        elif field in ("val_size", "test_size"):
             shown = "the smaller of 4000 and 10%% of the eligible edges"
         elif field in ENERGY_SETTINGS:
             shown = by_energy(field)
@@ -171,8 +192,9 @@ def _add_training_flags(train, defaults):
     train.add_argument("--init", choices=INITS, default=defaults.init,
                        help="how the table starts: tree (nested along the training edges' "
                             "direct links: variances shrinking a level, each mean near its "
-                            "parents') or uniform (means in +-0.05, variances 1); default: "
-                            f"{by_energy('init')}")
+                            "parents'), tree-size (tree, the variances also growing with the "
+                            "descendant count) or uniform (means in +-0.05, variances 1); default: "
+                            f"{by_energy('init')}{by_split('init')}")
     train.add_argument("--reversed-negatives", action=argparse.BooleanOptionalAction,
                        default=defaults.reversed_negatives,
                        help="also use each reversed edge as a negative (default: "
@@ -186,7 +208,7 @@ def _add_training_flags(train, defaults):
                             "-KL(N_x || N_y) + "
                             "BETA * (log det Sigma_y - log det Sigma_x) wherever the run is "
                             "scored and served (recorded in run.json); training is unchanged "
-                            "(default: 0, the plain KL energy)")
+                            f"(default: 0, the plain KL energy{by_split('generality')})")
     train.add_argument("--engine", default=None, metavar="{keras,native}",
                        help="native: the C++ trainer, no TensorFlow (default; keras where "
                             "it does not build, with a warning); keras: model.fit with the "
@@ -241,7 +263,7 @@ def device_settings(args, gpu=None):
     from keras_gauss.hierarchy.config import GPU_SETTINGS
     from keras_gauss.hierarchy.config import WordNetConfig
 
-    return job.device_settings(args, GPU_SETTINGS, WordNetConfig(), gpu, needs=("tensorflow",))
+    return job.device_settings(args, GPU_SETTINGS, WordNetConfig(), gpu)
 
 
 def run_train_wordnet(args):

@@ -1,17 +1,100 @@
-"""`tf.data` pipeline of positive edges with sampled negatives, for `model.fit`."""
+"""Batches of positive edges with sampled negatives, for `model.fit`: a
+`tf.data` pipeline (`make_dataset`) or, without TensorFlow, a
+`keras.utils.PyDataset` of one epoch (`EdgeBatches`); `epoch_batches`
+picks the one for the backend. Both serve the same batches, drawn by
+`draw_epoch`."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from .closure import EdgeIndex, Hierarchy, transitive_reduction
 from .negatives import sample_negatives
 from .negatives import sibling_negatives as draw_siblings
 
-__all__ = ["make_dataset", "sample_negatives"]
+__all__ = ["EdgeBatches", "draw_epoch", "epoch_batches", "make_dataset", "sample_negatives"]
+
+
+def _sampler(data, known, batch_size, sibling_negatives):
+    """`(edges, index, direct)`: the int32 edges of `data`, the `EdgeIndex`
+    the sampler rejects negatives with and, for sibling negatives, the
+    direct links of it (else None); one clear error for bad settings."""
+    if isinstance(data, Hierarchy):
+        edges = data.edges
+        known = data if known is None else known
+    else:
+        edges = np.asarray(data, dtype=np.int32).reshape(-1, 2)
+        if known is None:
+            known = EdgeIndex(edges, int(edges.max()) + 1 if len(edges) else 0)
+    if not len(edges):
+        raise ValueError("no edges to train on")
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if not 0.0 <= sibling_negatives <= 1.0:
+        raise ValueError(f"sibling_negatives must lie in [0, 1], got {sibling_negatives}")
+    index = known.index if isinstance(known, Hierarchy) else known
+    direct = None
+    if sibling_negatives > 0:  # direct links of what the sampler knows, once
+        direct = EdgeIndex(transitive_reduction(index), index.num_nodes)
+    return np.asarray(edges, dtype=np.int32), index, direct
+
+
+def draw_epoch(edges, index, rng, *, negatives=1, reversed_negatives=False,
+               sibling_negatives=0.0, direct=None, corrupt="either", shuffle=True):
+    """One pass's positives and negatives, drawn from `rng` in one vectorised
+    call each: `(pos, neg_specific, neg_general)`, `(n, 2)` and `(n, K)` int32.
+
+    Args:
+        edges: `(n, 2)` int32 `(specific, general)` edges.
+        index: the `EdgeIndex` negatives must avoid (`make_dataset`'s `known`).
+        rng: the pass's `np.random.Generator` (`default_rng([seed, pass])`).
+        negatives, reversed_negatives, sibling_negatives, corrupt, shuffle:
+            as for `make_dataset` (defaults 1, False, 0.0, "either", True).
+        direct: the direct links of `index` (an `EdgeIndex`), needed when
+            `sibling_negatives > 0`.
+
+    Example:
+
+    >>> from keras_gauss.hierarchy import hierarchy_from_parents
+    >>> h = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": [], "rock": []})
+    >>> pos, neg_s, neg_g = draw_epoch(h.edges, h.index, np.random.default_rng([0, 0]))
+    >>> pos.shape, neg_s.shape, neg_g.dtype
+    ((2, 2), (2, 1), dtype('int32'))
+    """
+    pos = edges[rng.permutation(len(edges))] if shuffle else edges
+    neg_s, neg_g = sample_negatives(pos, index, negatives, corrupt=corrupt, rng=rng)
+    if direct is not None:
+        sib_s, sib_g, found = draw_siblings(pos, index, negatives, direct=direct, rng=rng)
+        hard = found & (rng.random(found.shape) < sibling_negatives)
+        neg_s, neg_g = np.where(hard, sib_s, neg_s), np.where(hard, sib_g, neg_g)
+    if reversed_negatives:
+        neg_s = np.concatenate([neg_s, pos[:, 1:]], axis=1)
+        neg_g = np.concatenate([neg_g, pos[:, :1]], axis=1)
+    return pos, neg_s, neg_g
+
+
+def _num_batches(num_edges, batch_size, drop_remainder):
+    return num_edges // batch_size if drop_remainder else -(-num_edges // batch_size)
+
+
+def _batch(drawn, labels, batch_size, i):
+    """Batch `i` of a pass `drawn` (`draw_epoch`): `(x, y)` of NumPy arrays."""
+    pos, neg_s, neg_g = drawn
+    start = i * batch_size
+    end = min(start + batch_size, len(pos))
+    x = {"specific": pos[start:end, 0], "general": pos[start:end, 1],
+         "neg_specific": neg_s[start:end], "neg_general": neg_g[start:end]}
+    return x, labels[: end - start]
+
+
+def _labels(batch_size, k):
+    labels = np.zeros((batch_size, 1 + k), dtype=np.float32)
+    labels[:, 0] = 1.0
+    return labels
 
 
 def make_dataset(
@@ -27,15 +110,16 @@ def make_dataset(
     drop_remainder: bool = False,
     seed: int = 0,
     first_pass: int = 0,
-) -> tf.data.Dataset:
+) -> tf.data.Dataset:  # noqa: F821 - TensorFlow is imported when called
     """Batches of positive `(specific, general)` edges, each with `k` negatives.
 
     Every pass over the dataset (one epoch) shuffles the edges and draws fresh
     negatives with `keras_gauss.hierarchy.negatives.sample_negatives` in one vectorised
-    call: one side of the edge is replaced by a random node that is neither an
+    call (`draw_epoch`): one side of the edge is replaced by a random node that is neither an
     ancestor nor a descendant of the kept node (nor the node itself), as in
     Vilnis & McCallum (2015). Pass `i` (counting from 0) of the dataset uses the
     random stream `np.random.default_rng([seed, i])`, so runs are reproducible.
+    Without TensorFlow (JAX, torch), `EdgeBatches` serves the same batches.
 
     Args:
         data: A `keras_gauss.hierarchy.closure.Hierarchy` (all its closure edges) or an
@@ -76,50 +160,21 @@ def make_dataset(
         >>> x["neg_general"].shape, y[0].numpy().tolist()
         (TensorShape([32, 2]), [1.0, 0.0, 0.0])
     """
-    if isinstance(data, Hierarchy):
-        edges = data.edges
-        known = data if known is None else known
-    else:
-        edges = np.asarray(data, dtype=np.int32).reshape(-1, 2)
-        if known is None:
-            known = EdgeIndex(edges, int(edges.max()) + 1 if len(edges) else 0)
-    if not len(edges):
-        raise ValueError("no edges to train on")
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
-    if not 0.0 <= sibling_negatives <= 1.0:
-        raise ValueError(f"sibling_negatives must lie in [0, 1], got {sibling_negatives}")
-    index = known.index if isinstance(known, Hierarchy) else known
-    direct = None
-    if sibling_negatives > 0:  # direct links of what the sampler knows, once
-        direct = EdgeIndex(transitive_reduction(index), index.num_nodes)
-    edges = np.asarray(edges, dtype=np.int32)
+    import tensorflow as tf
+
+    edges, index, direct = _sampler(data, known, batch_size, sibling_negatives)
     k = negatives + int(reversed_negatives)
-    labels = np.zeros((batch_size, 1 + k), dtype=np.float32)
-    labels[:, 0] = 1.0
+    labels = _labels(batch_size, k)
+    num_batches = _num_batches(len(edges), batch_size, drop_remainder)
     passes = itertools.count(first_pass)
 
     def epoch():
-        rng = np.random.default_rng([seed, next(passes)])
-        pos = edges[rng.permutation(len(edges))] if shuffle else edges
-        neg_s, neg_g = sample_negatives(pos, index, negatives, corrupt=corrupt, rng=rng)
-        if direct is not None:
-            sib_s, sib_g, found = draw_siblings(pos, index, negatives, direct=direct, rng=rng)
-            hard = found & (rng.random(found.shape) < sibling_negatives)
-            neg_s, neg_g = np.where(hard, sib_s, neg_s), np.where(hard, sib_g, neg_g)
-        if reversed_negatives:
-            neg_s = np.concatenate([neg_s, pos[:, 1:]], axis=1)
-            neg_g = np.concatenate([neg_g, pos[:, :1]], axis=1)
-        stop = len(pos) - len(pos) % batch_size if drop_remainder else len(pos)
-        for start in range(0, stop, batch_size):
-            end = min(start + batch_size, stop)
-            x = {
-                "specific": pos[start:end, 0],
-                "general": pos[start:end, 1],
-                "neg_specific": neg_s[start:end],
-                "neg_general": neg_g[start:end],
-            }
-            yield x, labels[: end - start]
+        drawn = draw_epoch(edges, index, np.random.default_rng([seed, next(passes)]),
+                           negatives=negatives, reversed_negatives=reversed_negatives,
+                           sibling_negatives=sibling_negatives, direct=direct,
+                           corrupt=corrupt, shuffle=shuffle)
+        for i in range(num_batches):
+            yield _batch(drawn, labels, batch_size, i)
 
     ids = tf.TensorSpec((None,), tf.int32)
     negs = tf.TensorSpec((None, k), tf.int32)
@@ -128,5 +183,93 @@ def make_dataset(
         tf.TensorSpec((None, 1 + k), tf.float32),
     )
     dataset = tf.data.Dataset.from_generator(epoch, output_signature=signature)
-    num_batches = len(edges) // batch_size if drop_remainder else -(-len(edges) // batch_size)
     return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
+
+
+class EdgeBatches(keras.utils.PyDataset):
+    """One epoch of `make_dataset`'s batches as a `keras.utils.PyDataset`,
+    without TensorFlow: pass `epoch` (the stream `[seed, epoch]`) drawn
+    once, on first use (`draw_epoch`), batch `i` its rows `i * batch_size`
+    onwards, NumPy arrays. The same batches in the same order as pass
+    `epoch` of `make_dataset(..., first_pass=epoch)`; reading a batch
+    twice gives it twice, so a `fit` on JAX that reads the first batch to
+    build the model trains the same epoch. Every epoch of a `fit` serves
+    the same pass: give each epoch its own (`epoch_batches`).
+
+    Args:
+        data, known, batch_size, negatives, reversed_negatives,
+            sibling_negatives, corrupt, shuffle, drop_remainder, seed: as
+            for `make_dataset` (defaults `known=None`, 1024, 1, False, 0.0,
+            "either", True, False, 0).
+        epoch: the pass drawn (`make_dataset`'s `first_pass`), default 0.
+
+    Example:
+
+    >>> from keras_gauss.hierarchy import hierarchy_from_parents
+    >>> h = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": [], "rock": []})
+    >>> batches = EdgeBatches(h, batch_size=1, negatives=2, epoch=3)
+    >>> len(batches), batches[0][0]["neg_general"].shape, batches[0][1].tolist()
+    (2, (1, 2), [[1.0, 0.0, 0.0]])
+    >>> len(batches.skip(1))  # what a run resumed after one step trains
+    1
+    """
+
+    def __init__(self, data, *, known=None, batch_size=1024, negatives=1,
+                 reversed_negatives=False, sibling_negatives=0.0, corrupt="either",
+                 shuffle=True, drop_remainder=False, seed=0, epoch=0):
+        super().__init__()
+        self._edges, self._index, self._direct = _sampler(data, known, batch_size,
+                                                          sibling_negatives)
+        self._draw = dict(negatives=negatives, reversed_negatives=reversed_negatives,
+                          sibling_negatives=sibling_negatives, corrupt=corrupt, shuffle=shuffle)
+        self._labels = _labels(batch_size, negatives + int(reversed_negatives))
+        self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
+        self._batches = _num_batches(len(self._edges), batch_size, drop_remainder)
+        self._offset = 0
+        self._drawn = []  # the pass, once drawn (shared with `skip`'s views)
+
+    def __len__(self):
+        return self._batches - self._offset
+
+    def __getitem__(self, i):
+        if not 0 <= i < len(self):
+            raise IndexError(f"batch {i} of {len(self)}")
+        if not self._drawn:
+            rng = np.random.default_rng([self.seed, self.epoch])
+            self._drawn.append(draw_epoch(self._edges, self._index, rng, direct=self._direct,
+                                          **self._draw))
+        return _batch(self._drawn[0], self._labels, self.batch_size, self._offset + i)
+
+    def skip(self, count):
+        """The batches after the first `count` (as `tf.data.Dataset.skip`)."""
+        view = copy.copy(self)
+        view._offset = min(self._offset + count, self._batches)
+        return view
+
+
+def epoch_batches(data, epoch, *, tf_data=None, **options):
+    """Epoch `epoch`'s batches for `fit` (the stream `[seed, epoch]`): a
+    `tf.data.Dataset` (`make_dataset` from `first_pass=epoch`) on
+    TensorFlow, else an `EdgeBatches` (no TensorFlow needed); the same
+    batches in the same order either way.
+
+    Args:
+        data: as for `make_dataset`.
+        epoch: the epoch (pass) drawn.
+        tf_data: True for `tf.data` whatever the backend (e.g. for
+            `Distribution.local_batches` over several devices); default:
+            Keras's backend is TensorFlow.
+        **options: `make_dataset`'s keyword arguments but `first_pass`.
+
+    Example:
+
+    >>> from keras_gauss.hierarchy import hierarchy_from_parents
+    >>> h = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": [], "rock": []})
+    >>> type(epoch_batches(h, 0, tf_data=False, batch_size=1)).__name__
+    'EdgeBatches'
+    """
+    if tf_data is None:
+        tf_data = keras.backend.backend() == "tensorflow"
+    if tf_data:
+        return make_dataset(data, first_pass=epoch, **options)
+    return EdgeBatches(data, epoch=epoch, **options)

@@ -298,18 +298,21 @@ class KerasHierarchyEngine(HierarchyEngine):
         self.model.save(path)
 
     def epoch_dataset(self, job, epoch):
-        """Epoch `epoch`'s batches: drawn from the stream `[seed, epoch]`."""
-        from keras_gauss.hierarchy import make_dataset
+        """Epoch `epoch`'s batches: drawn from the stream `[seed, epoch]`
+        (`epoch_batches`: `tf.data` on TensorFlow and over several devices,
+        else a `keras.utils.PyDataset`, no TensorFlow needed)."""
+        from keras_gauss.hierarchy.dataset import epoch_batches
 
         config, distribution = self.config, job.distribution
         if self.steps is not None:
             return shard_edges(config, self.train_edges, self.known, distribution, epoch,
                                self.steps)
-        data = make_dataset(self.train_edges, known=self.known, batch_size=config.batch_size,
-                            negatives=config.negatives,
-                            reversed_negatives=config.reversed_negatives,
-                            sibling_negatives=config.sibling_negatives, seed=config.seed,
-                            first_pass=epoch, drop_remainder=distribution.active)
+        data = epoch_batches(self.train_edges, epoch, tf_data=distribution.active or None,
+                             known=self.known, batch_size=config.batch_size,
+                             negatives=config.negatives,
+                             reversed_negatives=config.reversed_negatives,
+                             sibling_negatives=config.sibling_negatives, seed=config.seed,
+                             drop_remainder=distribution.active)
         return distribution.local_batches(data, config.batch_size)
 
     def train(self, job):

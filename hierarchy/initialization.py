@@ -4,6 +4,10 @@
 shrinks by a constant factor a level, from the upper bound at the top
 nodes to the lower bound at the deepest level, and each mean is its
 parents' mean moved by noise of about the parents' standard deviation.
+The `"tree-size"` start (`size_weight`) also lets a node's variance grow
+with its number of descendants, so of two nodes at one depth the one
+with more below it is the broader: what an edge the training edges do not
+imply (the reduction split's held-out edges) needs for its direction.
 Nested Gaussians are what `-KL(N_specific || N_general)` must learn for
 the edges the training edges imply (a node and every ancestor, not only
 its parents); trained from there, KL reaches containment's validation F1
@@ -16,7 +20,11 @@ Pure NumPy: the native and the keras engine set the same arrays.
 import numpy as np
 
 # The kinds of start (`WordNetConfig.init`).
-INITS = ("uniform", "tree")
+INITS = ("uniform", "tree", "tree-size")
+SIZE_WEIGHT = 0.25
+"""The share of the descendant count in the variances of the `"tree-size"` start
+(`tree_initialization`'s `size_weight`; chosen on the reduction split's validation
+edges, `research/reduction_kl.md`)."""
 
 
 def tree_depths(basic, num_nodes):
@@ -42,7 +50,7 @@ def tree_depths(basic, num_nodes):
 
 
 def tree_initialization(index, dim, *, min_variance, max_variance, max_norm=None, spread=2.0,
-                        seed=0, spherical=False):
+                        seed=0, spherical=False, size_weight=0.0):
     """Means and variances nested along the direct links of `index`.
 
     A node at depth `k` (the longest path from a top node, `tree_depths`)
@@ -52,6 +60,13 @@ def tree_initialization(index, dim, *, min_variance, max_variance, max_norm=None
     its parents' means plus noise from `N(0, spread**2 * v / dim)`, `v` the
     smallest variance among its parents. Means are then scaled into
     `max_norm`.
+
+    With `size_weight = w > 0` the variances (not the means' noise) become
+    `exp(log min + level * (log max - log min))` with `level = (1 - w) *
+    (1 - k / K) + w * log(1 + c) / log(1 + C)`, `K` the deepest level, `c`
+    the node's descendant count in `index`, `C` the largest: still shrinking
+    along every link (a child has a larger depth and fewer descendants), and
+    broader where more lies below.
 
     Args:
         index: the `keras_gauss.hierarchy.closure.EdgeIndex` of the training
@@ -63,6 +78,8 @@ def tree_initialization(index, dim, *, min_variance, max_variance, max_norm=None
             standard deviations (default 2).
         seed: the seed of the noise.
         spherical: one variance a node instead of `d`.
+        size_weight: the share `w` in `[0, 1]` of the descendant count in the
+            variances (default 0: depth alone; `SIZE_WEIGHT` for `"tree-size"`).
 
     Returns:
         `(means, variances)`: float32 `(n, d)` and `(n, d)` (`(n, 1)` spherical).
@@ -82,6 +99,8 @@ def tree_initialization(index, dim, *, min_variance, max_variance, max_norm=None
                          f"got {min_variance} and {max_variance}.")
     if not (np.isfinite(spread) and spread >= 0):
         raise ValueError(f"spread must be a finite number >= 0, got {spread!r}.")
+    if not 0 <= size_weight <= 1:
+        raise ValueError(f"size_weight must lie in [0, 1], got {size_weight!r}.")
     n = index.num_nodes
     basic = transitive_reduction(index).astype(np.int64)
     depth = tree_depths(basic, n)
@@ -105,5 +124,10 @@ def tree_initialization(index, dim, *, min_variance, max_variance, max_norm=None
     if max_norm:
         norms = np.linalg.norm(means, axis=1, keepdims=True)
         means *= np.minimum(1.0, max_norm / np.maximum(norms, 1e-30))
+    if size_weight:
+        count = np.log1p(index.num_descendants.astype(np.float64))
+        level = ((1 - size_weight) * (1 - depth / max(int(depth.max()), 1))
+                 + size_weight * count / max(count.max(), 1e-30))
+        variance = np.exp(np.log(min_variance) + level * (np.log(max_variance) - np.log(min_variance)))
     variances = variance[:, None] if spherical else np.repeat(variance[:, None], dim, axis=1)
     return means.astype(np.float32), variances.astype(np.float32)

@@ -71,18 +71,20 @@ def pair_table(config, rows, total_steps, index=None):
 
 def initial_table(config, index):
     """The starting `(means, variances)` of a (resolved) config with
-    `init == "tree"` (`keras_gauss.hierarchy.initialization.tree_initialization`
+    `init == "tree"` or `"tree-size"` (`keras_gauss.hierarchy.initialization.tree_initialization`
     of `index`, the training edges' closure, seeded by `config.seed`), else
     `None` (the layers' own start)."""
-    if config.init != "tree":
+    if config.init not in ("tree", "tree-size"):
         return None
     if index is None:
         raise ValueError("init='tree' needs the training edges' closure (index).")
+    from keras_gauss.hierarchy.initialization import SIZE_WEIGHT
     from keras_gauss.hierarchy.initialization import tree_initialization
 
     return tree_initialization(index, config.dim, min_variance=config.min_variance,
                                max_variance=config.max_variance, max_norm=config.max_norm,
-                               seed=config.seed, spherical=config.covariance == "spherical")
+                               seed=config.seed, spherical=config.covariance == "spherical",
+                               size_weight=SIZE_WEIGHT if config.init == "tree-size" else 0.0)
 
 
 def restore(table, arrays, out_dir):

@@ -91,20 +91,13 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         if entailment is not None:
             read_entailment(entailment)
 
-    config = config.resolved()  # the default energy, loss, epochs and patience
-    # What the checkpoint must match: every setting of training. The
-    # generality term only scores the trained tables, so a run may be resumed
-    # with another --generality (and from a checkpoint written before it).
-    settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}
-    job = Job("hierarchy", out_dir, settings, check=check,
+    config = config.resolved()  # the defaults of the energy and split
+    job = Job("hierarchy", out_dir, checkpoint_settings(config), check=check,
               data_name=("hierarchy" if config.edges is None and config.train_edges is None
                          else f"hierarchy of {config.edges or config.train_edges}"),
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
-              # Checkpoints written before --learning-rate-schedule trained with a
-              # constant rate; NEW_SETTINGS: as checkpoints before those settings ran.
-              defaults={"learning_rate_schedule": "constant", "engine": "keras",
-                        **NEW_SETTINGS})
+              defaults=RESUME_DEFAULTS)
     return job.run(lambda state: choose_engine(config.engine, [
         ("native", lambda: NativeHierarchyEngine(config, hyperlex, entailment),
          native_unavailable),
@@ -113,3 +106,18 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
 
 
 train_hierarchy = train_wordnet
+
+# The settings a checkpoint lacks, as it trained: those written before
+# --learning-rate-schedule trained with a constant rate; NEW_SETTINGS: as
+# checkpoints before those settings ran.
+RESUME_DEFAULTS = {"learning_rate_schedule": "constant", "engine": "keras", **NEW_SETTINGS}
+
+
+def checkpoint_settings(config):
+    """What the checkpoint of a resolved `WordNetConfig` must match to be
+    resumed (`keras_gauss.checkpoint.load_for_resume`, with
+    `RESUME_DEFAULTS`): every setting of training, with the values it
+    resolved to. The generality term only scores the trained tables, so a
+    run may be resumed with another `--generality` (and from a checkpoint
+    written before it)."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}

@@ -291,7 +291,9 @@ def fit_by_epoch(trainer, epoch_dataset, epochs, callbacks=(), start=(0, 0),
 
     Args:
         trainer: a compiled Keras model.
-        epoch_dataset: `epoch -> tf.data.Dataset` of that epoch's batches.
+        epoch_dataset: `epoch -> ` that epoch's batches: a `tf.data.Dataset`
+            or a `keras.utils.PyDataset` (e.g. `keras_gauss.hierarchy.dataset.EdgeBatches`),
+            either with a `skip(count)` method.
         epochs: the number of epochs of the run.
         callbacks: Keras callbacks; they see one training (one
             `on_train_begin` and `on_train_end`), as in a single `fit`.
@@ -348,10 +350,13 @@ def _build_without_reading(trainer, data):
     and draws differ from the first's (`reshuffle_each_iteration`), so a
     run resumed in epoch `e` would train other batches than the
     uninterrupted run, whose first `fit` was epoch 0's.
+    A `keras.utils.PyDataset` (no `element_spec`) needs none of this: its
+    batches are read by index, the same however often.
     """
     import keras
 
-    if keras.backend.backend() != "jax" or not hasattr(trainer, "_symbolic_build"):
+    if (keras.backend.backend() != "jax" or not hasattr(trainer, "_symbolic_build")
+            or not hasattr(data, "element_spec")):
         return
     spec = keras.tree.map_structure(
         lambda s: keras.KerasTensor(tuple(s.shape), s.dtype.name), data.element_spec)

@@ -295,9 +295,10 @@ def device_settings(args, settings, defaults, gpu=None, needs=()):
             `keras_gauss.hierarchy.config.GPU_SETTINGS`).
         defaults: the CPU's values: an object with those fields.
         gpu: the GPU's name, or None to ask `jax_gpu`.
-        needs: modules the GPU's engine imports (the hierarchy's keras
-            engine: `("tensorflow",)`, for tf.data); where one is missing the
-            CPU's values stay and the line says why.
+        needs: modules the GPU's engine imports beyond JAX and Keras
+            (none today: the hierarchy's keras engine reads its batches
+            without TensorFlow, `keras_gauss.hierarchy.dataset.EdgeBatches`);
+            where one is missing the CPU's values stay and the line says why.
 
     Returns:
         The line that says the GPU is used, or None.

@@ -11,7 +11,7 @@ threshold, negatives, reversed, lr, schedule, min_var, max_var, max_norm,
 batch, init ("ones" | "depth": variances started from the node's
 descendant count in the training closure | "tree": nested along the
 tree, `keras_gauss.hierarchy.initialization.tree_initialization`, with
-`spread`), var0 (the "ones" variance).
+`spread` and `size_weight`), var0 (the "ones" variance).
 
     python research/kl_sweep.py --percent 10 --epochs 30 \\
         base='{}' t20='{"loss": "threshold", "threshold": 20, "margin": 10}'
@@ -64,7 +64,7 @@ def run(setting, split, dim, epochs, every, seed):
 
         table.means[...], table.variances[...] = tree_initialization(
             split.train_index, dim, min_variance=lo, max_variance=hi, max_norm=s["max_norm"],
-            spread=s.get("spread", 2.0), seed=seed)
+            spread=s.get("spread", 2.0), seed=seed, size_weight=s.get("size_weight", 0.0))
     else:
         table.variances[...] = np.clip(s["var0"], lo, hi)
     related = related_nodes(split.train_index)

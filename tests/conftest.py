@@ -4,9 +4,10 @@ tests out for `pytest -n 2 --dist loadfile` (pytest-xdist, the README's command)
 Each test file runs whole on one worker (its module fixtures, such as a JAX
 child shared by its tests, start once); the tests that start the several
 processes of one job (`JOB_TESTS`: ports, timeouts) form one unit of their
-own, so they run one at a time, never beside each other; the files whose
-JAX jobs share one child (`JAX_TESTS`, `jax_job` of
-`tests/keras_gauss/conftest.py`) form one unit, so it starts once.
+own, so they run one at a time, never beside each other; the tests whose
+jobs share one child Python a backend (`CHILD_TESTS`, `jax_job` and
+`torch_job` of `tests/keras_gauss/conftest.py`) form one unit a backend, so
+each child starts once.
 The units known to take longest (`FIRST`) are handed out first, so that no
 long one starts last.
 """
@@ -22,22 +23,25 @@ import pytest  # noqa: E402
 JOBS = "jobs"
 JOB_TESTS = ("tests/keras_gauss/test_distribution.py",
              "tests/test_readme.py::test_readme_block[scale-out]")
-JAX = "jax"
 _spec = importlib.util.spec_from_file_location(
-    "jax_jobs", os.path.join(os.path.dirname(__file__), "keras_gauss", "jax_jobs.py"))
-_jax_jobs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_jax_jobs)
-JAX_TESTS = tuple(f"tests/keras_gauss/{name}" for name in _jax_jobs.JAX_JOBS)
+    "child_jobs", os.path.join(os.path.dirname(__file__), "keras_gauss", "child_jobs.py"))
+_child_jobs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_child_jobs)
+# Backend -> the tests (files or test ids) of its child's jobs.
+CHILD_TESTS = {backend: tuple(f"tests/keras_gauss/{tests}" for tests in jobs)
+               for backend, jobs in _child_jobs.CHILD_JOBS.items()}
 # Started first, longest first: a minute or more each on 2 cores.
-FIRST = (JAX, JOBS, "tests/test_readme.py", "tests/keras_gauss/test_backends.py")
+FIRST = ("jax", JOBS, "torch", "tests/test_readme.py")
 
 
 def unit(nodeid):
-    """The unit of work (`JOBS`, `JAX` or the test's file) of the test `nodeid`."""
+    """The unit of work (`JOBS`, a backend of `CHILD_TESTS` or the test's file)
+    of the test `nodeid`."""
+    for backend, tests in CHILD_TESTS.items():
+        if nodeid.startswith(tests):
+            return backend
     if nodeid.startswith(JOB_TESTS):
         return JOBS
-    if nodeid.startswith(JAX_TESTS):
-        return JAX
     return nodeid.split("::")[0]
 
 
@@ -50,7 +54,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile` with the units of `unit` (the job tests one, the
-    files of the JAX child one), in the collection's order (not xdist's
+    tests of each backend's child one), in the collection's order (not xdist's
     largest-file-first)."""
     if config.getvalue("dist") != "loadfile":
         return None

@@ -117,7 +117,7 @@ class ConsoleHandler(logging.Handler):
         write_best_effort(sys.stdout, record.getMessage() + getattr(record, "end", "\n"))
 
 
-def package_level(record):
+def _package_level(record):
     """`LOGGER`'s filter: a level set on the package's logger (`keras_gauss`)
     holds for progress too, although `LOGGER` has a level of its own."""
     return record.levelno >= logging.getLogger("keras_gauss").level
@@ -127,7 +127,7 @@ LOGGER = logging.getLogger("keras_gauss.progress")
 if not LOGGER.handlers:  # once a process (a reload keeps the handlers and level set)
     LOGGER.setLevel(logging.INFO)
     LOGGER.addHandler(ConsoleHandler())
-    LOGGER.addFilter(package_level)
+    LOGGER.addFilter(_package_level)
     LOGGER.propagate = False
 
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -129,17 +130,22 @@ ffi::Error EnergyGradImpl(ffi::ThreadPool pool, F32 grad, F32 ma, F32 va, F32 mb
   return ffi::Error::Success();
 }
 
-// Calls f(typed ids) for int32 or int64 ids.
+// Calls f(typed ids) for int32 or int64 ids. An id outside [0, rows) is an
+// error that starts with `message` (the caller's words) when it is given, as
+// the TensorFlow gather's (layer_ops.cc).
 template <typename F>
-ffi::Error WithIds(const ffi::AnyBuffer& ids, int64_t rows, const char* what, const F& f) {
+ffi::Error WithIds(const ffi::AnyBuffer& ids, int64_t rows, const char* what, const F& f,
+                   std::string_view message = {}) {
   const int64_t n = static_cast<int64_t>(ids.element_count());
   auto run = [&](auto* typed) -> ffi::Error {
     const int64_t bad = kernels::FirstBadId(typed, n, rows);
     if (bad >= 0) {
-      return ffi::Error::InvalidArgument(
+      const std::string detail =
           std::string(what) + ": id " + std::to_string(static_cast<int64_t>(typed[bad])) +
           " (at flat position " + std::to_string(bad) + ") outside [0, " +
-          std::to_string(rows) + ")");
+          std::to_string(rows) + ")";
+      return ffi::Error::InvalidArgument(
+          message.empty() ? detail : std::string(message) + " (" + detail + ")");
     }
     f(typed, n);
     return ffi::Error::Success();
@@ -154,7 +160,8 @@ int64_t Columns(const F32& t) {
   return dims.size() == 2 ? static_cast<int64_t>(dims[1]) : -1;
 }
 
-ffi::Error GatherImpl(ffi::ThreadPool pool, F32 table, ffi::AnyBuffer ids, F32Out rows) {
+ffi::Error GatherImpl(ffi::ThreadPool pool, F32 table, ffi::AnyBuffer ids, F32Out rows,
+                      std::string_view message) {
   const int64_t c = Columns(table);
   if (c < 0) return ffi::Error::InvalidArgument("keras_gauss gather: the table must be 2-d");
   const int64_t v = static_cast<int64_t>(table.dimensions()[0]);
@@ -162,9 +169,12 @@ ffi::Error GatherImpl(ffi::ThreadPool pool, F32 table, ffi::AnyBuffer ids, F32Ou
       static_cast<int64_t>(ids.element_count()) * c) {
     return ffi::Error::InvalidArgument("keras_gauss gather: output must be (n, columns)");
   }
-  return WithIds(ids, v, "GaussianEmbedding lookup", [&](auto* typed, int64_t n) {
-    kernels::GatherRows(table.typed_data(), c, typed, n, rows->typed_data(), PoolFor{&pool});
-  });
+  return WithIds(
+      ids, v, "GaussianEmbedding lookup",
+      [&](auto* typed, int64_t n) {
+        kernels::GatherRows(table.typed_data(), c, typed, n, rows->typed_data(), PoolFor{&pool});
+      },
+      message);
 }
 
 ffi::Error ScatterAddImpl(ffi::ThreadPool pool, ffi::AnyBuffer ids, F32 values, F32Out dense) {
@@ -287,9 +297,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(KgEnergy, EnergyImpl,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgEnergyGrad, EnergyGradImpl,
                               (Floats<4, true>(Floats<5>(OnPool())).Attr<int32_t>("kind")));
 
-// (table, ids) -> rows
-XLA_FFI_DEFINE_HANDLER_SYMBOL(KgGather, GatherImpl,
-                              (Floats<1, true>(Floats<1>(OnPool()).Arg<ffi::AnyBuffer>())));
+// (table, ids) -> rows; `message` starts the error of an id outside the table
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    KgGather, GatherImpl,
+    (Floats<1, true>(Floats<1>(OnPool()).Arg<ffi::AnyBuffer>()).Attr<std::string_view>("message")));
 
 // (ids, values) -> dense
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KgScatterAdd, ScatterAddImpl,

@@ -390,10 +390,11 @@ class NativeTables:
         if status:
             raise ValueError(f"NativeTables.train: {error.value.decode()}")
         if error.value:  # fewer threads started than asked: they trained it all
-            self.thread_limit = started.value
-            warnings.warn(f"only {started.value} threads could start "
-                          f"({error.value.decode(errors='replace')}); training on with "
-                          f"{started.value}.", RuntimeWarning, stacklevel=2)
+            first, self.thread_limit = self.thread_limit is None, started.value
+            if first:  # one warning; a later, lower count (memory in use) says nothing new
+                warnings.warn(f"only {started.value} threads could start "
+                              f"({error.value.decode(errors='replace')}); training on with "
+                              f"{started.value}.", RuntimeWarning, stacklevel=2)
         return loss.value, pairs.value
 
 

@@ -97,27 +97,35 @@ def _energy_bwd(kind, include_constant, inputs, grad):
 _energy.defvjp(_energy_fwd, _energy_bwd)
 
 
-def lookup(table, ids):
-    """`take(table, ids, axis=0)` for a float32 `(rows, c)` table, or None."""
+def lookup(table, ids, message=""):
+    """`take(table, ids, axis=0)` for a float32 `(rows, c)` table, or None.
+    An id outside the table fails the step with an error that starts with
+    `message` when it is given (as TensorFlow's `lookup`)."""
     table = jnp.asarray(table)
-    if table.dtype != jnp.float32 or table.ndim != 2:
+    if not gathers(table):
         return None
     ids = jnp.asarray(ids)
     if ids.dtype not in (jnp.int32, jnp.int64):
         ids = ids.astype(jnp.int32)
-    return _gather(table.shape[0], table, ids)
+    return _gather(table.shape[0], str(message), table, ids)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _gather(rows, table, ids):
-    return jax.ffi.ffi_call("keras_gauss_gather", _f32(ids.shape + table.shape[1:]))(table, ids)
+def gathers(table):
+    """Whether `lookup` gathers from `table` (a float32 matrix), checking the ids."""
+    return table.dtype == jnp.float32 and table.ndim == 2
 
 
-def _gather_fwd(rows, table, ids):
-    return _gather(rows, table, ids), ids
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _gather(rows, message, table, ids):
+    return jax.ffi.ffi_call("keras_gauss_gather", _f32(ids.shape + table.shape[1:]))(
+        table, ids, message=message)
 
 
-def _gather_bwd(rows, ids, grad):
+def _gather_fwd(rows, message, table, ids):
+    return _gather(rows, message, table, ids), ids
+
+
+def _gather_bwd(rows, message, ids, grad):
     dense = jax.ffi.ffi_call("keras_gauss_scatter_add", _f32((rows, grad.shape[-1])))(
         ids, grad.astype(jnp.float32))
     return dense, None

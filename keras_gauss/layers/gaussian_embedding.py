@@ -1,8 +1,12 @@
+import functools
+
 import keras
 import numpy as np
 from keras import ops
 
 from keras_gauss import kernels
+from keras_gauss.checks import checked_in_jax_step
+from keras_gauss.checks import tracing_for_tensorflow
 from keras_gauss.constraints.norm_clip import NormClip
 from keras_gauss.constraints.variance_clip import VarianceClip
 
@@ -33,6 +37,18 @@ class GaussianEmbedding(keras.layers.Layer):
     `tf.IndexedSlices` as `tf.gather`'s; on JAX's CPU a scatter-add kernel
     writes the table-shaped gradient (`keras_gauss.models.GaussianModel`
     hands `SparseAdagrad` the rows instead).
+
+    An id outside `[0, input_dim)` fails the call, or the compiled step as
+    it runs, with one line on every backend: `GaussianEmbedding 'NAME': ids
+    must lie in [0, input_dim=N)` (TensorFlow: the gather's or an
+    assertion's `InvalidArgumentError`; JAX in a jitted step: a host
+    callback taken only on a bad id, or in a training step on CPU the
+    compiled gather at no cost, inside a `jax.errors.JaxRuntimeError` (a
+    `ValueError` where JAX's C++ dispatch ran the step), after which
+    Keras has dropped the model's variable values: reload it; torch and
+    eager JAX: `IndexError`). On JAX the exported function of
+    `model.export` (jax2tf, which cannot serialize that callback) does not
+    fail: an id outside gives NaN rows there, never another row.
 
     Use two layers for separate word and context tables (the paper's corpus
     model) or call one layer on both sides for a shared table (required for
@@ -143,7 +159,7 @@ class GaussianEmbedding(keras.layers.Layer):
             # layer's message: no separate assertions in the step.
             rows = self._kernel_lookups(kernel, ids)
         if rows is None:
-            ids = self._assert_in_range(ids)
+            ids = self._assert_in_range(ids, kernel)
             if keras.backend.backend() == "tensorflow":
                 kernel = None
             rows = (self._lookup(self.means, ids, kernel),
@@ -210,7 +226,10 @@ class GaussianEmbedding(keras.layers.Layer):
         # step the gather (and its gradient, a scatter-add into the table's
         # shape) runs the compiled kernel where there is one: XLA's own
         # gathers and scatters on CPU cost more than the rest of the step.
-        take = None if kernel is None else kernel.lookup
+        # The kernel fails the step on an id outside the table with this
+        # layer's message (as TensorFlow's; `_assert_in_range` leaves it to it).
+        take = None if kernel is None else functools.partial(
+            kernel.lookup, message=self._range_message())
         lookups = active_row_lookups()
         if lookups is not None:
             rows = lookups.lookup(table, ids, take)
@@ -244,19 +263,35 @@ class GaussianEmbedding(keras.layers.Layer):
         return (f"{self.__class__.__name__} '{self.name}': ids must lie in "
                 f"[0, input_dim={self.input_dim})")
 
-    def _assert_in_range(self, ids):
+    def _raise_out_of_range(self):
+        raise IndexError(self._range_message())
+
+    def _assert_in_range(self, ids, kernel=None):
         """`ids`, on TensorFlow behind assertions of their range; on JAX
-        checked where they are values (an eager call), not inside a compiled
-        step, where XLA reads an id past the table as a NaN row."""
+        checked at once where they are values (an eager call), and inside a
+        compiled step when it runs: by the `kernel`'s gather where it reads
+        both tables (a training step on CPU), else by `checked_in_jax_step`
+        (a host callback taken only on a bad id); while jax2tf converts the
+        layer for `model.export`, ids outside read NaN rows instead."""
         if keras.backend.backend() == "jax":
             import jax
+            from jax import numpy as jnp
 
-            try:
-                values = np.asarray(ids)
-            except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-                return ids
+            if isinstance(ids, jax.core.Tracer):
+                if kernel is not None and all(kernel.gathers(table.value)
+                                              for table in (self.means, self.variances)):
+                    return ids  # the kernel's gather checks them, with this layer's message
+                ids = jnp.asarray(ids)
+                outside = (ids < 0) | (ids >= self.input_dim)
+                if tracing_for_tensorflow():
+                    # jax2tf cannot serialize the check's callback: an id
+                    # outside reads a NaN row (`jnp.take` fills), never
+                    # another row (-1 would read the last).
+                    return jnp.where(outside, self.input_dim, ids)
+                return checked_in_jax_step(ids, jnp.any(outside), self._raise_out_of_range)
+            values = np.asarray(ids)
             if values.size and (values.min() < 0 or values.max() >= self.input_dim):
-                raise IndexError(self._range_message())
+                self._raise_out_of_range()
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 

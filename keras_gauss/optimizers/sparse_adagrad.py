@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_gauss import kernels
 from keras_gauss.checks import check_number
+from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import is_number
 from keras_gauss.constraints.norm_clip import NormClip
 from keras_gauss.constraints.variance_clip import VarianceClip
@@ -343,9 +344,7 @@ def checked_learning_rate(rate, step):
             return rate
         rate, step = jnp.asarray(rate), jnp.asarray(keras.ops.convert_to_tensor(step))
         ok = jnp.isfinite(rate) & (rate >= 0)
-        jax.lax.cond(ok, lambda: None,
-                     lambda: jax.debug.callback(_raise_bad_rate, rate, step))
-        return rate
+        return checked_in_jax_step(rate, ~ok, _raise_bad_rate, rate, step)
     if backend == "torch":  # eager: the value is at hand
         value = float(rate)
         if not (math.isfinite(value) and value >= 0):

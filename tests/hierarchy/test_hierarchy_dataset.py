@@ -98,3 +98,43 @@ def test_dataset_drop_remainder_and_bad_input(mammal):
     assert sizes == [1000] * 6 and ds.cardinality().numpy() == 6
     with pytest.raises(ValueError):
         make_dataset(np.zeros((0, 2), np.int32))
+
+
+def _batches(batches):
+    """`[(x, y)]` of NumPy arrays, from `tf.data` or an `EdgeBatches`."""
+    if hasattr(batches, "as_numpy_iterator"):
+        return list(batches.as_numpy_iterator())
+    return [batches[i] for i in range(len(batches))]
+
+
+def _assert_same(a, b):
+    assert len(a) == len(b) > 0
+    for (xa, ya), (xb, yb) in zip(a, b):
+        assert xa.keys() == xb.keys()
+        for key in xa:
+            assert xa[key].dtype == xb[key].dtype and np.array_equal(xa[key], xb[key]), key
+        assert ya.dtype == yb.dtype and np.array_equal(ya, yb)
+
+
+@pytest.mark.parametrize("options", [
+    {"negatives": 3, "reversed_negatives": True},
+    {"negatives": 2, "sibling_negatives": 0.5, "drop_remainder": True},
+    {"corrupt": "general", "shuffle": False}])
+def test_edge_batches_are_the_tf_data_batches_of_the_epoch(mammal, options):
+    """`EdgeBatches` (no TensorFlow: JAX, torch) serves pass `epoch` of
+    `make_dataset` (`tf.data`), batch for batch; `skip` as `tf.data`'s."""
+    from keras_gauss.hierarchy.dataset import EdgeBatches
+    from keras_gauss.hierarchy.dataset import epoch_batches
+
+    split = mammal.edges[::3]
+    common = dict(known=mammal, batch_size=700, seed=5, **options)
+    on_tf = make_dataset(split, first_pass=3, **common)
+    third, fourth = _batches(on_tf), _batches(on_tf)  # passes 3 and 4
+    neutral = EdgeBatches(split, epoch=3, **common)
+    _assert_same(_batches(neutral), third)
+    _assert_same(_batches(neutral), third)  # read again: the same
+    _assert_same(_batches(EdgeBatches(split, epoch=4, **common)), fourth)
+    _assert_same(_batches(neutral.skip(2)), _batches(make_dataset(split, first_pass=3,
+                                                                   **common).skip(2)))
+    assert type(epoch_batches(split, 3, **common)) is type(on_tf)  # on TensorFlow: tf.data
+    assert isinstance(epoch_batches(split, 3, tf_data=False, **common), EdgeBatches)

@@ -68,5 +68,36 @@ def test_kl_runs_start_from_the_tree_and_containment_from_uniform():
     assert np.array_equal(table.means, means) and np.array_equal(table.variances, variances)
     boxes = pair_table(WordNetConfig(dim=8, energy="containment").resolved(), 7, 1, INDEX)
     assert (boxes.variances == 1.0).all() and np.abs(boxes.means).max() <= 0.05
-    with pytest.raises(ValueError, match="--init must be one of uniform, tree, got 'ring'"):
+    with pytest.raises(ValueError, match="--init must be one of uniform, tree, tree-size, got 'ring'"):
         WordNetConfig(init="ring").validate()
+
+
+def test_tree_size_makes_the_node_with_more_below_it_the_broader_one_at_one_depth():
+    # 1 and 2 are at depth 1 and 6 too; 1 and 2 have 3 and 4 below them, 6 nothing.
+    _, depth_only = start()
+    _, sized = start(size_weight=0.25)
+    d, s = depth_only[:, 0], sized[:, 0]
+    assert d[1] == d[6] and s[1] > s[6]  # equal by depth, apart by what lies below
+    for child, parent in LINKS:  # still nested along every link
+        assert s[child] < s[parent]
+    np.testing.assert_allclose(s[[0, 4, 6]], [4.0, 0.01, 0.2], rtol=1e-5)  # level 1, 0, 0.75 * 2 / 3
+    assert np.array_equal(start(size_weight=0.0)[1], depth_only)  # 0: today's start, bit for bit
+    with pytest.raises(ValueError, match=r"size_weight must lie in \[0, 1\], got 1.5"):
+        start(size_weight=1.5)
+
+
+def test_init_tree_size_starts_from_the_sized_tree():
+    from keras_gauss.hierarchy.initialization import SIZE_WEIGHT
+    from keras_gauss.hierarchy.native_training import pair_table
+    from keras_gauss.hierarchy.train import WordNetConfig
+
+    config = WordNetConfig(dim=8, seed=3, init="tree-size").resolved()
+    config.validate()
+    table = pair_table(config, 7, total_steps=1, index=INDEX)
+    means, variances = tree_initialization(INDEX, 8, min_variance=config.min_variance,
+                                           max_variance=config.max_variance,
+                                           max_norm=config.max_norm, seed=3,
+                                           size_weight=SIZE_WEIGHT)
+    assert np.array_equal(table.means, means) and np.array_equal(table.variances, variances)
+    assert not np.array_equal(table.variances, pair_table(WordNetConfig(dim=8, seed=3).resolved(),
+                                                          7, 1, INDEX).variances)

@@ -1,19 +1,16 @@
 """The unit tests of the layers, losses, constraints, energies and
 `SparseAdagrad` pass on JAX and torch too, not only on TensorFlow.
 
-One child Python per backend (`KERAS_BACKEND=jax` or `torch`) runs the test
-files of `FILES` with pytest; this test passes when the child's do, and
-shows the child's failures and skips otherwise. Tests that only make sense
-on TensorFlow skip there with their reason
-(`backends.only_on_tensorflow`). Files whose own children already run on
-JAX (`NOT_ON`) are not run again there. torch skips where it is not
-installed (`.ci/run` installs its CPU wheel).
+`unit_tests` runs the test files of `FILES` with pytest inside the child
+Python of each backend (`KERAS_BACKEND=jax` or `torch`: the `unit_tests`
+job of `child_jobs.py`); this test passes when they do, and shows the
+child's failures and skips otherwise. Tests that only make sense on
+TensorFlow skip there with their reason (`backends.only_on_tensorflow`).
+Files whose own jobs already run on JAX (`NOT_ON`) are not run again there.
+torch skips where it is not installed (`.ci/run` installs its CPU wheel).
 """
 
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,21 +22,53 @@ FILES = sorted(str(path.relative_to(ROOT)) for folder in
                for path in (HERE / folder).glob("test_*.py")) + [
     "tests/keras_gauss/callbacks/test_project_constraints.py"]
 # The sampler's JAX batch is compared with TensorFlow's, bit for bit, by its
-# own JAX child (test_tensorflow_and_jax_draw_the_same_batch).
+# own JAX job (test_tensorflow_and_jax_draw_the_same_batch).
 NOT_ON = {"jax": {"tests/keras_gauss/layers/test_skipgram_sampler.py"}}
 
 
+class _Outcomes:
+    """A pytest plugin that keeps each test's outcome (`summary()`)."""
+
+    def __init__(self):
+        self.passed, self.failed, self.skipped = 0, [], []
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.failed.append(f"{report.nodeid} (collecting):\n{report.longreprtext[-2000:]}")
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failed.append(f"{report.nodeid} ({report.when}):\n{report.longreprtext[-2000:]}")
+        elif report.skipped:
+            self.skipped.append(f"{report.nodeid}: {report.longrepr[-1]}")
+        elif report.when == "call":
+            self.passed += 1
+
+    def summary(self):
+        return {"passed": self.passed, "failed": self.failed, "skipped": self.skipped}
+
+
+def unit_tests():
+    """Runs `FILES` (less this backend's `NOT_ON`) with pytest in this process,
+    on its Keras backend; returns pytest's exit code and the outcomes."""
+    import keras
+
+    import keras_gauss  # noqa: F401 - the package, not the namespace `tests/keras_gauss`
+    #                     that pytest's `sys.path` entry `tests/` would give a fresh import
+    backend = keras.backend.backend()
+    files = [str(ROOT / f) for f in FILES if f not in NOT_ON.get(backend, ())]
+    outcomes = _Outcomes()
+    code = pytest.main(["-o", "addopts=", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                        "--rootdir", str(ROOT), "-W", "ignore::UserWarning", *files],
+                       plugins=[outcomes])
+    return {"code": int(code), **outcomes.summary()}
+
+
 @pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_the_unit_tests_pass_on(backend):
+def test_the_unit_tests_pass_on(backend, request):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed")
-    files = [f for f in FILES if f not in NOT_ON.get(backend, ())]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:xdist", "-p", "no:cacheprovider",
-         "-q", "-rfEs", "--durations=5", "-W", "ignore::UserWarning", *files],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    report = (done.stdout + done.stderr)[-6000:]
-    assert done.returncode == 0, f"KERAS_BACKEND={backend}:\n{report}"
-    assert " passed" in done.stdout and " failed" not in done.stdout, report
+    _, result = request.getfixturevalue(f"{backend}_job")("unit_tests")
+    report = "\n".join([*result["failed"], *result["skipped"]])[-6000:]
+    assert result["code"] == 0 and not result["failed"], f"KERAS_BACKEND={backend}:\n{report}"
+    assert result["passed"] > 0, report

@@ -574,20 +574,11 @@ def test_hierarchy_processes_train_their_own_edges(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def two_devices(tmp_path_factory):
-    """One JAX child on 2 forced host devices (`model_parallel_run.py`): the
-    corpus model with ModelParallel, and `train_hierarchy` with DataParallel,
-    each beside its one-device run."""
-    pytest.importorskip("jax")
-    tmp = tmp_path_factory.mktemp("two_devices")
-    # A root, 16 children, one grandchild each: 16 + 2 * 16 = 48 closure edges.
-    lines = [f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
-    (tmp / "edges.tsv").write_text("\n".join(lines) + "\n")
-    done = subprocess.run([sys.executable, str(HERE / "model_parallel_run.py"),
-                           str(tmp / "out.npz"), str(tmp / "edges.tsv"), str(tmp / "runs")],
-                          env=jax_env(2), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return np.load(tmp / "out.npz")
+def two_devices(jax_job):
+    """The tests' JAX child on 2 forced host devices (its `model_parallel` job,
+    `model_parallel_run.py`): the corpus model with ModelParallel, and
+    `train_hierarchy` with DataParallel, each beside its one-device run."""
+    return np.load(jax_job("model_parallel")[0] / "out.npz")
 
 
 def test_model_parallel_splits_the_tables_by_rows_and_matches_one_device(two_devices):

@@ -409,7 +409,8 @@ def check_the_kernels_refuse_shapes_that_do_not_pair_up():
 
 def check_the_gather_kernel_names_an_id_outside_the_table():
     """An id outside the table, called past the Python wrapper's checks, is an
-    error naming it, never a read outside the table (int32 and int64 ids)."""
+    error naming it, never a read outside the table (int32 and int64 ids); on
+    JAX it starts with the caller's `message` (the layer's line)."""
     kernels.get()  # builds and registers the library
     table = np.ones((5, 2), "float32")
     for dtype in ("int32", "int64"):
@@ -425,9 +426,11 @@ def check_the_gather_kernel_names_an_id_outside_the_table():
                 import jax
 
                 jax.block_until_ready(jax.ffi.ffi_call(
-                    "keras_gauss_gather", jax.ShapeDtypeStruct((3, 2), np.float32))(table, ids))
+                    "keras_gauss_gather", jax.ShapeDtypeStruct((3, 2), np.float32))(
+                        table, ids, message="the layer's line"))
         except Exception as error:  # noqa: BLE001 - TensorFlow's or XLA's error type
             assert "id 7" in str(error) and "outside [0, 5)" in str(error), str(error)[-500:]
+            assert BACKEND == "tensorflow" or "the layer's line (" in str(error), str(error)
         else:
             raise AssertionError(f"{dtype} id 7 of a 5-row table was accepted")
 

@@ -1,9 +1,10 @@
+import re
+
 import keras
 import numpy as np
 import pytest
 from backends import BACKEND
 from backends import gradients
-from backends import only_on_tensorflow
 from layer_test_case import run_layer_test
 
 from keras_gauss import GaussianEmbedding
@@ -114,24 +115,77 @@ def test_out_of_range_ids_eager(bad_id):
         layer(np.array([1, bad_id]))
 
 
-@only_on_tensorflow("a tf.function and a graph-mode predict")
+def _compiled(fn):
+    """`fn` compiled as the backend compiles a step (torch: as it is)."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return fn
+
+
+def _in_step_error():
+    """What an id outside the table raises inside a compiled step."""
+    if BACKEND == "jax":
+        import jax
+
+        # around the layer's IndexError (a ValueError from JAX's C++ dispatch)
+        return (jax.errors.JaxRuntimeError, ValueError)
+    return _out_of_range_error()
+
+
 @pytest.mark.parametrize("bad_id", [-1, 10])
-def test_out_of_range_ids_in_graph(bad_id):
+def test_out_of_range_ids_in_compiled_steps(bad_id):
+    """A compiled call, `predict` and `fit` (jitted on JAX, graphs on
+    TensorFlow) fail on an id outside the table with the layer's one line,
+    never a NaN row (an id past the table) or the last row (-1)."""
+    # (TensorFlow's graph assertions print the quotes as \')
+    line = re.escape("GaussianEmbedding 'words': ids must lie in [0, input_dim=10)").replace(
+        "'", r"\\?'")
+    ids = np.array([[1, 9]] * 7 + [[1, bad_id]], "int32")
+
+    def model():  # a fresh one each time: Keras on JAX drops a failed step's values
+        keras.backend.clear_session()
+        layer = GaussianEmbedding(10, 4, name="words")
+        inputs = keras.Input((2,), dtype="int32")
+        out = keras.Model(inputs, keras.ops.sum(layer(inputs)[0], axis=-1))
+        out.compile("sgd", "mse")
+        return out, layer
+
+    _, layer = model()
+    lookup = _compiled(lambda x: layer(x)[0])
+    np.testing.assert_array_equal(_numpy(lookup(ids[:1])), layer.means.numpy()[[[1, 9]]])
+    with pytest.raises(_in_step_error(), match=line):
+        _numpy(lookup(ids[-1:]))
+    with pytest.raises(_in_step_error(), match=line):
+        model()[0].predict(ids, batch_size=4, verbose=0)
+    with pytest.raises(_in_step_error(), match=line):
+        model()[0].fit(ids, np.zeros((8, 2), "float32"), batch_size=4, verbose=0)
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "
+                    "range check's host callback (TensorFlow exports its assertions)")
+def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):
+    """`model.export` converts the layer with jax2tf, which cannot serialize
+    the check's callback: the export works and an id outside the table
+    (past it, or -1) reads a NaN row there, never another row."""
     import tensorflow as tf
 
-    layer = GaussianEmbedding(10, 4)
-    layer(np.array([0]))
-    lookup = tf.function(lambda ids: layer(ids)[0])
-    np.testing.assert_array_equal(
-        lookup(tf.constant([1, 9])).numpy(), layer.means.numpy()[[1, 9]]
-    )
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_dim=10"):
-        lookup(tf.constant([1, bad_id]))
-
-    ids = keras.Input((2,), dtype="int32")
-    model = keras.Model(ids, layer(ids)[0])
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"input_dim=10"):
-        model.predict(np.array([[1, bad_id]]), verbose=0)
+    layer = GaussianEmbedding(10, 4, name="words")
+    inputs = keras.Input((2,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs)[0])
+    model.export(str(tmp_path / "served"), format="tf_saved_model", verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    means = layer.means.numpy()
+    np.testing.assert_array_equal(served.serve(tf.constant([[1, 9]])).numpy()[0],
+                                  means[[1, 9]])
+    rows = served.serve(tf.constant([[1, 10], [-1, 3]])).numpy()
+    np.testing.assert_array_equal(rows[[0, 1], [0, 1]], means[[1, 3]])
+    assert np.isnan(rows[[0, 1], [1, 0]]).all()
 
 
 def test_int64_and_small_int_ids():

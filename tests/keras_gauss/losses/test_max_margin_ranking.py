@@ -1,3 +1,5 @@
+import importlib
+
 import keras
 import numpy as np
 import pytest
@@ -101,3 +103,37 @@ def test_float16_input_gives_float32():
     loss = MaxMarginRanking()(y_true, y_pred)
     assert keras.backend.standardize_dtype(loss.dtype) == "float32"
     assert float(loss) == pytest.approx(0.5)
+
+
+def _values_and_gradients(y_true, y_pred):
+    """Per-example losses and the gradient of their sum with respect to `y_pred`."""
+    if keras.backend.backend() != "tensorflow":
+        return _per_example(y_true, y_pred), None
+    import tensorflow as tf
+
+    y_pred = tf.constant(y_pred)
+    with tf.GradientTape() as tape:
+        tape.watch(y_pred)
+        losses = max_margin_ranking(tf.constant(y_true), y_pred)
+        total = tf.reduce_sum(losses)
+    return losses.numpy(), tape.gradient(total, y_pred).numpy()
+
+
+@pytest.mark.parametrize("shape", [(64, 2), (64, 6), (8, 5, 3)])
+def test_the_pair_matrix_gives_the_broadcasts_losses_and_gradients(monkeypatch, shape):
+    # On TensorFlow's CPU the differences come from one matmul
+    # (`pair_differences`); the broadcast formula is the reference.
+    module = importlib.import_module("keras_gauss.losses.max_margin_ranking")
+
+    rng = np.random.default_rng(0)
+    y_pred = rng.normal(size=shape).astype("float32")
+    y_true = rng.integers(0, 3, size=shape).astype("float32")
+    if keras.backend.backend() == "tensorflow":
+        assert module.pair_differences(shape[-1]) is not None
+    fast = _values_and_gradients(y_true, y_pred)
+    monkeypatch.setattr(module, "pair_differences", lambda list_size: None)
+    reference = _values_and_gradients(y_true, y_pred)
+    np.testing.assert_allclose(fast[0], reference[0], rtol=1e-6, atol=1e-6)
+    if fast[1] is not None:
+        np.testing.assert_allclose(fast[1], reference[1], rtol=1e-6, atol=1e-6)
+    assert np.any(fast[0] > 0)

@@ -2,16 +2,15 @@
 `model.fit` to the tables TensorFlow trains, the tables' gradients are sparse rows
 (`GaussianModel`'s train step), and the saved models load on TensorFlow.
 
-One child Python on torch (`torch_run.py`) trains the three models of
-`torch_run.MODELS` from start weights this process writes; this process
-trains the same models from the same weights on TensorFlow and compares.
+The torch child of the tests (`torch_job`: its `torch_models` job runs
+`torch_run.py`) trains the three models of `torch_run.MODELS` from start
+weights this process writes; this process trains the same models from the
+same weights on TensorFlow and compares.
 Skipped where torch is not installed (`pip install torch`, the CPU wheel
 is enough).
 """
 
 import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,22 +26,11 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(torch_job):
     import torch_run
 
-    out = tmp_path_factory.mktemp("torch")
-    keras.utils.set_random_seed(0)
-    on_tensorflow = {}
-    for name, build in torch_run.MODELS.items():
-        np.savez(out / f"{name}.start.npz",
-                 **{f"w{i}": w for i, w in enumerate(build().get_weights())})
-    env = dict(os.environ, KERAS_BACKEND="torch", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    for name in torch_run.MODELS:
-        on_tensorflow[name] = torch_run.train(name, str(out))[1]
-    return out, on_tensorflow
+    out, _ = torch_job("torch_models")
+    return out, {name: torch_run.train(name, str(out))[1] for name in torch_run.MODELS}
 
 
 @pytest.mark.parametrize("name", ["el", "kl", "containment"])

@@ -1,8 +1,9 @@
-"""Runs several JAX jobs of the tests in one Python: JAX, Keras and
-TensorFlow start once for all of them (`conftest.py`'s `jax_scripts`).
+"""Runs the tests' jobs on one Keras backend in one child Python: the
+backend, Keras and TensorFlow start once for all of them (`conftest.py`'s
+`child_jobs`), one child for JAX and one for torch.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
-        python jax_jobs.py JOBS.json STATUS.json
+        python child_jobs.py JOBS.json STATUS.json
 
 JOBS.json is a list of `[name, target, args, env]`, run in that order. A
 target `FILE.py` runs as `python FILE.py args...` would (`runpy`, as
@@ -24,16 +25,28 @@ import sys
 import traceback
 from pathlib import Path
 
-# Test file (under tests/keras_gauss) -> its job (`conftest.py`'s `_jax_job`
-# makes it); `tests/conftest.py` keeps these files one unit of work.
-JAX_JOBS = {
-    "models/test_fusion_barrier.py": "lowered",
-    "models/test_backend_interop.py": "interop",
-    "models/test_data_parallel.py": "data_parallel",
-    "layers/test_skipgram_sampler.py": "sampler",
-    "optimizers/test_sparse_adagrad.py": "schedules",
-    "kernels/test_kernels.py": "kernels",
-    "models/test_gaussian_model.py": "training",  # last: it patches SparseAdagrad
+# Backend -> {the tests (a file or test id under tests/keras_gauss) -> their
+# job (`conftest.py`'s `_job` makes it)}, run in this order; `tests/conftest.py`
+# keeps each backend's tests one unit of work, so its child starts once.
+CHILD_JOBS = {
+    "jax": {
+        # first: before any job imports TensorFlow (it hides TensorFlow anyway)
+        "test_hierarchy_without_tensorflow.py": "without_tensorflow",
+        "models/test_fusion_barrier.py": "lowered",
+        "models/test_backend_interop.py": "interop",
+        "models/test_data_parallel.py": "data_parallel",
+        "test_distribution.py::test_model_parallel": "model_parallel",
+        "test_distribution.py::test_hierarchy_data_parallel": "model_parallel",
+        "layers/test_skipgram_sampler.py": "sampler",
+        "optimizers/test_sparse_adagrad.py": "schedules",
+        "kernels/test_kernels.py": "kernels",
+        "test_backends.py::test_the_unit_tests_pass_on[jax]": "unit_tests",
+        "models/test_gaussian_model.py": "training",  # last: it patches SparseAdagrad
+    },
+    "torch": {
+        "models/test_torch_backend.py": "torch_models",
+        "test_backends.py::test_the_unit_tests_pass_on[torch]": "unit_tests",
+    },
 }
 
 

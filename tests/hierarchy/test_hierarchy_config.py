@@ -1,0 +1,109 @@
+"""The defaults a `WordNetConfig` resolves to (`WordNetConfig.resolved`):
+KL on the reduction split takes its own (`SPLIT_DEFAULTS`, setting B of
+research/reduction_kl.md), a setting given wins, every other split and
+energy resolves as before they existed, and a checkpoint of those concrete
+values still resumes."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from keras_gauss.checkpoint import CheckpointError
+from keras_gauss.checkpoint import load_for_resume
+from keras_gauss.checkpoint import write_checkpoint
+from keras_gauss.cli import build_parser
+from keras_gauss.hierarchy.config import GPU_SETTINGS
+from keras_gauss.hierarchy.config import WordNetConfig
+from keras_gauss.hierarchy.train import RESUME_DEFAULTS
+from keras_gauss.hierarchy.train import checkpoint_settings
+
+FIELDS = ("init", "max_variance", "learning_rate", "generality", "epochs", "patience")
+SETTING_B = ("tree-size", 50.0, 0.003, 0.3, 3, 5)
+
+
+def _resolved(**fields):
+    config = WordNetConfig(**fields).resolved()
+    config.validate()
+    return tuple(getattr(config, name) for name in FIELDS)
+
+
+def _command(*flags):
+    """The config `keras-gauss train-wordnet` builds from these flags on a
+    CPU (the settings a GPU would fill in, `device_settings`, left to
+    `WordNetConfig`'s defaults)."""
+    args = build_parser().parse_args(["train-wordnet", "--out", "x", *flags])
+    names = {f.name for f in dataclasses.fields(WordNetConfig)}
+    return WordNetConfig(**{k: v for k, v in vars(args).items()
+                            if k in names and not (k in GPU_SETTINGS and v is None)})
+
+
+def test_kl_on_the_reduction_split_defaults_to_setting_b():
+    assert _resolved(split="reduction") == SETTING_B
+    assert _resolved(split="reduction", energy="kl", edges="taxonomy.tsv") == SETTING_B
+    config = _command("--split", "reduction").resolved()
+    config.validate()
+    assert tuple(getattr(config, name) for name in FIELDS) == SETTING_B
+    assert (config.energy, config.loss, config.threshold, config.margin, config.negatives,
+            config.reversed_negatives, config.max_norm, config.min_variance) == (
+        "kl", "threshold", 20.0, 20.0, 10, True, 10.0, 0.01)  # KL's own, unchanged
+
+
+@pytest.mark.parametrize("flag, field, value", [
+    ("--learning-rate", "learning_rate", 0.3), ("--max-variance", "max_variance", 5.0),
+    ("--generality", "generality", 0.0), ("--init", "init", "tree"), ("--epochs", "epochs", 20)])
+def test_a_setting_given_wins_over_the_split_default(flag, field, value):
+    config = _command("--split", "reduction", flag, str(value)).resolved()
+    assert getattr(config, field) == value  # the value of today's other splits, given
+    others = [name for name in FIELDS if name not in (field, "patience")]
+    assert [getattr(config, name) for name in others] == [
+        b for name, b in zip(FIELDS, SETTING_B) if name in others]
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({}, ("tree", 5.0, 0.3, 0.0, 10, 0)),
+    ({"split": "closure", "energy": "containment"}, ("uniform", 5.0, 0.3, 0.0, 10, 0)),
+    ({"split": "reduction", "energy": "containment"}, ("uniform", 5.0, 0.3, 0.0, 20, 5)),
+    ({"split": "reduction", "val_size": 0, "test_size": 0}, ("tree", 5.0, 0.3, 0.0, 10, 0)),
+    ({"split": "ganea", "non_basic_percent": 10}, ("tree", 5.0, 0.3, 0.0, 200, 20)),
+    ({"split": "ganea", "non_basic_percent": 10, "energy": "containment"},
+     ("uniform", 5.0, 0.3, 0.0, 200, 20)),
+    ({"train_edges": "t", "val_edges": "v", "test_edges": "e"}, ("tree", 5.0, 0.3, 0.0, 200, 20)),
+])
+def test_other_splits_and_containment_resolve_as_before(fields, expected):
+    assert _resolved(**fields) == expected
+    config = WordNetConfig(**fields).resolved()
+    assert config == config.resolved()  # resolving twice changes nothing
+
+
+def test_containment_on_the_reduction_split_takes_no_generality_term():
+    config = _command("--split", "reduction", "--energy", "containment").resolved()
+    config.validate()
+    assert config.generality == 0.0
+    with pytest.raises(ValueError, match="generality"):  # given, it is refused as before
+        WordNetConfig(split="reduction", energy="containment", generality=0.3).validate()
+
+
+def _old_checkpoint(out, **changed):
+    """A checkpoint whose settings hold the concrete values that
+    `WordNetConfig()` had as defaults before they were `None`."""
+    old = {**dataclasses.asdict(WordNetConfig().resolved()), "learning_rate": 0.3,
+           "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0, **changed}
+    old.pop("generality")
+    write_checkpoint(out, {"format": 2, "kind": "hierarchy", "settings": old},
+                     {"table/0": np.zeros(1)})
+
+
+def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
+    _old_checkpoint(tmp_path)
+    load_for_resume(tmp_path, "hierarchy", checkpoint_settings(WordNetConfig().resolved()),
+                    RESUME_DEFAULTS)
+    # an old reduction run trained with those values: resumed when they are given
+    _old_checkpoint(tmp_path, split="reduction", epochs=20, patience=5)
+    given = WordNetConfig(split="reduction", init="tree", max_variance=5.0, learning_rate=0.3,
+                          epochs=20).resolved()
+    load_for_resume(tmp_path, "hierarchy", checkpoint_settings(given), RESUME_DEFAULTS)
+    with pytest.raises(CheckpointError, match="started with --epochs 20, this command has 3"):
+        load_for_resume(tmp_path, "hierarchy",
+                        checkpoint_settings(WordNetConfig(split="reduction").resolved()),
+                        RESUME_DEFAULTS)

@@ -58,7 +58,6 @@ Example: a toy engine whose training adds 0.1 to every mean of one table.
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import time
@@ -280,7 +279,7 @@ def jax_gpu():
     return device.device_kind if device.platform == "gpu" else None
 
 
-def device_settings(args, settings, defaults, gpu=None, needs=()):
+def device_settings(args, settings, defaults, gpu=None):
     """Fills in a command's settings left unset (None in `args`): on a GPU
     (`jax_gpu`, or `gpu`, its name) with `settings` (`{field: value}`, the
     keras engine first) unless `--engine native` or a `--distribution` was
@@ -295,10 +294,6 @@ def device_settings(args, settings, defaults, gpu=None, needs=()):
             `keras_gauss.hierarchy.config.GPU_SETTINGS`).
         defaults: the CPU's values: an object with those fields.
         gpu: the GPU's name, or None to ask `jax_gpu`.
-        needs: modules the GPU's engine imports beyond JAX and Keras
-            (none today: the hierarchy's keras engine reads its batches
-            without TensorFlow, `keras_gauss.hierarchy.dataset.EdgeBatches`);
-            where one is missing the CPU's values stay and the line says why.
 
     Returns:
         The line that says the GPU is used, or None.
@@ -320,16 +315,9 @@ def device_settings(args, settings, defaults, gpu=None, needs=()):
     if args.engine != "native" and gpu is None and not distributed:
         gpu = jax_gpu()
     use = gpu is not None and args.engine in (None, "keras") and not distributed
-    # (an engine asked for by name is tried, and says itself what it lacks)
-    missing = [name for name in needs if importlib.util.find_spec(name) is None] if (
-        use and args.engine is None) else []
-    use = use and not missing
     for field, value in settings.items():
         if getattr(args, field) is None:
             setattr(args, field, value if use else getattr(defaults, field))
-    if missing:
-        return (f"GPU {gpu}: the keras engine needs {', '.join(missing)}, not installed here; "
-                f"--engine {args.engine} (the C++ trainer on the CPU)")
     if not use:
         return None
     chosen = ", ".join(f"--{field.replace('_', '-')} {getattr(args, field)}" for field in settings)

@@ -329,11 +329,9 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_ones():
 
 def test_on_a_gpu_without_tensorflow_the_hierarchy_takes_the_keras_engine(monkeypatch):
     """Its keras engine reads `EdgeBatches` on JAX (no TensorFlow: trained in
-    `tests/keras_gauss/test_hierarchy_without_tensorflow.py`); an engine
-    that needs a missing module keeps the CPU's and says why."""
+    `tests/keras_gauss/test_hierarchy_without_tensorflow.py`)."""
     import importlib.util
 
-    from keras_gauss import job
     from keras_gauss.hierarchy.cli import device_settings
     from keras_gauss.hierarchy.config import GPU_SETTINGS
 
@@ -344,12 +342,6 @@ def test_on_a_gpu_without_tensorflow_the_hierarchy_takes_the_keras_engine(monkey
     line = device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size) == ("keras", GPU_SETTINGS["batch_size"])
     assert line.startswith("GPU Fake GPU: --engine keras")
-    args = _unset()
-    line = job.device_settings(args, GPU_SETTINGS, WordNetConfig(), "Fake GPU",
-                               needs=("tensorflow",))
-    assert (args.engine, args.batch_size) == ("native", WordNetConfig().batch_size)
-    assert line == ("GPU Fake GPU: the keras engine needs tensorflow, not installed here; "
-                    "--engine native (the C++ trainer on the CPU)")
 
 
 @pytest.mark.parametrize("command", ["train-wordnet", "train-hierarchy"])

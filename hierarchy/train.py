@@ -119,5 +119,13 @@ def checkpoint_settings(config):
     `RESUME_DEFAULTS`): every setting of training, with the values it
     resolved to. The generality term only scores the trained tables, so a
     run may be resumed with another `--generality` (and from a checkpoint
-    written before it)."""
+    written before it).
+
+    Example:
+
+    >>> from keras_gauss.hierarchy.config import WordNetConfig
+    >>> settings = checkpoint_settings(WordNetConfig(split="reduction").resolved())
+    >>> settings["learning_rate"], "generality" in settings
+    (0.003, False)
+    """
     return {k: v for k, v in dataclasses.asdict(config).items() if k != "generality"}

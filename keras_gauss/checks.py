@@ -128,7 +128,13 @@ def checked_in_jax_step(value, bad, raise_error, *args):
 
 def tracing_for_tensorflow():
     """True while a TensorFlow graph is being built (`tf.function`; on JAX:
-    jax2tf converting a step for `model.export`)."""
+    jax2tf converting a step for `model.export`).
+
+    Example:
+
+    >>> tracing_for_tensorflow()  # eager (or TensorFlow not imported)
+    False
+    """
     import sys
 
     tf = sys.modules.get("tensorflow")

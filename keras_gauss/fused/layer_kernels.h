@@ -484,7 +484,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
                      const ParallelFor& parallel_for) {
   const int64_t n = p.n, k = p.k, d = p.d;
   const Side &a = p.a, &b = p.b;
-  const int64_t parts = n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
+  int64_t parts = n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
+  if (getenv("KG_PARTS")) parts = atoi(getenv("KG_PARTS"));
   const int64_t size_a = slots_a.size(), size_b = slots_b.size();
   const int32_t* slot_a = slots_a.slots();
   const int32_t* slot_b = slots_b.slots();
@@ -498,14 +499,25 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
     float* tmp_b = tmp_a + d + a.dv;
     float* junk_a = tmp_b + d + b.dv;
     float* junk_b = junk_a + d + a.dv;
+    constexpr int64_t kAhead = 8;
     for (int64_t row = 0; row < n; ++row) {
       for (int64_t j = 0; j < k; ++j) {
         const int64_t oa = a.Row(row, j), ob = b.Row(row, j);
         const int64_t sa = slot_a[oa], sb = slot_b[ob];
         const bool own_a = sa >= a0 && sa < a1, own_b = sb >= b0 && sb < b1;
         if (!own_a && !own_b) continue;
+        if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
+          const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
+          const int64_t na = slot_a[a.Row(next_row, next_j)];
+          const int64_t nb = slot_b[b.Row(next_row, next_j)];
+          if (na >= a0 && na < a1) PrefetchRow(gma + na * d, d);
+          if (nb >= b0 && nb < b1) PrefetchRow(gmb + nb * d, d);
+        }
         const bool first_a = own_a && slots_a.first(sa) == oa;
         const bool first_b = own_b && slots_b.first(sb) == ob;
+        // A later occurrence is written to `tmp` and added to its row's sum
+        // when complete (not added to the sum pair by pair: the compiler
+        // may fuse s + g * x into one rounding, which would change the sums).
         float* ma_out = !own_a ? junk_a : first_a ? gma + sa * d : tmp_a;
         float* va_out = !own_a ? junk_a + d : first_a ? gva + sa * a.dv : tmp_a + d;
         float* mb_out = !own_b ? junk_b : first_b ? gmb + sb * d : tmp_b;
@@ -535,7 +547,6 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
         } else {
           run(std::false_type{}, std::false_type{});
         }
-        // An occurrence that is not its row's first is added when complete.
         if (own_a && !first_a && (a.k != 1 || j == k - 1)) {
           float* dst = gma + sa * d;
 #pragma omp simd

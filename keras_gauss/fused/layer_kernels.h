@@ -484,8 +484,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
                      const ParallelFor& parallel_for) {
   const int64_t n = p.n, k = p.k, d = p.d;
   const Side &a = p.a, &b = p.b;
-  int64_t parts = n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
-  if (getenv("KG_PARTS")) parts = atoi(getenv("KG_PARTS"));
+  const int64_t parts =
+      n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
   const int64_t size_a = slots_a.size(), size_b = slots_b.size();
   const int32_t* slot_a = slots_a.slots();
   const int32_t* slot_b = slots_b.slots();

@@ -1,5 +1,6 @@
 // Kernels behind the layers' own ops: the EL and KL energies of ELEnergy /
-// KLEnergy and their gradients, SparseAdagrad's row update (sum of repeated
+// KLEnergy and their gradients (per pair's rows, or summed by table row:
+// EnergySlotGrad), SparseAdagrad's row update (sum of repeated
 // ids, AdaGrad, row constraints, in one pass), and on JAX the row gather and
 // scatter-add of GaussianEmbedding. Plain C++ on raw float32 buffers, shared
 // by the TensorFlow ops (layer_ops.cc) and the XLA FFI handlers of the JAX
@@ -510,8 +511,14 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
           const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
           const int64_t na = slot_a[a.Row(next_row, next_j)];
           const int64_t nb = slot_b[b.Row(next_row, next_j)];
-          if (na >= a0 && na < a1) PrefetchRow(gma + na * d, d);
-          if (nb >= b0 && nb < b1) PrefetchRow(gmb + nb * d, d);
+          if (na >= a0 && na < a1) {
+            PrefetchRow(gma + na * d, d);
+            PrefetchRow(gva + na * a.dv, a.dv);
+          }
+          if (nb >= b0 && nb < b1) {
+            PrefetchRow(gmb + nb * d, d);
+            PrefetchRow(gvb + nb * b.dv, b.dv);
+          }
         }
         const bool first_a = own_a && slots_a.first(sa) == oa;
         const bool first_b = own_b && slots_b.first(sb) == ob;

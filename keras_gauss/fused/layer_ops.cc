@@ -1,5 +1,6 @@
 // TensorFlow ops behind the layers' own ops (keras_gauss.kernels): the EL and
-// KL energies with their gradient op, GaussianEmbedding's row gather (its
+// KL energies with their gradient op (and KerasGaussLookupEnergy, the same
+// energies of gathered rows, whose gradient op sums them by table row), GaussianEmbedding's row gather (its
 // gradient, a tf.IndexedSlices, is registered in Python), and SparseAdagrad's
 // row update on the variable and its accumulator in place. The math is in layer_kernels.h,
 // shared with the JAX backend's XLA FFI handlers (jax_ops.cc). Work is split

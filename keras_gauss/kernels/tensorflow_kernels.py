@@ -6,6 +6,17 @@
 variable and its accumulator in place. Each returns None (False) for what
 the ops do not cover (float64, shapes that broadcast another way, a
 `tf.distribute` strategy), and the caller runs the reference code.
+
+When the four inputs of `energy` are rows of `lookup` (as in a train step
+of the README quick start: `GaussianEmbedding` then `ELEnergy` or
+`KLEnergy`), it runs `KerasGaussLookupEnergy` (`lookup_energy`): the same
+energies, whose gradient goes to the tables' unique rows, summed
+(`tf.IndexedSlices` with one row per table row, the sums of the
+per-occurrence rows in the order `KerasGaussSparseAdagrad` adds them: the
+same floats), so the optimizer reads a row per table row, not one per
+occurrence. The rows themselves then get no gradient (a tape asked for the
+gradient of the rows, not of the tables, gets None); `LOOKUP_GRADIENTS =
+False` turns it off.
 """
 
 import tensorflow as tf

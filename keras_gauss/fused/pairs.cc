@@ -469,7 +469,7 @@ void NoNegative(const int32_t* specific, const int32_t* general, int64_t row, ch
 extern "C" {
 
 // The layout version of these entries: Python checks it.
-int kg_pairs_version() { return 1; }
+int kg_pairs_version() { return 2; }
 
 // The epoch's order of `n` training edges (int64 indices into them).
 void kg_pairs_order(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
@@ -493,6 +493,23 @@ int kg_pairs_negatives(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc
     return 1;
   }
   return 0;
+}
+
+// Edge lookups of EdgeIndex (keras_gauss.hierarchy.closure): out[i] = 1 if
+// b[i] is in a[i]'s sorted list (anc[anc_ptr[a]:anc_ptr[a + 1]]), with
+// `either` also if a[i] == b[i] or a[i] is in b[i]'s list; ids outside
+// [0, nodes) have no list.
+void kg_pairs_contains(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
+                       const int64_t* a, const int64_t* b, int64_t m, int either,
+                       uint8_t* out) {
+  auto in = [&](int64_t child, int64_t parent) {
+    if (child < 0 || child >= nodes || parent < 0 || parent >= nodes) return false;
+    return Related::In(anc + anc_ptr[child], anc + anc_ptr[child + 1],
+                       static_cast<int32_t>(parent));
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    out[i] = either ? (a[i] == b[i] || in(a[i], b[i]) || in(b[i], a[i])) : in(a[i], b[i]);
+  }
 }
 
 // One step on a given batch: n positives, (n, k) negatives (flat). The

@@ -40,6 +40,7 @@ _RELATED = [_I64, _P, _P, _P, _P, _P]  # nodes, ancestors, descendants (CSR), fr
 _SIGNATURES = {
     "kg_pairs_version": ([], ctypes.c_int),
     "kg_pairs_order": ([_I64, ctypes.c_uint64, _I64, _P], None),
+    "kg_pairs_contains": ([_I64, _P, _P, _P, _P, _I64, ctypes.c_int, _P], None),
     "kg_pairs_negatives": (_RELATED + [_P, _P, _I64, _I64, ctypes.c_int, ctypes.c_uint64,
                                        _I64, _I64, _P, _P] + _ERROR, ctypes.c_int),
     "kg_pairs_train_batch": ([_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64,
@@ -54,7 +55,7 @@ SCHEDULES = ("constant", "linear", "cosine")
 
 
 def _library():
-    return _build.native_functions("kg_pairs", _SIGNATURES, version=1)
+    return _build.native_functions("kg_pairs", _SIGNATURES, version=2)
 
 
 def _ids(value):
@@ -102,6 +103,33 @@ class RelatedNodes:
         return (self.nodes, self.ancestor_ptr.ctypes.data, self.ancestors.ctypes.data,
                 self.descendant_ptr.ctypes.data, self.descendants.ctypes.data,
                 self.free.ctypes.data)
+
+
+def contains(ancestor_ptr, ancestors, a, b, either=False):
+    """Edge lookups in sorted lists (`EdgeIndex.contains` and `related`):
+    is `b[i]` in `a[i]`'s list `ancestors[ancestor_ptr[a]:ancestor_ptr[a + 1]]`
+    (with `either`: or `a[i] == b[i]`, or `a[i]` in `b[i]`'s list)? Ids
+    outside the lists' nodes have none.
+
+    Returns:
+        A bool array of `a`'s shape (`a` and `b` broadcast).
+
+    Example:
+
+    >>> contains(np.array([0, 0, 1]), np.array([0]), [1, 0, 0], [0, 1, 0]).tolist()
+    [True, False, False]
+    >>> contains(np.array([0, 0, 1]), np.array([0]), [1, 0, 0], [0, 1, 0], either=True).tolist()
+    [True, True, True]
+    """
+    ancestor_ptr = np.ascontiguousarray(ancestor_ptr, np.int64)
+    ancestors = _ids(ancestors)
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    shape, a, b = a.shape, np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
+    out = np.empty(a.shape, np.bool_)
+    _library().kg_pairs_contains(len(ancestor_ptr) - 1, ancestor_ptr.ctypes.data,
+                                 ancestors.ctypes.data, a.ctypes.data, b.ctypes.data, len(a),
+                                 int(bool(either)), out.ctypes.data)
+    return out.reshape(shape)
 
 
 def order(edges, seed, epoch):

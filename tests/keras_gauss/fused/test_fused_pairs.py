@@ -10,6 +10,7 @@ import pytest
 from keras_gauss.fused.native import native_available
 from keras_gauss.fused.pairs import NativePairTable
 from keras_gauss.fused.pairs import RelatedNodes
+from keras_gauss.fused.pairs import contains
 from keras_gauss.fused.pairs import draw_negatives
 from keras_gauss.fused.pairs import order
 
@@ -251,3 +252,16 @@ def test_a_reduction_split_trains_an_epoch_in_bounded_time():
     worker.join(60)
     assert not worker.is_alive(), "an epoch of a 9,845-node reduction split took over a minute"
     assert np.isfinite(result["loss"]) and result["loss"] > 0
+
+
+def test_contains_looks_up_sorted_lists_and_refuses_ids_outside():
+    lists = [[], [0], [0, 1], [5]]  # node 3 lists a node outside the four
+    ptr = np.cumsum([0] + [len(x) for x in lists])
+    flat = np.array([x for row in lists for x in row], np.int32)
+    a = np.array([1, 2, 2, 0, 3, -1, 4, 2, 0])
+    b = np.array([0, 1, 3, 2, 5, 0, 0, 2, 0])
+    assert contains(ptr, flat, a, b).tolist() == [True, True, False, False, False, False,
+                                                  False, False, False]
+    assert contains(ptr, flat, a, b, either=True).tolist() == [True, True, False, True, False,
+                                                               False, False, True, True]
+    assert contains(ptr, flat, [[2], [1]], [0, 1]).tolist() == [[True, True], [True, False]]

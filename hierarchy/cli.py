@@ -212,7 +212,7 @@ def _add_training_flags(train, defaults):
     train.add_argument("--engine", default=None, metavar="{keras,native}",
                        help="native: the C++ trainer, no TensorFlow (default; keras where "
                             "it does not build, with a warning); keras: model.fit with the "
-                            "layers (needed for --sibling-negatives and --distribution; the "
+                            "layers (needed for --distribution; the "
                             "default on a GPU with KERAS_BACKEND=jax, with --batch-size "
                             f"{GPU_SETTINGS['batch_size']} unless given)")
     from keras_gauss.distribution import add_arguments

@@ -123,7 +123,7 @@ class WordNetConfig:
             `"keras"` (`model.fit` with the layers; the commands' default on
             a GPU with `KERAS_BACKEND=jax`, `GPU_SETTINGS`). The same model, steps
             and run files; the native engine draws its own negatives (not
-            NumPy's numbers) and has no `sibling_negatives` or distribution.
+            NumPy's numbers, sibling negatives included) and has no distribution.
         generality: `beta >= 0`, the weight of the generality term in the
             run's energy: "x is-a y" scores `-KL(N_x || N_y) + beta * (log
             det Sigma_y - log det Sigma_x)`, which favours a general side
@@ -239,8 +239,7 @@ class WordNetConfig:
             raise ValueError(f"--sibling-negatives must lie in [0, 1], got {self.sibling_negatives}.")
         if (self.val_size == 0) != (self.test_size == 0):
             raise ValueError("--val-size and --test-size must both be 0 or both > 0.")
-        check_engine(self.engine, {"native": self.sibling_negatives > 0 and (
-            "draws no sibling negatives (--sibling-negatives)")})
+        check_engine(self.engine)
 
     def _validate_split(self):
         given = [self.train_edges, self.val_edges, self.test_edges]

@@ -202,7 +202,8 @@ def _add_training_flags(train, defaults):
     train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "
-                            "sibling of it in the training closure (hard negatives; default: 0)")
+                            "sibling of it in the training closure (hard negatives; default: "
+                            f"0{by_split('sibling_negatives')})")
     train.add_argument("--generality", type=float, default=defaults.generality, metavar="BETA",
                        help="--energy kl: weight of the generality term: 'x is-a y' scores "
                             "-KL(N_x || N_y) + "

@@ -7,11 +7,13 @@ machine load):
 
 - `train_wordnet` with the `keras-gauss train-wordnet` defaults (the full
   noun closure, 82,115 nodes, 735,241 training edges, 50-d diagonal,
-  containment, 10 negatives, batch 1024) for one epoch, with
+  KL, 10 negatives and reversed edges, batch 1024) for one epoch, with
   `--engine native` (the C++ pair trainer: one thread trains, a second
   draws the next step's negatives) and with
   `--engine keras` (`model.fit`): the run's `train_seconds` (the epoch and
-  its validation score, without reading WordNet, evaluating or writing);
+  its validation score, without reading WordNet, evaluating or writing),
+  and the keras engine again with the negatives' edge lookups in NumPy
+  instead of the native library (`closure.NATIVE_LOOKUPS`);
 - one epoch of gensim's skip-gram on news2017 (2.0 M tokens,
   `../shared/data/corpus`) with the settings of `corpus_end_to_end.py`
   (50-d, window 5, one negative, no subsampling, min_count 5, 2 workers):
@@ -38,8 +40,11 @@ CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
 HIERARCHY = r"""
 import json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from keras_gauss.hierarchy import closure
 from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
-config = WordNetConfig(epochs=1, engine=sys.argv[1], reconstruction_nodes=200)
+if sys.argv[1] == "keras-numpy":  # the negatives' lookups without the native library
+    closure.NATIVE_LOOKUPS = 1 << 62
+config = WordNetConfig(epochs=1, engine=sys.argv[1].split("-")[0], reconstruction_nodes=200)
 metrics = train_wordnet(config, sys.argv[2], overwrite=True, verbose=0, checkpoint_every=0)
 print("RESULT " + json.dumps({"seconds": metrics["train_seconds"],
                               "test_accuracy": metrics["test_accuracy"]}))
@@ -90,6 +95,7 @@ def main(argv=None):
         commands = {
             "native": [python, "-c", HIERARCHY, "native", str(Path(tmp) / "native")],
             "keras": [python, "-c", HIERARCHY, "keras", str(Path(tmp) / "keras")],
+            "keras-numpy": [python, "-c", HIERARCHY, "keras-numpy", str(Path(tmp) / "keras")],
             "gensim": [python, "-c", GENSIM, args.corpus, str(args.workers)],
         }
         run(commands["native"][:3] + ["native", str(Path(tmp) / "warm")])  # builds the library
@@ -97,7 +103,7 @@ def main(argv=None):
             for name, command in commands.items():
                 record = run(command)
                 rows.append((name, record))
-                print(f"  repeat {repeat + 1}: {name:<7} {record['seconds']:6.2f} s "
+                print(f"  repeat {repeat + 1}: {name:<11} {record['seconds']:6.2f} s "
                       f"(process {record['cpu']:.1f} CPU-s)"
                       + (f", test accuracy {record['test_accuracy']:.4f}"
                          if "test_accuracy" in record else "") + f"; {load_average()}",
@@ -106,11 +112,13 @@ def main(argv=None):
     print(f"\none epoch, best of {args.repeats}:")
     labels = {"native": "train-wordnet epoch, --engine native",
               "keras": "train-wordnet epoch, --engine keras",
+              "keras-numpy": "  the same, negatives' lookups in NumPy",
               "gensim": f"gensim skip-gram epoch of news2017 ({args.workers} workers)"}
     for name, seconds in best.items():
         print(f"  {labels[name]:<52} {seconds:7.2f} s")
     print(f"native / gensim {best['native'] / best['gensim']:.2f} (target <= 1), "
-          f"native / keras {best['native'] / best['keras']:.2f}; {load_average()}")
+          f"native / keras {best['native'] / best['keras']:.2f}, keras with native lookups / "
+          f"NumPy lookups {best['keras'] / best['keras-numpy']:.2f}; {load_average()}")
 
 
 if __name__ == "__main__":

@@ -202,7 +202,8 @@ def _add_training_flags(train, defaults):
     train.add_argument("--sibling-negatives", type=float, default=defaults.sibling_negatives,
                        metavar="FRACTION",
                        help="fraction of the --negatives whose general node is replaced by a "
-                            "sibling of it in the training closure (hard negatives; default: 0)")
+                            "sibling of it in the training closure (hard negatives; default: "
+                            f"0{by_split('sibling_negatives')})")
     train.add_argument("--generality", type=float, default=defaults.generality, metavar="BETA",
                        help="--energy kl: weight of the generality term: 'x is-a y' scores "
                             "-KL(N_x || N_y) + "
@@ -212,7 +213,7 @@ def _add_training_flags(train, defaults):
     train.add_argument("--engine", default=None, metavar="{keras,native}",
                        help="native: the C++ trainer, no TensorFlow (default; keras where "
                             "it does not build, with a warning); keras: model.fit with the "
-                            "layers (needed for --sibling-negatives and --distribution; the "
+                            "layers (needed for --distribution; the "
                             "default on a GPU with KERAS_BACKEND=jax, with --batch-size "
                             f"{GPU_SETTINGS['batch_size']} unless given)")
     from keras_gauss.distribution import add_arguments

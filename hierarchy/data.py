@@ -190,6 +190,7 @@ def shard_edges(config, edges, known, job, epoch, steps):
     data = make_dataset(edges[job.process_id::job.num_processes], known=known,
                         batch_size=local, negatives=config.negatives,
                         reversed_negatives=config.reversed_negatives,
+                        sibling_negatives=config.sibling_negatives,
                         seed=job.process_seed(config.seed), first_pass=epoch,
                         drop_remainder=True)
     return job.local_batches(data, local, steps)

@@ -377,7 +377,7 @@ class NativeHierarchyEngine(HierarchyEngine):
 
     def train(self, job):
         """The epochs in C++, a checkpoint between two chunks of steps when due."""
-        related = native_training.related_nodes(self.known)
+        related = native_training.related_nodes(self.known, self.config.sibling_negatives)
         self.losses, self.iterations = native_training.train_epochs(
             self.table, related, self.train_edges, self.config, job, self.selection)
         self.train_seconds = job.elapsed()

@@ -29,9 +29,11 @@ ENGINE = "native"
 ARRAYS = ("means", "variances", "mean_accumulator", "variance_accumulator")
 
 
-def related_nodes(index):
+def related_nodes(index, sibling_negatives=0.0):
     """The `RelatedNodes` of a `keras_gauss.hierarchy.closure.EdgeIndex`
-    (its ancestor and descendant lists), which the negatives avoid.
+    (its ancestor and descendant lists), which the negatives avoid; with
+    `sibling_negatives` > 0 (`WordNetConfig.sibling_negatives`), also its
+    direct links, which that fraction of the negatives follows to a sibling.
 
     Example:
 
@@ -39,7 +41,13 @@ def related_nodes(index):
     >>> related_nodes(EdgeIndex(np.array([[1, 0], [2, 0]]), 3)).free.tolist()
     [0, 1, 1]
     """
-    return RelatedNodes(*index.csr())
+    direct = None
+    if sibling_negatives > 0:
+        from keras_gauss.hierarchy.closure import EdgeIndex
+        from keras_gauss.hierarchy.closure import transitive_reduction
+
+        direct = EdgeIndex(transitive_reduction(index), index.num_nodes).csr()
+    return RelatedNodes(*index.csr(), direct=direct, siblings=sibling_negatives)
 
 
 def pair_table(config, rows, total_steps, index=None):

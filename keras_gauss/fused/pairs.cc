@@ -29,7 +29,12 @@
 // other side is. With
 // `reversed`, the reversed positive is the last negative. The draws come from
 // a generator seeded by (seed, epoch, step): an epoch's batches are a function
-// of the seed, the epoch and the step only.
+// of the seed, the epoch and the step only. Sibling negatives (the rule of
+// keras_gauss.hierarchy.negatives.sibling_negatives, with the fraction
+// `siblings`): a negative is hard with that probability when its positive's
+// general node p has a sibling unrelated to the specific node c (a random
+// direct parent of p, then a random child of it, not p; up to kSiblingRounds
+// tries); (c, sibling) replaces the random negative.
 
 #include <algorithm>
 #include <cmath>
@@ -61,6 +66,7 @@ enum LossKind { kRankingLoss = 0, kThresholdLoss = 1 };
 enum ScheduleKind { kConstant = 0, kLinear = 1, kCosine = 2 };
 
 constexpr int kRounds = 32;  // rejections before the exact draw
+constexpr int kSiblingRounds = 8;  // tries of a sibling negative (as sibling_negatives)
 
 // splitmix64: the generator of the draws, and the mixer of their seeds.
 inline uint64_t Mix(uint64_t x) {
@@ -82,6 +88,7 @@ class Random {
                                  static_cast<uint64_t>(n)) >> 64);
   }
   bool Coin() { return (Next() >> 63) != 0; }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
 
  private:
   uint64_t state_;
@@ -102,6 +109,14 @@ struct Related {
   const int64_t* desc_ptr;
   const int32_t* desc;
   const int64_t* free;  // nodes - 1 - ancestors - descendants, per node
+  // The direct links (transitive reduction) as sorted CSR lists of each
+  // node's parents and children, and the fraction of sibling negatives
+  // (null lists with 0).
+  const int64_t* parent_ptr;
+  const int32_t* parents;
+  const int64_t* child_ptr;
+  const int32_t* children;
+  double siblings;
 
   static bool In(const int32_t* begin, const int32_t* end, int32_t x) {
     const int32_t* p = std::lower_bound(begin, end, x);
@@ -119,6 +134,18 @@ struct Related {
   // costs O(log^2 nodes) however many nodes are related to `kept` (sorting
   // them on every draw took minutes an epoch on WordNet's reduction split,
   // where the root is related to all but one node).
+  // A sibling of p unrelated to c, or -1 (none found in kSiblingRounds tries).
+  int32_t Sibling(int32_t c, int32_t p, Random& rng) const {
+    const int64_t num_parents = parent_ptr[p + 1] - parent_ptr[p];
+    if (num_parents == 0) return -1;
+    for (int round = 0; round < kSiblingRounds; ++round) {
+      const int32_t q = parents[parent_ptr[p] + rng.Below(num_parents)];
+      const int64_t num_children = child_ptr[q + 1] - child_ptr[q];
+      const int32_t sibling = children[child_ptr[q] + rng.Below(num_children)];
+      if (sibling != p && !Check(c, sibling)) return sibling;
+    }
+    return -1;
+  }
   int32_t Unrelated(int32_t kept, int64_t r) const {
     const int32_t *anc_begin = anc + anc_ptr[kept], *anc_end = anc + anc_ptr[kept + 1];
     const int32_t *desc_begin = desc + desc_ptr[kept], *desc_end = desc + desc_ptr[kept + 1];
@@ -182,6 +209,14 @@ int64_t DrawNegatives(const Related& rel, const int32_t* specific, const int32_t
     const bool specific_ok = rel.free[g] > 0, general_ok = rel.free[s] > 0;
     if (!specific_ok && !general_ok) return i;
     for (int64_t j = 0; j < k; ++j) {
+      if (rel.siblings > 0 && rng.Uniform() < rel.siblings) {
+        const int32_t sibling = rel.Sibling(s, g, rng);
+        if (sibling >= 0) {
+          neg_s[i * width + j] = s;
+          neg_g[i * width + j] = sibling;
+          continue;
+        }
+      }
       const bool replace_specific = rng.Coin() ? specific_ok : !general_ok;
       const int32_t kept = replace_specific ? g : s;
       int32_t node = -1;
@@ -452,8 +487,12 @@ bool BadIds(const char* name, const int32_t* ids, int64_t n, int64_t rows, char*
 }
 
 Related MakeRelated(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
-                    const int64_t* desc_ptr, const int32_t* desc, const int64_t* free) {
-  return Related{nodes, anc_ptr, anc, desc_ptr, desc, free};
+                    const int64_t* desc_ptr, const int32_t* desc, const int64_t* free,
+                    const int64_t* parent_ptr, const int32_t* parents,
+                    const int64_t* child_ptr, const int32_t* children, double siblings) {
+  const bool direct = parent_ptr && parents && child_ptr && children;
+  return Related{nodes, anc_ptr, anc, desc_ptr, desc, free, parent_ptr, parents, child_ptr,
+                 children, direct ? siblings : 0.0};
 }
 
 void NoNegative(const int32_t* specific, const int32_t* general, int64_t row, char* error,
@@ -469,7 +508,7 @@ void NoNegative(const int32_t* specific, const int32_t* general, int64_t row, ch
 extern "C" {
 
 // The layout version of these entries: Python checks it.
-int kg_pairs_version() { return 1; }
+int kg_pairs_version() { return 3; }
 
 // The epoch's order of `n` training edges (int64 indices into them).
 void kg_pairs_order(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
@@ -481,10 +520,13 @@ void kg_pairs_order(int64_t n, uint64_t seed, int64_t epoch, int64_t* order) {
 // Returns 0, or 1 with a message in `error`.
 int kg_pairs_negatives(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
                        const int64_t* desc_ptr, const int32_t* desc, const int64_t* free,
+                       const int64_t* parent_ptr, const int32_t* parents,
+                       const int64_t* child_ptr, const int32_t* children, double siblings,
                        const int32_t* specific, const int32_t* general, int64_t n, int64_t k,
                        int reversed, uint64_t seed, int64_t epoch, int64_t step,
                        int32_t* neg_s, int32_t* neg_g, char* error, int64_t error_size) {
-  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free);
+  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free, parent_ptr, parents,
+                                  child_ptr, children, siblings);
   Random rng(StreamSeed(seed, epoch, step));
   const int64_t bad = DrawNegatives(rel, specific, general, n, k, reversed != 0, rng, neg_s,
                                     neg_g);
@@ -493,6 +535,23 @@ int kg_pairs_negatives(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc
     return 1;
   }
   return 0;
+}
+
+// Edge lookups of EdgeIndex (keras_gauss.hierarchy.closure): out[i] = 1 if
+// b[i] is in a[i]'s sorted list (anc[anc_ptr[a]:anc_ptr[a + 1]]), with
+// `either` also if a[i] == b[i] or a[i] is in b[i]'s list; ids outside
+// [0, nodes) have no list.
+void kg_pairs_contains(int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
+                       const int64_t* a, const int64_t* b, int64_t m, int either,
+                       uint8_t* out) {
+  auto in = [&](int64_t child, int64_t parent) {
+    if (child < 0 || child >= nodes || parent < 0 || parent >= nodes) return false;
+    return Related::In(anc + anc_ptr[child], anc + anc_ptr[child + 1],
+                       static_cast<int32_t>(parent));
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    out[i] = either ? (a[i] == b[i] || in(a[i], b[i]) || in(b[i], a[i])) : in(a[i], b[i]);
+  }
 }
 
 // One step on a given batch: n positives, (n, k) negatives (flat). The
@@ -527,12 +586,15 @@ int kg_pairs_train_steps(float* means, float* variances, float* mean_acc, float*
                          const double* float_settings, const int64_t* int_settings,
                          int64_t nodes, const int64_t* anc_ptr, const int32_t* anc,
                          const int64_t* desc_ptr, const int32_t* desc, const int64_t* free,
+                         const int64_t* parent_ptr, const int32_t* parents,
+                         const int64_t* child_ptr, const int32_t* children, double siblings,
                          const int32_t* edges, int64_t n_edges, const int64_t* order,
                          int64_t batch_size, int64_t k, int reversed, uint64_t seed,
                          int64_t epoch, int64_t first, int64_t last, int64_t iteration,
                          double* loss, char* error, int64_t error_size) {
   const Settings st(float_settings, int_settings);
-  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free);
+  const Related rel = MakeRelated(nodes, anc_ptr, anc, desc_ptr, desc, free, parent_ptr, parents,
+                                  child_ptr, children, siblings);
   const Tables tb{means, variances, mean_acc, var_acc};
   const int64_t width = k + (reversed ? 1 : 0);
   // Two batches: a second thread draws step t + 1's negatives (its own

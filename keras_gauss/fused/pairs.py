@@ -36,10 +36,13 @@ from keras_gauss.fused import build as _build
 _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _ERROR = [ctypes.c_char_p, _I64]
-_RELATED = [_I64, _P, _P, _P, _P, _P]  # nodes, ancestors, descendants (CSR), free
+# nodes, ancestors, descendants (CSR), free, the direct links' parents and
+# children (CSR; null without siblings), the fraction of sibling negatives
+_RELATED = [_I64, _P, _P, _P, _P, _P, _P, _P, _P, _P, ctypes.c_double]
 _SIGNATURES = {
     "kg_pairs_version": ([], ctypes.c_int),
     "kg_pairs_order": ([_I64, ctypes.c_uint64, _I64, _P], None),
+    "kg_pairs_contains": ([_I64, _P, _P, _P, _P, _I64, ctypes.c_int, _P], None),
     "kg_pairs_negatives": (_RELATED + [_P, _P, _I64, _I64, ctypes.c_int, ctypes.c_uint64,
                                        _I64, _I64, _P, _P] + _ERROR, ctypes.c_int),
     "kg_pairs_train_batch": ([_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64,
@@ -54,7 +57,7 @@ SCHEDULES = ("constant", "linear", "cosine")
 
 
 def _library():
-    return _build.native_functions("kg_pairs", _SIGNATURES, version=1)
+    return _build.native_functions("kg_pairs", _SIGNATURES, version=3)
 
 
 def _ids(value):
@@ -63,12 +66,20 @@ def _ids(value):
 
 class RelatedNodes:
     """The ancestors and descendants of every node (sorted CSR lists), which
-    the negatives avoid.
+    the negatives avoid, and optionally the direct links that sibling
+    negatives follow.
 
     Args:
         ancestor_ptr, ancestors: node `i`'s ancestors are
             `ancestors[ancestor_ptr[i]:ancestor_ptr[i + 1]]`, sorted.
         descendant_ptr, descendants: its descendants, likewise.
+        direct: `(parent_ptr, parents, child_ptr, children)`, the direct
+            links (transitive reduction) in the same form
+            (`EdgeIndex(transitive_reduction(index), n).csr()`), or None
+            (default: no sibling negatives).
+        siblings: the fraction (0 to 1) of negatives drawn as siblings
+            (`keras_gauss.hierarchy.negatives.sibling_negatives`'s rule;
+            default 0), with `direct`.
 
     Example:
 
@@ -77,7 +88,8 @@ class RelatedNodes:
     [0, 1, 1]
     """
 
-    def __init__(self, ancestor_ptr, ancestors, descendant_ptr, descendants):
+    def __init__(self, ancestor_ptr, ancestors, descendant_ptr, descendants, direct=None,
+                 siblings=0.0):
         self.ancestor_ptr = np.ascontiguousarray(ancestor_ptr, np.int64)
         self.ancestors = _ids(ancestors)
         self.descendant_ptr = np.ascontiguousarray(descendant_ptr, np.int64)
@@ -85,6 +97,18 @@ class RelatedNodes:
         self.nodes = len(self.ancestor_ptr) - 1
         self.free = (self.nodes - 1 - np.diff(self.ancestor_ptr)
                      - np.diff(self.descendant_ptr)).astype(np.int64)
+        if not 0 <= siblings <= 1:
+            raise ValueError(f"siblings must lie in [0, 1], got {siblings}")
+        if siblings > 0 and direct is None:
+            raise ValueError("sibling negatives need the direct links (direct=)")
+        self.siblings = float(siblings) if direct is not None else 0.0
+        self.direct = None
+        if direct is not None:
+            parent_ptr, parents, child_ptr, children = direct
+            self.direct = (np.ascontiguousarray(parent_ptr, np.int64), _ids(parents),
+                           np.ascontiguousarray(child_ptr, np.int64), _ids(children))
+            if any(len(ptr) != self.nodes + 1 for ptr in self.direct[::2]):
+                raise ValueError(f"direct links: pointers of {self.nodes} nodes expected")
 
     @classmethod
     def from_lists(cls, ancestors):
@@ -99,9 +123,37 @@ class RelatedNodes:
                    np.searchsorted(parent[order], bounds), child[order])
 
     def _arguments(self):
+        direct = (None,) * 4 if self.direct is None else tuple(a.ctypes.data for a in self.direct)
         return (self.nodes, self.ancestor_ptr.ctypes.data, self.ancestors.ctypes.data,
                 self.descendant_ptr.ctypes.data, self.descendants.ctypes.data,
-                self.free.ctypes.data)
+                self.free.ctypes.data, *direct, self.siblings)
+
+
+def contains(ancestor_ptr, ancestors, a, b, either=False):
+    """Edge lookups in sorted lists (`EdgeIndex.contains` and `related`):
+    is `b[i]` in `a[i]`'s list `ancestors[ancestor_ptr[a]:ancestor_ptr[a + 1]]`
+    (with `either`: or `a[i] == b[i]`, or `a[i]` in `b[i]`'s list)? Ids
+    outside the lists' nodes have none.
+
+    Returns:
+        A bool array of `a`'s shape (`a` and `b` broadcast).
+
+    Example:
+
+    >>> contains(np.array([0, 0, 1]), np.array([0]), [1, 0, 0], [0, 1, 0]).tolist()
+    [True, False, False]
+    >>> contains(np.array([0, 0, 1]), np.array([0]), [1, 0, 0], [0, 1, 0], either=True).tolist()
+    [True, True, True]
+    """
+    ancestor_ptr = np.ascontiguousarray(ancestor_ptr, np.int64)
+    ancestors = _ids(ancestors)
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    shape, a, b = a.shape, np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
+    out = np.empty(a.shape, np.bool_)
+    _library().kg_pairs_contains(len(ancestor_ptr) - 1, ancestor_ptr.ctypes.data,
+                                 ancestors.ctypes.data, a.ctypes.data, b.ctypes.data, len(a),
+                                 int(bool(either)), out.ctypes.data)
+    return out.reshape(shape)
 
 
 def order(edges, seed, epoch):

@@ -84,6 +84,28 @@ def test_edge_index():
     assert index.num_descendants[a] == 4 and index.num_ancestors[a] == 0
 
 
+@pytest.mark.parametrize("lookups", [1, 10**9], ids=["native", "numpy"])
+def test_edge_index_lookups_native_and_numpy(monkeypatch, lookups):
+    from keras_gauss.fused.native import native_available
+    from keras_gauss.hierarchy import closure
+
+    if lookups == 1 and not native_available():
+        pytest.skip("no C++ compiler")
+    monkeypatch.setattr(closure, "NATIVE_LOOKUPS", lookups)
+    rng = np.random.default_rng(0)
+    n = 40
+    edges = np.unique(rng.integers(0, n, size=(200, 2)), axis=0)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    index = EdgeIndex(np.concatenate([edges, edges[::-1]]), n)  # duplicates, unsorted
+    pairs = {tuple(edge) for edge in edges.tolist()}
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    contains = np.array([[(i, j) in pairs for j in range(n)] for i in range(n)])
+    assert (index.contains(a, b) == contains).all()
+    assert (index.related(a, b) == (contains | contains.T | np.eye(n, dtype=bool))).all()
+    assert index.contains(a[:, 0], 3).shape == (n,)  # broadcast
+    assert index.contains(np.array([], np.int64), np.array([], np.int64)).shape == (0,)
+
+
 def test_full_wordnet_counts(full):
     assert full.num_nodes == full.num_synsets == 82_115
     assert len(full.edges) == 743_241

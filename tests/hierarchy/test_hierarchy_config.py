@@ -88,7 +88,8 @@ def _old_checkpoint(out, **changed):
     """A checkpoint whose settings hold the concrete values that
     `WordNetConfig()` had as defaults before they were `None`."""
     old = {**dataclasses.asdict(WordNetConfig().resolved()), "learning_rate": 0.3,
-           "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0, **changed}
+           "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0,
+           "sibling_negatives": 0.0, **changed}
     old.pop("generality")
     write_checkpoint(out, {"format": 2, "kind": "hierarchy", "settings": old},
                      {"table/0": np.zeros(1)})
@@ -96,8 +97,14 @@ def _old_checkpoint(out, **changed):
 
 def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
     _old_checkpoint(tmp_path)
-    load_for_resume(tmp_path, "hierarchy", checkpoint_settings(WordNetConfig().resolved()),
+    load_for_resume(tmp_path, "hierarchy",
+                    checkpoint_settings(WordNetConfig(sibling_negatives=0.0).resolved()),
                     RESUME_DEFAULTS)
+    # without its old --sibling-negatives 0 (KL's closure default is now 0.1): one line
+    with pytest.raises(CheckpointError, match="started with --sibling-negatives 0.0, this "
+                                              "command has 0.1"):
+        load_for_resume(tmp_path, "hierarchy", checkpoint_settings(WordNetConfig().resolved()),
+                        RESUME_DEFAULTS)
     # an old reduction run trained with those values: resumed when they are given
     _old_checkpoint(tmp_path, split="reduction", epochs=20, patience=5)
     given = WordNetConfig(split="reduction", init="tree", max_variance=5.0, learning_rate=0.3,
@@ -107,3 +114,12 @@ def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
         load_for_resume(tmp_path, "hierarchy",
                         checkpoint_settings(WordNetConfig(split="reduction").resolved()),
                         RESUME_DEFAULTS)
+
+
+def test_kl_on_the_closure_split_draws_a_tenth_of_its_negatives_as_siblings():
+    assert WordNetConfig().resolved().sibling_negatives == 0.1
+    for fields in ({"energy": "containment"}, {"split": "reduction"}, {"split": "ganea"},
+                   {"val_size": 0}):
+        assert WordNetConfig(**fields).resolved().sibling_negatives == 0.0, fields
+    assert WordNetConfig(sibling_negatives=0.0).resolved().sibling_negatives == 0.0
+    assert _command("--sibling-negatives", "0.5").resolved().sibling_negatives == 0.5

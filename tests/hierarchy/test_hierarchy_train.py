@@ -76,9 +76,6 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--val-size", "0"], "--val-size"),
         (["--sibling-negatives", "1.5"], "--sibling-negatives"),
         (["--learning-rate-schedule", "step"], "--learning-rate-schedule"),
-        (["--engine", "native", "--sibling-negatives", "0.5"],
-         "--engine native draws no sibling negatives (--sibling-negatives); use --engine keras."),
-        (["--sibling-negatives", "0.5"], "use --engine keras"),  # native by default
         (["--engine", "fused"], "--engine fused is gone: use --engine native"),
         (["--engine", "gpu"], "--engine must be native or keras, got 'gpu'."),
     ],

@@ -10,6 +10,7 @@ import pytest
 from keras_gauss.fused.native import native_available
 from keras_gauss.fused.pairs import NativePairTable
 from keras_gauss.fused.pairs import RelatedNodes
+from keras_gauss.fused.pairs import contains
 from keras_gauss.fused.pairs import draw_negatives
 from keras_gauss.fused.pairs import order
 
@@ -251,3 +252,66 @@ def test_a_reduction_split_trains_an_epoch_in_bounded_time():
     worker.join(60)
     assert not worker.is_alive(), "an epoch of a 9,845-node reduction split took over a minute"
     assert np.isfinite(result["loss"]) and result["loss"] > 0
+
+
+def test_contains_looks_up_sorted_lists_and_refuses_ids_outside():
+    lists = [[], [0], [0, 1], [5]]  # node 3 lists a node outside the four
+    ptr = np.cumsum([0] + [len(x) for x in lists])
+    flat = np.array([x for row in lists for x in row], np.int32)
+    a = np.array([1, 2, 2, 0, 3, -1, 4, 2, 0])
+    b = np.array([0, 1, 3, 2, 5, 0, 0, 2, 0])
+    assert contains(ptr, flat, a, b).tolist() == [True, True, False, False, False, False,
+                                                  False, False, False]
+    assert contains(ptr, flat, a, b, either=True).tolist() == [True, True, False, True, False,
+                                                               False, False, True, True]
+    assert contains(ptr, flat, [[2], [1]], [0, 1]).tolist() == [[True, True], [True, False]]
+
+
+def _with_siblings(ancestors, siblings):
+    direct = RelatedNodes.from_lists([a[-1:] for a in ancestors])  # a tree's parent links
+    related = RelatedNodes.from_lists(ancestors)
+    return RelatedNodes(related.ancestor_ptr, related.ancestors, related.descendant_ptr,
+                        related.descendants, siblings=siblings,
+                        direct=(direct.ancestor_ptr, direct.ancestors, direct.descendant_ptr,
+                                direct.descendants))
+
+
+def test_sibling_negatives_replace_the_general_node_by_an_unrelated_sibling():
+    ancestors = _tree()  # 1's children are 4, 5, 6; 4's are 13, 14, 15
+    neg_s, neg_g = draw_negatives(_with_siblings(ancestors, 1.0), [13], [4], 2000, seed=0,
+                                  epoch=0, step=0)
+    assert (neg_s == 13).all() and set(np.unique(neg_g).tolist()) == {5, 6}
+    assert 0.45 < (neg_g == 5).mean() < 0.55
+    # about half hard with 0.5, the rest the random rule's
+    neg_s, neg_g = draw_negatives(_with_siblings(ancestors, 0.5), [13], [4], 4000, seed=0,
+                                  epoch=0, step=0)
+    hard = (neg_s == 13) & np.isin(neg_g, [5, 6])
+    assert 0.47 < hard.mean() < 0.55
+    check = _related(ancestors)
+    assert not any(check(int(s), int(g)) for s, g in zip(neg_s.ravel(), neg_g.ravel()))
+    # the root has no siblings: random negatives only (the root kept as general
+    # has no unrelated node, so 1's general side is replaced); 0 draws as before
+    neg_s, neg_g = draw_negatives(_with_siblings(ancestors, 1.0), [1], [0], 200, seed=0,
+                                  epoch=0, step=0)
+    assert (neg_s == 1).all() and not any(check(int(g), 1) for g in neg_g.ravel())
+    assert len(np.unique(neg_g)) > 10
+    plain = draw_negatives(RelatedNodes.from_lists(ancestors), [13], [4], 50, seed=3, epoch=1,
+                           step=2)
+    same = draw_negatives(_with_siblings(ancestors, 0.0), [13], [4], 50, seed=3, epoch=1, step=2)
+    assert all((a == b).all() for a, b in zip(plain, same))
+    # a sibling related to the specific node is never drawn: 3 is-a 1 and 2
+    # (two parents), so 1's sibling 2 is 3's ancestor
+    dag = [[], [0], [0], [0, 1, 2], [0, 2], []]
+    direct = RelatedNodes.from_lists([[], [0], [0], [1, 2], [2], []])
+    related = RelatedNodes.from_lists(dag)
+    related = RelatedNodes(related.ancestor_ptr, related.ancestors, related.descendant_ptr,
+                           related.descendants, siblings=1.0,
+                           direct=(direct.ancestor_ptr, direct.ancestors,
+                                   direct.descendant_ptr, direct.descendants))
+    neg_s, neg_g = draw_negatives(related, [3], [1], 200, seed=0, epoch=0, step=0)
+    dag_check = _related(dag)
+    assert not any(dag_check(int(a), int(b)) for a, b in zip(neg_s.ravel(), neg_g.ravel()))
+    plain = RelatedNodes.from_lists(ancestors)
+    with pytest.raises(ValueError, match="direct links"):
+        RelatedNodes(plain.ancestor_ptr, plain.ancestors, plain.descendant_ptr, plain.descendants,
+                     siblings=0.5)

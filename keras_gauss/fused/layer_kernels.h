@@ -1,5 +1,6 @@
 // Kernels behind the layers' own ops: the EL and KL energies of ELEnergy /
-// KLEnergy and their gradients, SparseAdagrad's row update (sum of repeated
+// KLEnergy and their gradients (per pair's rows, or summed by table row:
+// EnergySlotGrad), SparseAdagrad's row update (sum of repeated
 // ids, AdaGrad, row constraints, in one pass), and on JAX the row gather and
 // scatter-add of GaussianEmbedding. Plain C++ on raw float32 buffers, shared
 // by the TensorFlow ops (layer_ops.cc) and the XLA FFI handlers of the JAX
@@ -464,6 +465,132 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
       for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
     }
   });
+}
+
+// ---------------------------------------------------------------------------
+// The energies' gradient summed by table row: for each side of the (n, k)
+// grid, the gradient of sum(grad * E) with respect to the table rows of its
+// unique ids (`slots_a` assigned from the n * a.k ids of side a, `slots_b`
+// likewise), each row's occurrences added in order of occurrence (a
+// broadcast side's occurrence first sums its k pairs in order): the same
+// floats as EnergyBackward followed by AdagradSlots' sums, without the
+// per-occurrence rows. Outputs (slots, d) means and (slots, dv) variances.
+// Each part of the work owns a range of the unique rows of each side and
+// streams through the pairs, computing those with a row it owns (with two
+// parts, 1.5 times the pairs' arithmetic); no atomics, the same sums
+// whatever the number of threads.
+template <bool SA, bool SB, typename ParallelFor>
+void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
+                     const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+                     const ParallelFor& parallel_for) {
+  const int64_t n = p.n, k = p.k, d = p.d;
+  const Side &a = p.a, &b = p.b;
+  const int64_t parts =
+      n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
+  const int64_t size_a = slots_a.size(), size_b = slots_b.size();
+  const int32_t* slot_a = slots_a.slots();
+  const int32_t* slot_b = slots_b.slots();
+  parallel_for(parts, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
+    const int64_t a0 = begin_part * size_a / parts, a1 = end_part * size_a / parts;
+    const int64_t b0 = begin_part * size_b / parts, b1 = end_part * size_b / parts;
+    // Rows of later occurrences (added to their sums when complete), and
+    // rows for a side this part does not own (written, never read).
+    std::vector<float> scratch(4 * (d + std::max(a.dv, b.dv)));
+    float* tmp_a = scratch.data();
+    float* tmp_b = tmp_a + d + a.dv;
+    float* junk_a = tmp_b + d + b.dv;
+    float* junk_b = junk_a + d + a.dv;
+    constexpr int64_t kAhead = 8;
+    for (int64_t row = 0; row < n; ++row) {
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t oa = a.Row(row, j), ob = b.Row(row, j);
+        const int64_t sa = slot_a[oa], sb = slot_b[ob];
+        const bool own_a = sa >= a0 && sa < a1, own_b = sb >= b0 && sb < b1;
+        if (!own_a && !own_b) continue;
+        if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
+          const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
+          const int64_t na = slot_a[a.Row(next_row, next_j)];
+          const int64_t nb = slot_b[b.Row(next_row, next_j)];
+          if (na >= a0 && na < a1) {
+            PrefetchRow(gma + na * d, d);
+            PrefetchRow(gva + na * a.dv, a.dv);
+          }
+          if (nb >= b0 && nb < b1) {
+            PrefetchRow(gmb + nb * d, d);
+            PrefetchRow(gvb + nb * b.dv, b.dv);
+          }
+        }
+        const bool first_a = own_a && slots_a.first(sa) == oa;
+        const bool first_b = own_b && slots_b.first(sb) == ob;
+        // A later occurrence is written to `tmp` and added to its row's sum
+        // when complete (not added to the sum pair by pair: the compiler
+        // may fuse s + g * x into one rounding, which would change the sums).
+        float* ma_out = !own_a ? junk_a : first_a ? gma + sa * d : tmp_a;
+        float* va_out = !own_a ? junk_a + d : first_a ? gva + sa * a.dv : tmp_a + d;
+        float* mb_out = !own_b ? junk_b : first_b ? gmb + sb * d : tmp_b;
+        float* vb_out = !own_b ? junk_b + d : first_b ? gvb + sb * b.dv : tmp_b + d;
+        const bool add_a = own_a && a.k == 1 && j > 0, add_b = own_b && b.k == 1 && j > 0;
+        const float g = grad[row * k + j];
+        const float* ma = a.mean + oa * d;
+        const float* va = a.var + oa * a.dv;
+        const float* mb = b.mean + ob * d;
+        const float* vb = b.var + ob * b.dv;
+        auto run = [&](auto add_a_tag, auto add_b_tag) {
+          constexpr bool kAddA = decltype(add_a_tag)::value, kAddB = decltype(add_b_tag)::value;
+          if (energy == Energy::kEL) {
+            ElPairGrad<SA, SB, kAddA, kAddB>(d, g, ma, va, mb, vb, ma_out, va_out, mb_out,
+                                             vb_out);
+          } else {
+            KlPairGrad<SA, SB, kAddA, kAddB>(d, g, ma, va, mb, vb, ma_out, va_out, mb_out,
+                                             vb_out);
+          }
+        };
+        if (add_a && add_b) {
+          run(std::true_type{}, std::true_type{});
+        } else if (add_a) {
+          run(std::true_type{}, std::false_type{});
+        } else if (add_b) {
+          run(std::false_type{}, std::true_type{});
+        } else {
+          run(std::false_type{}, std::false_type{});
+        }
+        if (own_a && !first_a && (a.k != 1 || j == k - 1)) {
+          float* dst = gma + sa * d;
+#pragma omp simd
+          for (int64_t i = 0; i < d; ++i) dst[i] += tmp_a[i];
+          float* dst_v = gva + sa * a.dv;
+          for (int64_t i = 0; i < a.dv; ++i) dst_v[i] += tmp_a[d + i];
+        }
+        if (own_b && !first_b && (b.k != 1 || j == k - 1)) {
+          float* dst = gmb + sb * d;
+#pragma omp simd
+          for (int64_t i = 0; i < d; ++i) dst[i] += tmp_b[i];
+          float* dst_v = gvb + sb * b.dv;
+          for (int64_t i = 0; i < b.dv; ++i) dst_v[i] += tmp_b[d + i];
+        }
+      }
+    }
+  });
+}
+
+template <typename ParallelFor>
+void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
+                    const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+                    const ParallelFor& parallel_for) {
+  const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
+  if (sa && sb) {
+    EnergySlotGradT<true, true>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
+                                parallel_for);
+  } else if (sa) {
+    EnergySlotGradT<true, false>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
+                                 parallel_for);
+  } else if (sb) {
+    EnergySlotGradT<false, true>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
+                                 parallel_for);
+  } else {
+    EnergySlotGradT<false, false>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
+                                  parallel_for);
+  }
 }
 
 }  // namespace layers

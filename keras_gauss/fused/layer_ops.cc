@@ -1,5 +1,6 @@
 // TensorFlow ops behind the layers' own ops (keras_gauss.kernels): the EL and
-// KL energies with their gradient op, GaussianEmbedding's row gather (its
+// KL energies with their gradient op (and KerasGaussLookupEnergy, the same
+// energies of gathered rows, whose gradient op sums them by table row), GaussianEmbedding's row gather (its
 // gradient, a tf.IndexedSlices, is registered in Python), and SparseAdagrad's
 // row update on the variable and its accumulator in place. The math is in layer_kernels.h,
 // shared with the JAX backend's XLA FFI handlers (jax_ops.cc). Work is split
@@ -187,6 +188,143 @@ class EnergyGradOp : public OpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("KerasGaussEnergyGrad").Device(DEVICE_CPU), EnergyGradOp);
+
+REGISTER_OP("KerasGaussLookupEnergy")
+    .Input("mean_a: float")
+    .Input("var_a: float")
+    .Input("mean_b: float")
+    .Input("var_b: float")
+    .Input("mean_table_a: resource")
+    .Input("var_table_a: resource")
+    .Input("mean_table_b: resource")
+    .Input("var_table_b: resource")
+    .Input("ids_a: Tindices")
+    .Input("ids_b: Tindices")
+    .Output("energies: float")
+    .Attr("energy: {'el', 'kl'} = 'el'")
+    .Attr("include_constant: bool = false")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      auto ka = c->Dim(c->input(0), 1);
+      auto kb = c->Dim(c->input(2), 1);
+      shape_inference::DimensionHandle k = c->UnknownDim();
+      if (c->ValueKnown(ka) && c->Value(ka) != 1) {
+        k = ka;
+      } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
+        k = kb;
+      } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
+        k = ka;
+      }
+      c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+KerasGaussEnergy of rows gathered from tables: side a's rows are
+mean_table_a[ids_a] and var_table_a[ids_a] (ids_a (n, k_a)), side b's
+likewise. The value reads the rows; the tables and ids are there for the
+gradient (KerasGaussLookupEnergyGrad), which goes to the tables' unique rows
+(tf.IndexedSlices), not to the rows.
+)doc");
+
+// The value is KerasGaussEnergy's: the rows are its first four inputs.
+REGISTER_KERNEL_BUILDER(Name("KerasGaussLookupEnergy").Device(DEVICE_CPU), EnergyOp);
+
+REGISTER_OP("KerasGaussLookupEnergyGrad")
+    .Input("grad: float")
+    .Input("mean_a: float")
+    .Input("var_a: float")
+    .Input("mean_b: float")
+    .Input("var_b: float")
+    .Input("ids_a: Tindices")
+    .Input("ids_b: Tindices")
+    .Input("table_rows_a: int64")
+    .Input("table_rows_b: int64")
+    .Output("rows_a: Tindices")
+    .Output("grad_mean_a: float")
+    .Output("grad_var_a: float")
+    .Output("rows_b: Tindices")
+    .Output("grad_mean_b: float")
+    .Output("grad_var_b: float")
+    .Attr("energy: {'el', 'kl'} = 'el'")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      for (int side = 0; side < 2; ++side) {
+        auto rows = c->UnknownDim();
+        c->set_output(3 * side, c->Vector(rows));
+        c->set_output(3 * side + 1, c->Matrix(rows, c->Dim(c->input(1 + 2 * side), 2)));
+        c->set_output(3 * side + 2, c->Matrix(rows, c->Dim(c->input(2 + 2 * side), 2)));
+      }
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The gradient of KerasGaussLookupEnergy, summed by table row: for each side,
+its unique ids (in order of first appearance) and the gradients of
+sum(grad * energies) with respect to those rows of its mean and variance
+tables, each row's occurrences added in order of occurrence (the floats of
+KerasGaussEnergyGrad's rows summed as KerasGaussSparseAdagrad sums them).
+table_rows_a / _b: the tables' row counts (ids outside are an error).
+)doc");
+
+template <typename Index>
+class LookupEnergyGradOp : public OpKernel {
+ public:
+  explicit LookupEnergyGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    energy_ = EnergyAttr(ctx);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    Pairs p;
+    OP_REQUIRES_OK(ctx, ReadPairs(ctx, 1, &p));
+    const Tensor& grad = ctx->input(0);
+    OP_REQUIRES(ctx, grad.shape() == TensorShape({p.n, p.k}),
+                errors::InvalidArgument("KerasGaussLookupEnergyGrad: grad must be (", p.n,
+                                        ", ", p.k, "), got ", grad.shape().DebugString()));
+    const keras_gauss::layers::Side* sides[2] = {&p.a, &p.b};
+    for (int side = 0; side < 2; ++side) {
+      const Tensor& ids = ctx->input(5 + side);
+      const Tensor& rows = ctx->input(7 + side);
+      OP_REQUIRES(ctx, ids.NumElements() == p.n * sides[side]->k,
+                  errors::InvalidArgument("KerasGaussLookupEnergyGrad: ", p.n * sides[side]->k,
+                                          " ids expected for side ", side, ", got ",
+                                          ids.NumElements()));
+      OP_REQUIRES(ctx, TensorShapeUtils::IsScalar(rows.shape()) && rows.scalar<int64_t>()() >= 0,
+                  errors::InvalidArgument("KerasGaussLookupEnergyGrad: table_rows must be a "
+                                          "scalar >= 0"));
+      OP_REQUIRES_OK(ctx, IdsInRange("KerasGaussLookupEnergyGrad", ids.flat<Index>().data(),
+                                     ids.NumElements(), rows.scalar<int64_t>()()));
+    }
+    mutex_lock scratch(scratch_mu_);
+    float* outs[4];
+    for (int side = 0; side < 2; ++side) {
+      const Tensor& ids = ctx->input(5 + side);
+      keras_gauss::layers::RowSlots& slots = slots_[side];
+      slots.Assign(ids.flat<Index>().data(), ids.NumElements(),
+                   ctx->input(7 + side).scalar<int64_t>()());
+      const int64_t unique = slots.size();
+      Tensor* rows = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(3 * side, TensorShape({unique}), &rows));
+      Index* row_ids = rows->flat<Index>().data();
+      for (int64_t s = 0; s < unique; ++s) row_ids[s] = static_cast<Index>(slots.row(s));
+      for (int i = 0; i < 2; ++i) {
+        Tensor* out = nullptr;
+        const int64_t columns = i == 0 ? p.d : sides[side]->dv;
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(3 * side + 1 + i,
+                                                 TensorShape({unique, columns}), &out));
+        outs[2 * side + i] = out->flat<float>().data();
+      }
+    }
+    keras_gauss::layers::EnergySlotGrad(energy_, p, grad.flat<float>().data(), slots_[0],
+                                        slots_[1], outs[0], outs[1], outs[2], outs[3],
+                                        ShardFor{ctx});
+  }
+
+ private:
+  Energy energy_;
+  mutex scratch_mu_;
+  keras_gauss::layers::RowSlots slots_[2];
+};
+
+KERAS_GAUSS_REGISTER_FOR_IDS("KerasGaussLookupEnergyGrad", LookupEnergyGradOp);
 
 REGISTER_OP("KerasGaussGather")
     .Input("table: resource")

@@ -7,7 +7,10 @@ the TensorFlow op library) or, on JAX's CPU, XLA FFI handlers into the same C++
 (`fused/jax_ops.cc`). Elsewhere (predictions, exports, a JAX GPU where XLA
 fuses the `keras.ops` code, `keras.distribution`, TensorFlow's XLA) the
 layers run the reference `keras.ops` code, so a SavedModel never needs our
-library. `KERAS_GAUSS_KERNELS=reference` forces the reference (tests compare
+library. On TensorFlow, an energy of the lookups' rows sends its gradient
+to the tables' rows, summed by row (`tensorflow_kernels.lookup_energy`: the
+same floats, a row per table row for the optimizer to read).
+`KERAS_GAUSS_KERNELS=reference` forces the reference (tests compare
 both); when a library cannot be built, one warning says why. Importing this
 module also sets malloc to keep freed step buffers (`kernels.memory`).
 

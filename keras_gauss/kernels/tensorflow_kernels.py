@@ -6,6 +6,17 @@
 variable and its accumulator in place. Each returns None (False) for what
 the ops do not cover (float64, shapes that broadcast another way, a
 `tf.distribute` strategy), and the caller runs the reference code.
+
+When the four inputs of `energy` are rows of `lookup` (as in a train step
+of the README quick start: `GaussianEmbedding` then `ELEnergy` or
+`KLEnergy`), it runs `KerasGaussLookupEnergy` (`lookup_energy`): the same
+energies, whose gradient goes to the tables' unique rows, summed
+(`tf.IndexedSlices` with one row per table row, the sums of the
+per-occurrence rows in the order `KerasGaussSparseAdagrad` adds them: the
+same floats), so the optimizer reads a row per table row, not one per
+occurrence. The rows themselves then get no gradient (a tape asked for the
+gradient of the rows, not of the tables, gets None); `LOOKUP_GRADIENTS =
+False` turns it off.
 """
 
 import tensorflow as tf
@@ -56,8 +67,10 @@ def energy(kind, mean_a, var_a, mean_b, var_b, include_constant=False):
     if grid is None:
         return None
     inputs = [_three_d(tf.cast(t, tf.float32)) for t in tensors]
-    out = _build.load().keras_gauss_energy(*inputs, energy=kind,
-                                           include_constant=bool(include_constant))
+    out = lookup_energy(kind, tensors, inputs, include_constant)
+    if out is None:
+        out = _build.load().keras_gauss_energy(*inputs, energy=kind,
+                                               include_constant=bool(include_constant))
     if tensors[0].shape.rank == 1:
         return tf.reshape(out, [])
     dims = list(grid.lead) + [grid.k]
@@ -75,6 +88,68 @@ def _energy_gradient(op, grad):
                                                  energy=op.get_attr("energy"))
 
 
+# Set False to give the energies' gradients to their rows, never to the tables.
+LOOKUP_GRADIENTS = True
+
+# Ops that hand on the rows of their input whole and in order (the last axis
+# unchanged: `_gathered` checks it).
+_ROW_PRESERVING = frozenset({"Reshape", "ExpandDims", "Squeeze", "Identity"})
+
+
+def _gathered(tensor):
+    """`(table handle, ids)` when the graph tensor `tensor` holds the rows
+    `KerasGaussGather` read from the table (reshaped, the last axis the
+    table's columns throughout), else None."""
+    if not tf.is_symbolic_tensor(tensor) or tensor.shape.rank is None:
+        return None
+    columns = tensor.shape[-1]
+    while columns is not None:
+        if tensor.shape.rank is None or tensor.shape.rank < 1 or tensor.shape[-1] != columns:
+            return None
+        op = tensor.op
+        if op.type == "KerasGaussGather":
+            return op.inputs[0], op.inputs[1]
+        if op.type not in _ROW_PRESERVING:
+            return None
+        tensor = op.inputs[0]
+    return None
+
+
+def lookup_energy(kind, tensors, inputs, include_constant):
+    """The energies of `inputs` (the `(n, k, d)` forms of `tensors`) by
+    `KerasGaussLookupEnergy` when all four are rows of `lookup` (each side's
+    mean and variance rows of the same ids, the two sides from different
+    tables), or None. Its gradient goes to the tables' unique rows, summed
+    (`tf.IndexedSlices`, one row per id), not to the rows: the optimizer
+    reads one row a table row, not one an occurrence."""
+    if not LOOKUP_GRADIENTS:
+        return None
+    sources = [_gathered(t) for t in tensors]
+    if any(s is None for s in sources):
+        return None
+    (mean_a, ids_a), (var_a, ids_va), (mean_b, ids_b), (var_b, ids_vb) = sources
+    handles = [mean_a, var_a, mean_b, var_b]
+    if ids_a is not ids_va or ids_b is not ids_vb or len({id(h) for h in handles}) < 4:
+        return None  # a shared table keeps the rows' gradients (their sums' order)
+    ids = [tf.reshape(ids_a, [-1]), tf.reshape(ids_b, [-1])]
+    if ids[0].dtype != ids[1].dtype:
+        ids = [tf.cast(i, tf.int64) for i in ids]
+    return _build.load().keras_gauss_lookup_energy(
+        *inputs, *handles, *ids, energy=kind, include_constant=bool(include_constant))
+
+
+@tf.RegisterGradient("KerasGaussLookupEnergy")
+def _lookup_energy_gradient(op, grad):
+    handles = op.inputs[4:8]
+    rows = [variable_shape(handles[i], out_type=tf.int64)[0] for i in (0, 2)]
+    ids_a, mean_a, var_a, ids_b, mean_b, var_b = _build.load().keras_gauss_lookup_energy_grad(
+        grad, *op.inputs[:4], op.inputs[8], op.inputs[9], *rows,
+        energy=op.get_attr("energy"))
+    tables = [tf.IndexedSlices(values, ids, variable_shape(handle)) for values, ids, handle in
+              zip((mean_a, var_a, mean_b, var_b), (ids_a, ids_a, ids_b, ids_b), handles)]
+    return [None] * 4 + tables + [None, None]
+
+
 def lookup(variable, ids, message=""):
     """`tf.gather(variable, ids)` for a float32 `(rows, c)` variable, or None.
     An id outside the table fails the step with an error that starts with
@@ -88,6 +163,7 @@ def lookup(variable, ids, message=""):
     columns = variable.shape[1]
     variable_accessed(variable)  # as `sparse_read`: the tape watches the read
     rows = _build.load().keras_gauss_gather(variable.handle, ids, message=message)
+    rows.set_shape([None, columns])  # (what `_gathered` reads)
     shape = ids.shape.as_list() + [columns]
     if sum(d is None for d in shape) <= 1:
         return tf.reshape(rows, [-1 if d is None else d for d in shape])

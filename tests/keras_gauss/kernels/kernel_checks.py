@@ -67,7 +67,8 @@ def counting():
     assert module is not None, "the kernels are unavailable"
     calls = {}
     originals = {}
-    for name in ("energy", "lookup", "sparse_adagrad", "adagrad_rows", "adagrad_dense"):
+    for name in ("energy", "lookup_energy", "lookup", "sparse_adagrad", "adagrad_rows",
+                 "adagrad_dense"):
         if not hasattr(module, name):
             continue
         originals[name] = getattr(module, name)

@@ -6,6 +6,7 @@ subprocess); selection, fallback, saving and exports."""
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,11 @@ import tensorflow as tf
 
 import kernel_checks
 import keras_gauss as kg
+from kernel_checks import zipf_ids
 from keras_gauss import kernels
 from keras_gauss.fused import build as fused_build
+from keras_gauss.hierarchy.model import build_kl_model
+from keras_gauss.kernels import tensorflow_kernels
 
 SCRIPT = Path(__file__).with_name("kernel_checks.py")
 
@@ -45,7 +49,16 @@ def test_kernels_are_in_the_train_step_and_the_env_var_removes_them(monkeypatch)
     model = kernel_checks.quick_start_model(60, 8, 1)
     model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
     types = _graph_op_types(model, x, y)
+    # The energy of the lookups' rows, its gradient summed by table row.
+    assert {"KerasGaussGather", "KerasGaussLookupEnergy", "KerasGaussLookupEnergyGrad",
+            "KerasGaussSparseAdagrad"} <= types
+    assert "KerasGaussEnergyGrad" not in types
+    monkeypatch.setattr(tensorflow_kernels, "LOOKUP_GRADIENTS", False)
+    model = kernel_checks.quick_start_model(60, 8, 1)
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+    types = _graph_op_types(model, x, y)
     assert {"KerasGaussEnergy", "KerasGaussEnergyGrad", "KerasGaussSparseAdagrad"} <= types
+    assert "KerasGaussLookupEnergy" not in types
     monkeypatch.setenv("KERAS_GAUSS_KERNELS", "reference")
     model = kernel_checks.quick_start_model(60, 8, 1)
     model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
@@ -179,3 +192,144 @@ def test_without_a_compiler_training_says_why_once_and_runs(tmp_path):
     assert "trained" in done.stdout
     said = [line for line in done.stderr.splitlines() if "unavailable" in line]
     assert len(said) == 1 and "no-such-compiler" in said[0], done.stderr[-3000:]
+
+
+# -- KerasGaussLookupEnergy: the energies of the lookups' rows, the gradient
+#    summed by table row ---------------------------------------------------
+
+def _lookup_energies(kind, tables, ids_a, ids_b, use_kernels):
+    """Energies of the rows `tables[0:2][ids_a]` against `tables[2:4][ids_b]`
+    (the kernels' lookup and energy, or tf.gather and the keras.ops
+    reference) in a tf.function, the gradients of sum(energies * w) for the
+    four tables, and the function's op types."""
+    variables = [tf.Variable(t) for t in tables]
+    module = kernels.get()
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            rows = [module.lookup(v, ids) if use_kernels else tf.gather(v, ids)
+                    for v, ids in zip(variables, (ids_a, ids_a, ids_b, ids_b))]
+            if use_kernels:
+                energies = module.energy(kind, *rows, include_constant=True)
+            else:
+                energies = kernel_checks._reference_energy(kind, *rows)
+            weights = tf.cos(tf.reshape(tf.range(tf.size(energies), dtype=tf.float32),
+                                        tf.shape(energies))) + 1.5
+            total = tf.reduce_sum(energies * weights)
+        return energies, tape.gradient(total, variables)
+
+    energies, grads = step()
+    return energies.numpy(), grads, _op_types(step.get_concrete_function().graph)
+
+
+def _dense(grad):
+    return tf.convert_to_tensor(grad).numpy()
+
+
+@pytest.mark.parametrize("kind, n, ka, kb, dv_a, dv_b, dtypes", [
+    ("el", 9, 1, 4, 8, 8, ("int32", "int32")),      # the quick start's grid
+    ("kl", 7, 3, 3, 1, 8, ("int64", "int64")),      # a side per pair, spherical a
+    ("kl", 6, 4, 1, 8, 1, ("int32", "int64")),      # b broadcast, spherical b, mixed ids
+    ("el", 4096, 1, 2, 8, 8, ("int32", "int32")),   # large: split over the threads
+])
+def test_lookup_energy_values_and_gradients_match_the_reference(kind, n, ka, kb, dv_a,
+                                                                 dv_b, dtypes):
+    rng = np.random.default_rng(n + ka)
+    vocab, d = 13, 8  # few rows: every row repeats
+    tables = [rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_a)).astype("float32"),
+              rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_b)).astype("float32")]
+    ids_a = tf.constant(zipf_ids(rng, vocab, n * ka).reshape(n, ka), dtypes[0])
+    ids_b = tf.constant(zipf_ids(rng, vocab, n * kb).reshape(n, kb), dtypes[1])
+    with kernel_checks.counting() as calls:
+        value, grads, types = _lookup_energies(kind, tables, ids_a, ids_b, True)
+    assert calls.get("lookup_energy") == 1, calls
+    assert {"KerasGaussLookupEnergy", "KerasGaussLookupEnergyGrad"} <= types
+    ref_value, ref_grads, _ = _lookup_energies(kind, tables, ids_a, ids_b, False)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-5, atol=1e-5)
+    for name, grad, ref, ids in zip(("mean_a", "var_a", "mean_b", "var_b"), grads, ref_grads,
+                                    (ids_a, ids_a, ids_b, ids_b)):
+        # one row per table row, in order of first appearance
+        assert isinstance(grad, tf.IndexedSlices), name
+        _, first = np.unique(ids.numpy().ravel(), return_index=True)
+        np.testing.assert_array_equal(grad.indices.numpy(), ids.numpy().ravel()[np.sort(first)])
+        np.testing.assert_allclose(_dense(grad), _dense(ref), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+
+
+def test_lookup_energy_covers_only_distinct_tables_of_unchanged_rows():
+    """A shared table, a spherical variance broadcast by the layer, rows
+    that are not the lookup's: the per-row gradient (KerasGaussEnergyGrad)."""
+    x, y = kernel_checks.hierarchy_data(60, 64, 3, 0)
+    model = build_kl_model(60, 8, negatives=3)
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+    types = _graph_op_types(model, x, y)
+    assert "KerasGaussEnergyGrad" in types and "KerasGaussLookupEnergy" not in types
+    x, y = kernel_checks.corpus_data(60, 64, 2, 0)
+    model = kernel_checks.quick_start_model(60, 8, 2, covariance="spherical")
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+    types = _graph_op_types(model, x, y)
+    assert "KerasGaussEnergyGrad" in types and "KerasGaussLookupEnergy" not in types
+    table = tf.Variable(np.ones((5, 4), "float32"))
+    module = kernels.get()
+
+    @tf.function
+    def scaled(ids):  # rows times 2: not the table's rows
+        rows = module.lookup(table, ids) * 2.0
+        return module.energy("el", rows, rows + 1.0, rows, rows + 1.0)
+
+    assert "KerasGaussLookupEnergy" not in _op_types(
+        scaled.get_concrete_function(tf.TensorSpec([3, 1], tf.int32)).graph)
+
+
+def _train_quick_start(vocab, negatives, energy, batch, steps, lookup, monkeypatch, **bounds):
+    monkeypatch.setattr(tensorflow_kernels, "LOOKUP_GRADIENTS", lookup)
+    keras.utils.set_random_seed(0)
+    model = kernel_checks.quick_start_model(vocab, 8, negatives, energy, **bounds)
+    kernel_checks._start(model, 7)
+    model.compile(optimizer=kg.SparseAdagrad(0.5), loss=kg.MaxMarginRanking())
+    x, y = kernel_checks.corpus_data(vocab, batch * steps, negatives, 1)
+    with kernel_checks.counting() as calls:
+        model.fit(x, y, batch_size=batch, shuffle=False, verbose=0,
+                  callbacks=[kernel_checks.ConstraintsHold()])
+    assert bool(calls.get("lookup_energy")) == lookup, calls
+    return [np.asarray(v) for v in model.trainable_variables]
+
+
+@pytest.mark.parametrize("vocab, negatives, energy, batch", [
+    (60, 2, "el", 32),
+    (300, 5, "kl", 4096),  # 4096 x 6 x 8: split over the threads
+])
+def test_training_with_the_lookup_energy_changes_no_bit(monkeypatch, vocab, negatives, energy,
+                                                        batch):
+    """The tables after training with the lookup energy (gradients summed by
+    table row) are those of the per-occurrence gradients, bit for bit; the
+    bounds were active and hold after every step (ConstraintsHold)."""
+    bounds = {"max_norm": 0.6, "min_variance": 0.5, "max_variance": 1.5}
+    summed = _train_quick_start(vocab, negatives, energy, batch, 3, True, monkeypatch,
+                                **bounds)
+    rows = _train_quick_start(vocab, negatives, energy, batch, 3, False, monkeypatch,
+                              **bounds)
+    for table, expected in zip(summed, rows):
+        np.testing.assert_array_equal(table, expected)
+    means, variances = summed[0], summed[1]
+    assert np.isclose(np.linalg.norm(means, axis=-1), 0.6, rtol=1e-5).sum() >= 5
+    assert (variances == 0.5).sum() >= 5 and (variances == 1.5).sum() >= 5
+
+
+def test_the_lookup_energy_gradient_names_an_id_outside_the_table():
+    """Called past the Python wrapper, an id outside its table or a count of
+    ids that does not match the rows is an error, never a read outside."""
+    library = fused_build.load()
+    rows = [np.ones((2, 1, 4), "float32"), np.ones((2, 1, 4), "float32"),
+            np.ones((2, 3, 4), "float32"), np.ones((2, 3, 4), "float32")]
+    grad = np.ones((2, 3), "float32")
+    for ids_a, ids_b, message in (([0, 7], [0, 1, 2, 3, 4, 0], "id 7 outside [0, 5)"),
+                                  ([0, 1], [0, 1, 2, 3, 4, -1], "id -1 outside [0, 5)"),
+                                  ([0, 1], [0, 1, 2], "6 ids expected")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
+            library.keras_gauss_lookup_energy_grad(
+                grad, *rows, np.array(ids_a, "int32"), np.array(ids_b, "int32"),
+                np.int64(5), np.int64(5))

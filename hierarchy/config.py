@@ -339,7 +339,7 @@ DEFAULTS = {"learning_rate": 0.3, "max_variance": 5.0, "generality": 0.0,
 # KL on the closure split (the main job) draws a tenth of its negatives as
 # siblings: cohyponyms no longer score as hypernyms (HyperLex training + dev
 # nouns .541 -> .626, reconstruction MAP .45 -> .70, validation accuracy
-# .996 -> .994; benchmarks/README.md, "Sibling negatives").
+# .996 -> .994; research/sibling_negatives.md).
 SPLIT_DEFAULTS = {
     ("reduction", energies.KL.name): {"init": "tree-size", "max_variance": 50.0,
                                       "learning_rate": 0.003, "generality": 0.3, "epochs": 3},

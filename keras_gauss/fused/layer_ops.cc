@@ -90,6 +90,23 @@ Energy EnergyAttr(OpKernelConstruction* ctx) {
   return energy == "kl" ? Energy::kKL : Energy::kEL;
 }
 
+// The (n, k) energies of an (n, k_a, d) / (n, k_b, d) grid (inputs 0 and 2),
+// k_a or k_b 1 (broadcast).
+absl::Status EnergyGridShape(shape_inference::InferenceContext* c) {
+  auto ka = c->Dim(c->input(0), 1);
+  auto kb = c->Dim(c->input(2), 1);
+  shape_inference::DimensionHandle k = c->UnknownDim();
+  if (c->ValueKnown(ka) && c->Value(ka) != 1) {
+    k = ka;
+  } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
+    k = kb;
+  } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
+    k = ka;
+  }
+  c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
+  return absl::OkStatus();
+}
+
 REGISTER_OP("KerasGaussEnergy")
     .Input("mean_a: float")
     .Input("var_a: float")
@@ -98,20 +115,7 @@ REGISTER_OP("KerasGaussEnergy")
     .Output("energies: float")
     .Attr("energy: {'el', 'kl'} = 'el'")
     .Attr("include_constant: bool = false")
-    .SetShapeFn([](shape_inference::InferenceContext* c) {
-      auto ka = c->Dim(c->input(0), 1);
-      auto kb = c->Dim(c->input(2), 1);
-      shape_inference::DimensionHandle k = c->UnknownDim();
-      if (c->ValueKnown(ka) && c->Value(ka) != 1) {
-        k = ka;
-      } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
-        k = kb;
-      } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
-        k = ka;
-      }
-      c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(EnergyGridShape)
     .Doc(R"doc(
 Energies of an (n, k) grid of Gaussian pairs: mean_a (n, k_a, d), var_a
 (n, k_a, 1 or d), mean_b and var_b likewise, k_a and k_b 1 (broadcast) or k.
@@ -204,20 +208,7 @@ REGISTER_OP("KerasGaussLookupEnergy")
     .Attr("energy: {'el', 'kl'} = 'el'")
     .Attr("include_constant: bool = false")
     .Attr("Tindices: {int32, int64}")
-    .SetShapeFn([](shape_inference::InferenceContext* c) {
-      auto ka = c->Dim(c->input(0), 1);
-      auto kb = c->Dim(c->input(2), 1);
-      shape_inference::DimensionHandle k = c->UnknownDim();
-      if (c->ValueKnown(ka) && c->Value(ka) != 1) {
-        k = ka;
-      } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
-        k = kb;
-      } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
-        k = ka;
-      }
-      c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(EnergyGridShape)
     .Doc(R"doc(
 KerasGaussEnergy of rows gathered from tables: side a's rows are
 mean_table_a[ids_a] and var_table_a[ids_a] (ids_a (n, k_a)), side b's

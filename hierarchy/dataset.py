@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import keras
 import numpy as np
@@ -16,7 +18,8 @@ from .closure import EdgeIndex, Hierarchy, transitive_reduction
 from .negatives import sample_negatives
 from .negatives import sibling_negatives as draw_siblings
 
-__all__ = ["EdgeBatches", "draw_epoch", "epoch_batches", "make_dataset", "sample_negatives"]
+__all__ = ["EdgeBatches", "EpochDraws", "draw_epoch", "epoch_batches", "make_dataset",
+           "sample_negatives"]
 
 
 def _sampler(data, known, batch_size, sibling_negatives):
@@ -186,6 +189,75 @@ def make_dataset(
     return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
 
 
+def _ahead():
+    """Passes `EpochDraws` draws ahead by default: one thread a spare core, at most 4."""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+class EpochDraws:
+    """The passes of `draw_epoch` over one run's edges, each from its own
+    stream `[seed, pass]` (so the same arrays however and whenever drawn),
+    the next `ahead` passes drawn in background threads while the current
+    one trains: on a GPU the host's drawing (seconds a pass of WordNet) no
+    longer waits in line with the steps. `EdgeBatches(draws=...)` reads its
+    pass here; `close()` drops the passes not asked for.
+
+    Args:
+        data, known, negatives, reversed_negatives, sibling_negatives,
+            corrupt, shuffle, seed: as for `make_dataset`.
+        ahead: passes drawn ahead (default: the cores but one, 1 to 4).
+        passes: the run's passes: none at or after it is drawn ahead
+            (default: no end).
+
+    Example:
+
+    >>> from keras_gauss.hierarchy import hierarchy_from_parents
+    >>> h = hierarchy_from_parents({"dog": ["mammal"], "cat": ["mammal"], "mammal": [], "rock": []})
+    >>> draws = EpochDraws(h, negatives=2, ahead=1)
+    >>> pos, neg_s, neg_g = draws.get(0)  # pass 1 is being drawn meanwhile
+    >>> neg_g.shape
+    (2, 2)
+    >>> draws.close()
+    """
+
+    def __init__(self, data, *, known=None, negatives=1, reversed_negatives=False,
+                 sibling_negatives=0.0, corrupt="either", shuffle=True, seed=0, ahead=None,
+                 passes=None):
+        self.edges, self._index, self._direct = _sampler(data, known, 1, sibling_negatives)
+        self.k = negatives + int(reversed_negatives)
+        self._draw = dict(negatives=negatives, reversed_negatives=reversed_negatives,
+                          sibling_negatives=sibling_negatives, corrupt=corrupt, shuffle=shuffle)
+        self.seed = seed
+        self.ahead = _ahead() if ahead is None else int(ahead)
+        self.passes = passes
+        self._pool = ThreadPoolExecutor(max(1, self.ahead), thread_name_prefix="edge-draws")
+        self._passes = {}
+
+    def _drawn(self, epoch):
+        return draw_epoch(self.edges, self._index, np.random.default_rng([self.seed, epoch]),
+                          direct=self._direct, **self._draw)
+
+    def get(self, epoch):
+        """Pass `epoch`'s `(pos, neg_specific, neg_general)` (`draw_epoch`),
+        the passes after it set drawing."""
+        last = epoch + self.ahead + 1
+        if self.passes is not None:
+            last = max(epoch + 1, min(last, self.passes))
+        for e in range(epoch, last):
+            if e not in self._passes:
+                self._passes[e] = self._pool.submit(self._drawn, e)
+        for e in [e for e in self._passes if e < epoch]:
+            self._passes.pop(e).cancel()
+        return self._passes.pop(epoch).result()
+
+    def close(self):
+        """Cancels the passes not yet asked for; returns without waiting."""
+        for future in self._passes.values():
+            future.cancel()
+        self._passes.clear()
+        self._pool.shutdown(wait=False)
+
+
 class EdgeBatches(keras.utils.PyDataset):
     """One epoch of `make_dataset`'s batches as a `keras.utils.PyDataset`,
     without TensorFlow: pass `epoch` (the stream `[seed, epoch]`) drawn
@@ -202,6 +274,9 @@ class EdgeBatches(keras.utils.PyDataset):
             for `make_dataset` (defaults `known=None`, 1024, 1, False, 0.0,
             "either", True, False, 0).
         epoch: the pass drawn (`make_dataset`'s `first_pass`), default 0.
+        draws: an `EpochDraws` to read the pass from (drawn ahead) instead
+            of drawing it here: its data and drawing settings then count,
+            not these.
 
     Example:
 
@@ -216,13 +291,20 @@ class EdgeBatches(keras.utils.PyDataset):
 
     def __init__(self, data, *, known=None, batch_size=1024, negatives=1,
                  reversed_negatives=False, sibling_negatives=0.0, corrupt="either",
-                 shuffle=True, drop_remainder=False, seed=0, epoch=0):
+                 shuffle=True, drop_remainder=False, seed=0, epoch=0, draws=None):
         super().__init__()
-        self._edges, self._index, self._direct = _sampler(data, known, batch_size,
-                                                          sibling_negatives)
+        if draws is not None:
+            self._edges, self._index, self._direct = draws.edges, None, None
+            if batch_size < 1:
+                raise ValueError("batch_size must be >= 1")
+        else:
+            self._edges, self._index, self._direct = _sampler(data, known, batch_size,
+                                                              sibling_negatives)
+        self._draws = draws
         self._draw = dict(negatives=negatives, reversed_negatives=reversed_negatives,
                           sibling_negatives=sibling_negatives, corrupt=corrupt, shuffle=shuffle)
-        self._labels = _labels(batch_size, negatives + int(reversed_negatives))
+        self._labels = _labels(batch_size, draws.k if draws is not None
+                               else negatives + int(reversed_negatives))
         self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
         self._batches = _num_batches(len(self._edges), batch_size, drop_remainder)
         self._offset = 0
@@ -234,7 +316,9 @@ class EdgeBatches(keras.utils.PyDataset):
     def __getitem__(self, i):
         if not 0 <= i < len(self):
             raise IndexError(f"batch {i} of {len(self)}")
-        if not self._drawn:
+        if not self._drawn and self._draws is not None:
+            self._drawn.append(self._draws.get(self.epoch))
+        elif not self._drawn:
             rng = np.random.default_rng([self.seed, self.epoch])
             self._drawn.append(draw_epoch(self._edges, self._index, rng, direct=self._direct,
                                           **self._draw))
@@ -247,7 +331,7 @@ class EdgeBatches(keras.utils.PyDataset):
         return view
 
 
-def epoch_batches(data, epoch, *, tf_data=None, **options):
+def epoch_batches(data, epoch, *, tf_data=None, draws=None, **options):
     """Epoch `epoch`'s batches for `fit` (the stream `[seed, epoch]`): a
     `tf.data.Dataset` (`make_dataset` from `first_pass=epoch`) on
     TensorFlow, else an `EdgeBatches` (no TensorFlow needed); the same
@@ -259,6 +343,8 @@ def epoch_batches(data, epoch, *, tf_data=None, **options):
         tf_data: True for `tf.data` whatever the backend (e.g. for
             `Distribution.local_batches` over several devices); default:
             Keras's backend is TensorFlow.
+        draws: an `EpochDraws` that `EdgeBatches` reads the pass from
+            (drawn ahead); `tf.data` draws its own.
         **options: `make_dataset`'s keyword arguments but `first_pass`.
 
     Example:
@@ -272,4 +358,4 @@ def epoch_batches(data, epoch, *, tf_data=None, **options):
         tf_data = keras.backend.backend() == "tensorflow"
     if tf_data:
         return make_dataset(data, first_pass=epoch, **options)
-    return EdgeBatches(data, epoch=epoch, **options)
+    return EdgeBatches(data, epoch=epoch, draws=draws, **options)

@@ -257,6 +257,7 @@ class KerasHierarchyEngine(HierarchyEngine):
     """
 
     name = "keras"
+    draws = None  # the run's EpochDraws while `train` runs, without tf.data
 
     def build(self, job, arrays):
         """The compiled model, the checkpoint's tables and optimizer state
@@ -300,15 +301,26 @@ class KerasHierarchyEngine(HierarchyEngine):
     def epoch_dataset(self, job, epoch):
         """Epoch `epoch`'s batches: drawn from the stream `[seed, epoch]`
         (`epoch_batches`: `tf.data` on TensorFlow and over several devices,
-        else a `keras.utils.PyDataset`, no TensorFlow needed)."""
+        else a `keras.utils.PyDataset`, no TensorFlow needed, its passes
+        drawn ahead by the run's `EpochDraws`)."""
+        import keras
+
+        from keras_gauss.hierarchy.dataset import EpochDraws
         from keras_gauss.hierarchy.dataset import epoch_batches
 
         config, distribution = self.config, job.distribution
         if self.steps is not None:
             return shard_edges(config, self.train_edges, self.known, distribution, epoch,
                                self.steps)
+        if self.draws is None and not distribution.active \
+                and keras.backend.backend() != "tensorflow":
+            self.draws = EpochDraws(self.train_edges, known=self.known,
+                                    negatives=config.negatives,
+                                    reversed_negatives=config.reversed_negatives,
+                                    sibling_negatives=config.sibling_negatives, seed=config.seed,
+                                    passes=config.epochs)
         data = epoch_batches(self.train_edges, epoch, tf_data=distribution.active or None,
-                             known=self.known, batch_size=config.batch_size,
+                             draws=self.draws, known=self.known, batch_size=config.batch_size,
                              negatives=config.negatives,
                              reversed_negatives=config.reversed_negatives,
                              sibling_negatives=config.sibling_negatives, seed=config.seed,
@@ -340,10 +352,15 @@ class KerasHierarchyEngine(HierarchyEngine):
         progress = ProgressLogger.from_verbose(job.verbose, unit="edges",
                                                batch_size=config.batch_size,
                                                epoch_size=len(self.train_edges))
-        with job.distribution.scope():
-            fit_by_epoch(self.model, lambda epoch: self.epoch_dataset(job, epoch),
-                         config.epochs, [saving, progress, FiniteLoss(), record, *callbacks],
-                         start=first)
+        self.draws = None
+        try:
+            with job.distribution.scope():
+                fit_by_epoch(self.model, lambda epoch: self.epoch_dataset(job, epoch),
+                             config.epochs, [saving, progress, FiniteLoss(), record, *callbacks],
+                             start=first)
+        finally:
+            if self.draws is not None:
+                self.draws.close()
         self.train_seconds = job.elapsed()
         if self.selection is not None:
             self.selection.restore_best(self.model)

@@ -138,3 +138,14 @@ def test_edge_batches_are_the_tf_data_batches_of_the_epoch(mammal, options):
                                                                    **common).skip(2)))
     assert type(epoch_batches(split, 3, **common)) is type(on_tf)  # on TensorFlow: tf.data
     assert isinstance(epoch_batches(split, 3, tf_data=False, **common), EdgeBatches)
+    # the passes drawn ahead in threads (EpochDraws) are the same batches
+    from keras_gauss.hierarchy.dataset import EpochDraws
+
+    drawing = {k: v for k, v in common.items() if k not in ("batch_size", "drop_remainder")}
+    draws = EpochDraws(split, ahead=2, passes=5, **drawing)
+    batching = {k: common[k] for k in ("batch_size", "drop_remainder") if k in common}
+    _assert_same(_batches(epoch_batches(split, 3, tf_data=False, draws=draws, **common)), third)
+    assert sorted(draws._passes) == [4]  # drawn ahead, never past the run's last pass
+    _assert_same(_batches(EdgeBatches(split, epoch=4, draws=draws, **batching)), fourth)
+    assert not draws._passes
+    draws.close()

@@ -357,6 +357,12 @@ struct Parts {
   int64_t first(int64_t p) const { return p * size / count; }
 };
 
+// dst += src over c floats (row sums: the same additions wherever rows are summed).
+inline void AddRow(float* dst, const float* src, int64_t c) {
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+}
+
 // AdaGrad on the unique rows of `slots` with the summed rows of `values`
 // (n, c): each part owns a range of unique rows and streams through the
 // occurrences; a row that occurs once is updated at its occurrence, the
@@ -398,8 +404,7 @@ void AdagradSlots(RowSlots& slots, float* table, float* acc, int64_t c, const fl
       if (slots.first(s) == o) {
         std::memcpy(dst, src, sizeof(float) * c);
       } else {
-#pragma omp simd
-        for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+        AddRow(dst, src, c);
       }
     }
     for (int64_t s = begin; s < end; ++s) {
@@ -459,10 +464,7 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
     for (int64_t o = 0; o < n; ++o) {
       const int64_t row = static_cast<int64_t>(ids[o]);
       if (row < begin || row >= end) continue;
-      float* dst = dense + row * c;
-      const float* src = values + o * c;
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+      AddRow(dense + row * c, values + o * c, c);
     }
   });
 }
@@ -555,18 +557,12 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
           run(std::false_type{}, std::false_type{});
         }
         if (own_a && !first_a && (a.k != 1 || j == k - 1)) {
-          float* dst = gma + sa * d;
-#pragma omp simd
-          for (int64_t i = 0; i < d; ++i) dst[i] += tmp_a[i];
-          float* dst_v = gva + sa * a.dv;
-          for (int64_t i = 0; i < a.dv; ++i) dst_v[i] += tmp_a[d + i];
+          AddRow(gma + sa * d, tmp_a, d);
+          AddRow(gva + sa * a.dv, tmp_a + d, a.dv);
         }
         if (own_b && !first_b && (b.k != 1 || j == k - 1)) {
-          float* dst = gmb + sb * d;
-#pragma omp simd
-          for (int64_t i = 0; i < d; ++i) dst[i] += tmp_b[i];
-          float* dst_v = gvb + sb * b.dv;
-          for (int64_t i = 0; i < b.dv; ++i) dst_v[i] += tmp_b[d + i];
+          AddRow(gmb + sb * d, tmp_b, d);
+          AddRow(gvb + sb * b.dv, tmp_b + d, b.dv);
         }
       }
     }

@@ -22,7 +22,7 @@ __all__ = ["EdgeBatches", "EpochDraws", "draw_epoch", "epoch_batches", "make_dat
            "sample_negatives"]
 
 
-def _sampler(data, known, batch_size, sibling_negatives):
+def _sampler(data, known, sibling_negatives):
     """`(edges, index, direct)`: the int32 edges of `data`, the `EdgeIndex`
     the sampler rejects negatives with and, for sibling negatives, the
     direct links of it (else None); one clear error for bad settings."""
@@ -35,8 +35,6 @@ def _sampler(data, known, batch_size, sibling_negatives):
             known = EdgeIndex(edges, int(edges.max()) + 1 if len(edges) else 0)
     if not len(edges):
         raise ValueError("no edges to train on")
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
     if not 0.0 <= sibling_negatives <= 1.0:
         raise ValueError(f"sibling_negatives must lie in [0, 1], got {sibling_negatives}")
     index = known.index if isinstance(known, Hierarchy) else known
@@ -81,6 +79,9 @@ def draw_epoch(edges, index, rng, *, negatives=1, reversed_negatives=False,
 
 
 def _num_batches(num_edges, batch_size, drop_remainder):
+    """Batches of a pass; one clear error for a bad `batch_size`."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
     return num_edges // batch_size if drop_remainder else -(-num_edges // batch_size)
 
 
@@ -165,10 +166,10 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    edges, index, direct = _sampler(data, known, batch_size, sibling_negatives)
+    edges, index, direct = _sampler(data, known, sibling_negatives)
+    num_batches = _num_batches(len(edges), batch_size, drop_remainder)
     k = negatives + int(reversed_negatives)
     labels = _labels(batch_size, k)
-    num_batches = _num_batches(len(edges), batch_size, drop_remainder)
     passes = itertools.count(first_pass)
 
     def epoch():
@@ -199,13 +200,15 @@ class EpochDraws:
     stream `[seed, pass]` (so the same arrays however and whenever drawn),
     the next `ahead` passes drawn in background threads while the current
     one trains: on a GPU the host's drawing (seconds a pass of WordNet) no
-    longer waits in line with the steps. `EdgeBatches(draws=...)` reads its
-    pass here; `close()` drops the passes not asked for.
+    longer waits in line with the steps. `EdgeBatches` reads its pass from
+    one (its own, drawing on demand, unless given); `close()` drops the
+    passes not asked for.
 
     Args:
         data, known, negatives, reversed_negatives, sibling_negatives,
             corrupt, shuffle, seed: as for `make_dataset`.
-        ahead: passes drawn ahead (default: the cores but one, 1 to 4).
+        ahead: passes drawn ahead (default: the cores but one, 1 to 4; 0:
+            each pass drawn when asked for, no threads).
         passes: the run's passes: none at or after it is drawn ahead
             (default: no end).
 
@@ -223,15 +226,16 @@ class EpochDraws:
     def __init__(self, data, *, known=None, negatives=1, reversed_negatives=False,
                  sibling_negatives=0.0, corrupt="either", shuffle=True, seed=0, ahead=None,
                  passes=None):
-        self.edges, self._index, self._direct = _sampler(data, known, 1, sibling_negatives)
+        self.edges, self._index, self._direct = _sampler(data, known, sibling_negatives)
         self.k = negatives + int(reversed_negatives)
         self._draw = dict(negatives=negatives, reversed_negatives=reversed_negatives,
                           sibling_negatives=sibling_negatives, corrupt=corrupt, shuffle=shuffle)
         self.seed = seed
         self.ahead = _ahead() if ahead is None else int(ahead)
         self.passes = passes
-        self._pool = ThreadPoolExecutor(max(1, self.ahead), thread_name_prefix="edge-draws")
-        self._passes = {}
+        self._pool = (ThreadPoolExecutor(self.ahead, thread_name_prefix="edge-draws")
+                      if self.ahead > 0 else None)
+        self._futures = {}  # pass -> its drawing
 
     def _drawn(self, epoch):
         return draw_epoch(self.edges, self._index, np.random.default_rng([self.seed, epoch]),
@@ -240,22 +244,25 @@ class EpochDraws:
     def get(self, epoch):
         """Pass `epoch`'s `(pos, neg_specific, neg_general)` (`draw_epoch`),
         the passes after it set drawing."""
+        if self._pool is None:
+            return self._drawn(epoch)
         last = epoch + self.ahead + 1
         if self.passes is not None:
             last = max(epoch + 1, min(last, self.passes))
         for e in range(epoch, last):
-            if e not in self._passes:
-                self._passes[e] = self._pool.submit(self._drawn, e)
-        for e in [e for e in self._passes if e < epoch]:
-            self._passes.pop(e).cancel()
-        return self._passes.pop(epoch).result()
+            if e not in self._futures:
+                self._futures[e] = self._pool.submit(self._drawn, e)
+        for e in [e for e in self._futures if e < epoch]:
+            self._futures.pop(e).cancel()
+        return self._futures.pop(epoch).result()
 
     def close(self):
         """Cancels the passes not yet asked for; returns without waiting."""
-        for future in self._passes.values():
+        for future in self._futures.values():
             future.cancel()
-        self._passes.clear()
-        self._pool.shutdown(wait=False)
+        self._futures.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
 
 class EdgeBatches(keras.utils.PyDataset):
@@ -293,20 +300,15 @@ class EdgeBatches(keras.utils.PyDataset):
                  reversed_negatives=False, sibling_negatives=0.0, corrupt="either",
                  shuffle=True, drop_remainder=False, seed=0, epoch=0, draws=None):
         super().__init__()
-        if draws is not None:
-            self._edges, self._index, self._direct = draws.edges, None, None
-            if batch_size < 1:
-                raise ValueError("batch_size must be >= 1")
-        else:
-            self._edges, self._index, self._direct = _sampler(data, known, batch_size,
-                                                              sibling_negatives)
+        if draws is None:
+            draws = EpochDraws(data, known=known, negatives=negatives,
+                               reversed_negatives=reversed_negatives,
+                               sibling_negatives=sibling_negatives, corrupt=corrupt,
+                               shuffle=shuffle, seed=seed, ahead=0)
         self._draws = draws
-        self._draw = dict(negatives=negatives, reversed_negatives=reversed_negatives,
-                          sibling_negatives=sibling_negatives, corrupt=corrupt, shuffle=shuffle)
-        self._labels = _labels(batch_size, draws.k if draws is not None
-                               else negatives + int(reversed_negatives))
-        self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
-        self._batches = _num_batches(len(self._edges), batch_size, drop_remainder)
+        self._batches = _num_batches(len(draws.edges), batch_size, drop_remainder)
+        self._labels = _labels(batch_size, draws.k)
+        self.batch_size, self.seed, self.epoch = batch_size, draws.seed, epoch
         self._offset = 0
         self._drawn = []  # the pass, once drawn (shared with `skip`'s views)
 
@@ -316,12 +318,8 @@ class EdgeBatches(keras.utils.PyDataset):
     def __getitem__(self, i):
         if not 0 <= i < len(self):
             raise IndexError(f"batch {i} of {len(self)}")
-        if not self._drawn and self._draws is not None:
+        if not self._drawn:
             self._drawn.append(self._draws.get(self.epoch))
-        elif not self._drawn:
-            rng = np.random.default_rng([self.seed, self.epoch])
-            self._drawn.append(draw_epoch(self._edges, self._index, rng, direct=self._direct,
-                                          **self._draw))
         return _batch(self._drawn[0], self._labels, self.batch_size, self._offset + i)
 
     def skip(self, count):

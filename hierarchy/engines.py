@@ -312,19 +312,15 @@ class KerasHierarchyEngine(HierarchyEngine):
         if self.steps is not None:
             return shard_edges(config, self.train_edges, self.known, distribution, epoch,
                                self.steps)
+        drawing = dict(known=self.known, negatives=config.negatives,
+                       reversed_negatives=config.reversed_negatives,
+                       sibling_negatives=config.sibling_negatives, seed=config.seed)
         if self.draws is None and not distribution.active \
                 and keras.backend.backend() != "tensorflow":
-            self.draws = EpochDraws(self.train_edges, known=self.known,
-                                    negatives=config.negatives,
-                                    reversed_negatives=config.reversed_negatives,
-                                    sibling_negatives=config.sibling_negatives, seed=config.seed,
-                                    passes=config.epochs)
+            self.draws = EpochDraws(self.train_edges, passes=config.epochs, **drawing)
         data = epoch_batches(self.train_edges, epoch, tf_data=distribution.active or None,
-                             draws=self.draws, known=self.known, batch_size=config.batch_size,
-                             negatives=config.negatives,
-                             reversed_negatives=config.reversed_negatives,
-                             sibling_negatives=config.sibling_negatives, seed=config.seed,
-                             drop_remainder=distribution.active)
+                             draws=self.draws, batch_size=config.batch_size,
+                             drop_remainder=distribution.active, **drawing)
         return distribution.local_batches(data, config.batch_size)
 
     def train(self, job):

@@ -145,7 +145,7 @@ def test_edge_batches_are_the_tf_data_batches_of_the_epoch(mammal, options):
     draws = EpochDraws(split, ahead=2, passes=5, **drawing)
     batching = {k: common[k] for k in ("batch_size", "drop_remainder") if k in common}
     _assert_same(_batches(epoch_batches(split, 3, tf_data=False, draws=draws, **common)), third)
-    assert sorted(draws._passes) == [4]  # drawn ahead, never past the run's last pass
+    assert sorted(draws._futures) == [4]  # drawn ahead, never past the run's last pass
     _assert_same(_batches(EdgeBatches(split, epoch=4, draws=draws, **batching)), fourth)
-    assert not draws._passes
+    assert not draws._futures
     draws.close()

@@ -35,7 +35,8 @@ class WordNetConfig:
     WordNet split"). KL on the reduction split has its own
     (`SPLIT_DEFAULTS`, `research/reduction_kl.md`): the tree start sized by
     descendant counts, variances up to 50, learning rate 0.003, the
-    generality term 0.3, 3 epochs. A setting left `None` takes its default
+    generality term 0.3, 3 epochs; on the closure split (the main job) a
+    tenth of its negatives siblings. A setting left `None` takes its default
     in `resolved()`; one given is kept.
 
     Attributes:
@@ -290,7 +291,7 @@ class WordNetConfig:
     def resolved(self):
         """This config with every `None` default set, each from the first
         place that has it: the split's defaults for the energy
-        (`SPLIT_DEFAULTS`: KL on the reduction split), the energy's (its
+        (`SPLIT_DEFAULTS`: KL on the reduction and closure splits), the energy's (its
         `loss_defaults` in `keras_gauss.energies`, chosen on validation:
         benchmarks/README.md, "Ganea et al.'s WordNet split"), `epochs` and
         `patience` by the split (`default_schedule`), else `DEFAULTS`. The

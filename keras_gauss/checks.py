@@ -78,7 +78,6 @@ def check_tables_finite(means, variances, where):
                          "the table is unusable (a diverged run?).")
 
 
-
 def checked_in_jax_step(value, bad, raise_error, *args):
     """`value`, behind a check that runs with a compiled JAX step: where the
     traced boolean `bad` is true when the step runs, `raise_error(*args)` is
@@ -139,6 +138,7 @@ def tracing_for_tensorflow():
 
     tf = sys.modules.get("tensorflow")
     return tf is not None and tf.inside_function()
+
 
 # Relative slack of the bounds checks: a float32 projection lands within a
 # few ulps of its bound.

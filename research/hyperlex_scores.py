@@ -6,7 +6,11 @@ Each pair "word1 is a type of word2" is scored over the synsets of both words
 - `kl`: -KL(N_x || N_y) (what `hyperlex_spearman` reports);
 - `generality` beta: -KL(N_x || N_y) + beta (log det S_y - log det S_x);
 - `asymmetry` gamma: -KL(N_x || N_y) + gamma KL(N_y || N_x);
-- `generality, mean`: the generality score averaged over the synset pairs.
+- `generality, mean`: the generality score averaged over the synset pairs;
+- `generality + sense prior` (beta, lambda): the generality score plus
+  lambda (log p(x | word1) + log p(y | word2)), WordNet's tagged-sense
+  counts plus one (`word_pair_scores(sense_prior=)`); the chosen pair is
+  `HYPERLEX_SCORING`'s for KL (`keras_gauss.hierarchy.evaluate`).
 
 The family's weight is chosen on HyperLex's upstream random split, training
 plus dev parts (nouns), which nothing here trains on; the test part (nouns)
@@ -112,6 +116,31 @@ def main(argv=None):
         test = spearmanr(scores(terms["test"][0], family, weight), terms["test"][1])[0]
         everything = spearmanr(scores(terms["all nouns"][0], family, weight), terms["all nouns"][1])[0]
         print(f"| {family} | {weight:g} | {best:.3f} | {test:.3f} | {everything:.3f} |")
+    prior_row(parts, words, means, variances)
+
+
+def prior_row(parts, words, means, variances):
+    """The `generality + sense prior` row, scored by the package's `word_pair_scores`."""
+    import types
+
+    from keras_gauss.hierarchy.evaluate import word_pair_scores
+
+    words = tuple(words)
+    hierarchy = types.SimpleNamespace(nodes=words, node_ids={w: i for i, w in enumerate(words)},
+                                      num_synsets=len(words), num_nodes=len(words))
+
+    def rho(rows, beta, prior):
+        scores, covered = word_pair_scores(rows, hierarchy, means, variances, generality=beta,
+                                           sense_prior=prior)
+        return spearmanr(scores[covered], np.array([g for *_, g in rows])[covered])[0]
+
+    tried = [(rho(parts["choose (train+dev)"], beta, prior), beta, prior)
+             for beta in (0.5, 0.75, 1.0) for prior in (1.0, 2.0, 4.0, 8.0)]
+    print("  generality + sense prior on train+dev: "
+          + ", ".join(f"{b:g}/{p:g}: {r:.3f}" for r, b, p in tried), file=sys.stderr)
+    best, beta, prior = max(tried)
+    print(f"| generality + sense prior | {beta:g}, {prior:g} | {best:.3f} | "
+          f"{rho(parts['test'], beta, prior):.3f} | {rho(parts['all nouns'], beta, prior):.3f} |")
 
 
 if __name__ == "__main__":

@@ -452,7 +452,8 @@ def test_hyperlex_and_baroni_on_small_files(tmp_path):
         "animal dog N r-hyp-2 0.5 0.8 0.5 0 1\n"  # -4.5
         "dog zzz N no-rel 0.0 0.0 0.0 0 0\n"  # not covered
     )
-    result = hyperlex_spearman(hyperlex, h, means, variances, lemmas=LEMMAS)
+    result = hyperlex_spearman(hyperlex, h, means, variances, lemmas=LEMMAS, generality=0.0,
+                               sense_prior=0.0)
     scipy_stats = pytest.importorskip("scipy.stats")
     expected = scipy_stats.spearmanr([-2, -4.5, -0.5, -4.5], [5.5, 5.0, 3.0, 0.5]).statistic
     assert result["spearman"] == pytest.approx(expected)
@@ -471,6 +472,36 @@ def test_hyperlex_and_baroni_on_small_files(tmp_path):
     assert result["ap"] == pytest.approx(2.75 / 3)
     assert result["best_f1"] == pytest.approx(6 / 7) and result["f1_threshold"] == -4.5
     assert (result["coverage"], result["n_covered"], result["positive_rate"]) == (0.8, 4, 0.75)
+
+
+def test_sense_prior_weighs_a_words_synsets_by_wordnets_counts():
+    from keras_gauss.hierarchy.wordnet import read_sense_counts
+
+    counts = read_sense_counts()  # index.sense: "dog%1:05:00:: 02084071 1 42"
+    assert counts["dog", "dog.n.01"] == 42 and counts["dog", "frump.n.01"] == 0
+    h, means, variances = synset_world()  # "dog": dog.n.01 (42 tags), dog.n.02 (none here)
+    pairs = [("dog", "person"), ("person", "organism")]
+    plain = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS).scores
+    assert plain.tolist() == [-0.5, -0.5]  # dog.n.02 -> person.n.01
+    for prior, expected in ((0.1, -0.5 + 0.1 * math.log(1 / 44)),  # still dog.n.02
+                            (2.0, -4.5 + 2.0 * math.log(43 / 44))):  # the common sense
+        got = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS, sense_prior=prior)
+        assert got.scores == pytest.approx([expected, -0.5], rel=1e-12)  # one sense: no prior
+    for prior in (-1.0, math.nan):
+        with pytest.raises(ValueError, match="sense_prior must be a finite number >= 0"):
+            word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS, sense_prior=prior)
+
+
+def test_hyperlex_scores_kl_with_its_chosen_settings_unless_given(tmp_path, monkeypatch):
+    h, means, variances = synset_world()
+    (tmp_path / "hl.txt").write_text("dog animal N hyp-1 5.5 9.2 0.4\nanimal dog N r 0.5 0.8 0.3\n")
+    seen = []
+    real = evaluate.word_pair_scores
+    monkeypatch.setattr(evaluate, "word_pair_scores", lambda *a, **k: seen.append(
+        (k.get("generality", 0.0), k.get("sense_prior", 0.0))) or real(*a, **k))
+    for scoring in ({}, {"energy": "kl"}, {"energy": "containment"}, {"sense_prior": 1.0}):
+        hyperlex_spearman(tmp_path / "hl.txt", h, means, variances, lemmas=LEMMAS, **scoring)
+    assert seen == [(0.75, 4.0), (0.75, 4.0), (0.0, 0.0), (0.75, 1.0)]
 
 
 def test_spearman_is_pearson_on_average_ranks():

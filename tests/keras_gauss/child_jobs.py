@@ -14,7 +14,8 @@ names of a fresh process) with the variables of `env` set (`null`: unset),
 and `os.environ`, `sys.argv` and `sys.path` are put back after it
 (`lowered_steps.py` sets `KERAS_GAUSS_KERNELS=reference`). A job that fails
 does not stop the others: STATUS.json maps each name to `{"status": "ok" or
-the traceback, "result": what a function returned (JSON)}`.
+the traceback, "result": what a function returned (JSON), "seconds": its
+wall time}`.
 """
 
 import importlib.util
@@ -22,6 +23,7 @@ import json
 import os
 import runpy
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -78,11 +80,13 @@ def main(jobs_file, status_file):
             else:
                 os.environ[key] = value
         keras.backend.clear_session()
+        start = time.perf_counter()
         try:
             status[name] = {"status": "ok", "result": run(target, args)}
         except BaseException:  # noqa: B036 - a script's sys.exit too
             status[name] = {"status": traceback.format_exc(), "result": None}
         finally:
+            status[name]["seconds"] = round(time.perf_counter() - start, 1)
             sys.argv, sys.path[:] = argv, path
             os.environ.clear()
             os.environ.update(environ)

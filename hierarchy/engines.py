@@ -201,10 +201,12 @@ class HierarchyEngine(Engine):
         metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
                         "reconstruction_queries": recon["num_queries"]})
         if self.hyperlex is not None:
+            scoring = dict(evaluate.HYPERLEX_SCORING.get(config.energy, {}))
             result = evaluate.hyperlex_spearman(self.hyperlex, hierarchy, means, variances,
-                                                energy=config.energy)
+                                                energy=config.energy, **scoring)
             metrics.update({"hyperlex_spearman": result["spearman"],
-                            "hyperlex_coverage": result["coverage"]})
+                            "hyperlex_coverage": result["coverage"],
+                            "hyperlex_scoring": scoring})
             if result["undefined"]:
                 metrics["hyperlex_undefined"] = result["undefined"]
         if self.entailment is not None:

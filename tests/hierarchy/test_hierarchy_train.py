@@ -14,10 +14,19 @@ SMALL = dict(root="mammal.n.01", dim=5, epochs=2, batch_size=256, val_size=0.05,
              test_size=0.05, learning_rate=0.3)
 
 
+HYPERLEX = ("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD\n"
+            "dog mammal N hyp-2 5.5 9.2 0.4\nwhale mammal N hyp-1 5.0 8.3 0.4\n"
+            "mammal dog N r-hyp-2 1.0 1.7 0.4\ncat dog N cohyp 0.5 0.8 0.4\n"
+            "dog qwzx N no-rel 0.0 0.0 0.0\n")
+
+
 @pytest.fixture(scope="module")
 def mammal_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "mammals"
-    metrics = train_wordnet(WordNetConfig(**SMALL), out, verbose=0)
+    hyperlex = out.parent / "hyperlex.txt"
+    hyperlex.write_text(HYPERLEX)
+    metrics = train_wordnet(WordNetConfig(**SMALL), out, hyperlex=hyperlex, verbose=0)
+    hyperlex.unlink()
     return out, metrics
 
 
@@ -34,6 +43,23 @@ def test_run_directory_holds_model_vocabulary_and_metrics(mammal_run):
     assert 0.5 <= saved["test_accuracy"] <= 1.0
     # No temporary directories are left beside the run.
     assert [p.name for p in out.parent.iterdir()] == ["mammals"]
+
+
+def test_hyperlex_is_scored_with_kls_graded_settings_and_they_are_recorded(mammal_run, tmp_path):
+    from keras_gauss.hierarchy import evaluate
+    from keras_gauss.hierarchy.closure import build_hierarchy
+
+    out, metrics = mammal_run
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["hyperlex_scoring"] == {"generality": 0.75, "sense_prior": 4.0}
+    assert saved["hyperlex_coverage"] == 0.8
+    run = load_run(out)
+    hierarchy = build_hierarchy(root="mammal.n.01")
+    assert list(hierarchy.nodes) == list(run.words)
+    (tmp_path / "hl.txt").write_text(HYPERLEX)
+    again = evaluate.hyperlex_spearman(tmp_path / "hl.txt", hierarchy, run.means, run.variances,
+                                       generality=0.75, sense_prior=4.0)
+    assert saved["hyperlex_spearman"] == pytest.approx(again["spearman"], abs=1e-12)
 
 
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):

@@ -19,6 +19,7 @@ from keras_gauss.fused.native import native_available
 from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy import train as train_module
 from keras_gauss.runs import load_run
+from cli_errors import cli_error
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
@@ -122,17 +123,9 @@ def test_a_native_run_loads_exports_and_evaluates(edges, tmp_path, capsys):
     assert (run / "eval.json").exists()
 
 
-def _error(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main([str(a) for a in argv])
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
-
-
 def test_what_native_cannot_do_is_refused_in_one_line(edges, tmp_path, capsys):
     argv = ["train-hierarchy", "--edges", edges, "--out", tmp_path / "run", *TRAIN]
-    err = _error([*argv, "--distribution", "data"], capsys)
+    err = cli_error([*argv, "--distribution", "data"], capsys)
     assert "--distribution data trains with model.fit: it needs --engine keras" in err, err
     assert not (tmp_path / "run").exists()
 

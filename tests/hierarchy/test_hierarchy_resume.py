@@ -17,6 +17,7 @@ from cli_process import killed
 from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
+from cli_errors import cli_error
 
 # 1,321 closure edges of a ternary tree of 300 nodes: 83 steps an epoch.
 TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--val-size", "0",
@@ -72,17 +73,9 @@ def interrupted(killed_tree, tmp_path):
     return shutil.copytree(killed_tree, tmp_path / "run")
 
 
-def _error(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main([str(a) for a in argv])
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
-
-
 def test_resume_with_another_loss_is_refused(edges, interrupted, capsys):
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
-    err = _error([*argv, "--loss", "ranking", "--resume", str(interrupted)], capsys)
+    err = cli_error([*argv, "--loss", "ranking", "--resume", str(interrupted)], capsys)
     assert "--loss threshold" in err, err  # the run started with KL's default loss
 
 
@@ -93,7 +86,7 @@ def test_resume_with_two_node_names_swapped_is_refused(edges, interrupted, capsy
     try:
         edges.write_text("".join("\t".join(names.get(name, name) for name in line.split("\t"))
                                  + "\n" for line in original.splitlines()))
-        err = _error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted],
+        err = cli_error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted],
                      capsys)
     finally:
         edges.write_text(original)
@@ -106,7 +99,7 @@ def test_a_checkpoint_outside_its_bounds_is_refused(edges, interrupted, capsys):
     state, arrays = read_checkpoint(interrupted)
     arrays["table/0"][5] = 1e30  # a node's mean, far above --max-norm
     write_checkpoint(interrupted, state, arrays)
-    err = _error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted], capsys)
+    err = cli_error(["train-hierarchy", "--edges", edges, *TRAIN, "--resume", interrupted], capsys)
     assert "table 'nodes'" in err and "norm above max_norm 10 (first: row 5" in err, err
 
 

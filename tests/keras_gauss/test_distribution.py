@@ -22,6 +22,7 @@ from keras_gauss.distribution import check_batch
 from keras_gauss.distribution import check_mesh
 from keras_gauss.distribution import rendezvous
 from keras_gauss.distribution import resolve
+from cli_errors import cli_exit
 
 HERE = Path(__file__).parent
 TOPICS = (["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"])
@@ -281,27 +282,18 @@ def test_a_process_without_the_job_secret_is_refused_and_ignored():
 @pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e300"])
 def test_distribution_timeout_must_be_a_sane_number_of_seconds(corpus, tmp_path, capsys,
                                                                 value):
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
                        *TRAIN, "--distribution", "data", "--num-processes", "2",
                        "--coordinator", "127.0.0.1:1", "--distribution-timeout", value],
                       capsys)
     assert code == 2 and "--distribution-timeout must be a number of seconds > 0 and at " \
                          f"most 86400 (a day), got {float(value)}" in err
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
                        *TRAIN, "--distribution-timeout", value], capsys)
     assert code == 2 and "--distribution-timeout" in err
 
 
 # --- the command line: one line, exit 2 -----------------------------------------
-
-def _exit(argv, capsys):
-    from keras_gauss.cli import main
-
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return info.value.code, err
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -312,7 +304,7 @@ def _exit(argv, capsys):
     (["--process-id", "1"], "need --distribution"),
 ])
 def test_cli_bad_distribution_is_one_line(corpus, tmp_path, capsys, extra, words):
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
                        *TRAIN, *extra], capsys)
     assert code == 2 and words in err
     assert not (tmp_path / "r").exists()
@@ -321,17 +313,17 @@ def test_cli_bad_distribution_is_one_line(corpus, tmp_path, capsys, extra, words
 def test_cli_distribution_needs_the_keras_engine_and_jax(corpus, tmp_path, capsys):
     import keras
 
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
                        *TRAIN, "--engine", "native", "--distribution", "data"], capsys)
     assert code == 2 and "needs --engine keras" in err
     if keras.backend.backend() == "tensorflow":  # MirroredStrategy: one process, data only
-        code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",
+        code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out",
                            str(tmp_path / "r"), *TRAIN, "--distribution", "data",
                            "--num-processes", "2", "--process-id", "1", "--coordinator",
                            "127.0.0.1:1"], capsys)
         assert code == 2 and "--num-processes 2 needs KERAS_BACKEND=jax" in err
         assert "20585" in err
-        code, err = _exit(["train-hierarchy", "--edges", str(corpus), "--out",
+        code, err = cli_exit(["train-hierarchy", "--edges", str(corpus), "--out",
                            str(tmp_path / "r"), "--engine", "keras", "--distribution",
                            "model"], capsys)
         assert code == 2 and "--distribution model needs KERAS_BACKEND=jax" in err

@@ -16,12 +16,12 @@ import threading
 
 import pytest
 
-from keras_gauss.cli import main
 from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import TextCheck
 from keras_gauss.inputs import check_input_file
 from keras_gauss.inputs import open_input
 from keras_gauss.inputs import read_text
+from cli_errors import cli_exit
 
 TRAIN = ["--dim", "4", "--epochs", "1", "--window", "2", "--min-count", "1",
          "--sample", "0", "--batch-size", "64", "--seed", "0", "--checkpoint-every", "0"]
@@ -48,14 +48,6 @@ def fifo(path):
         with contextlib.suppress(OSError):  # a reader: releases a blocked writer
             os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
         thread.join(10)
-
-
-def _exit(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return info.value.code, err
 
 
 # --- the helper -----------------------------------------------------------------
@@ -117,16 +109,16 @@ def test_text_is_checked_to_its_last_byte_with_the_line(tmp_path):
 @pytest.mark.parametrize("engine", ["native", "keras"])
 def test_a_fifo_or_device_as_corpus_is_one_line(tmp_path, capsys, engine):
     with fifo(tmp_path / "pipe"):
-        code, err = _exit(["train-corpus", "--corpus", str(tmp_path / "pipe"), "--out",
+        code, err = cli_exit(["train-corpus", "--corpus", str(tmp_path / "pipe"), "--out",
                            str(tmp_path / "r"), "--engine", engine, *TRAIN], capsys)
     assert code == 2 and f"--corpus {tmp_path / 'pipe'}: a named pipe (FIFO)" in err
-    code, err = _exit(["train-corpus", "--corpus", "/dev/zero", "--out", str(tmp_path / "r"),
+    code, err = cli_exit(["train-corpus", "--corpus", "/dev/zero", "--out", str(tmp_path / "r"),
                        "--engine", engine, *TRAIN], capsys)
     assert code == 2 and "--corpus /dev/zero: a character device" in err
     (tmp_path / "dir").mkdir()
     (tmp_path / "dir" / "a.txt").write_text("the cat sat\n" * 20)
     with fifo(tmp_path / "dir" / "b.txt"):
-        code, err = _exit(["train-corpus", "--corpus", str(tmp_path / "dir"), "--out",
+        code, err = cli_exit(["train-corpus", "--corpus", str(tmp_path / "dir"), "--out",
                            str(tmp_path / "r"), "--engine", engine, *TRAIN], capsys)
     assert code == 2 and f"{tmp_path / 'dir' / 'b.txt'}: a named pipe (FIFO)" in err
     assert err.startswith(f"keras-gauss train-corpus: error: --corpus {tmp_path / 'dir'}: ")
@@ -143,7 +135,7 @@ def test_bad_text_anywhere_in_a_corpus_is_one_line_before_training(tmp_path, cap
         name = "c.txt.gz" if compress else "c.txt"
         data = good.encode() + tail + good.encode()
         (tmp_path / name).write_bytes(gzip.compress(data) if compress else data)
-        code, err = _exit(["train-corpus", "--corpus", str(tmp_path / name), "--out",
+        code, err = cli_exit(["train-corpus", "--corpus", str(tmp_path / name), "--out",
                            str(tmp_path / "r"), "--engine", engine, *TRAIN], capsys)
         assert code == 2 and f"--corpus {tmp_path / name}: {words}" in err, err
         assert not (tmp_path / "r").exists()
@@ -165,11 +157,11 @@ def test_a_fifo_or_directory_as_edges_or_benchmark_file_is_one_line(tmp_path, ca
         for target, kind in ((tmp_path / "pipe", "a named pipe (FIFO)"),
                              (tmp_path / "dir", "a directory"),
                              ("/dev/null", "a character device")):
-            code, err = _exit(["train-hierarchy", "--edges", str(target), "--out",
+            code, err = cli_exit(["train-hierarchy", "--edges", str(target), "--out",
                                str(tmp_path / "r")], capsys)
             assert code == 2 and f"--edges {target}: {kind}, not a regular file" in err
             for flag in ("--hyperlex", "--entailment"):
-                code, err = _exit(["train-wordnet", flag, str(target), "--out",
+                code, err = cli_exit(["train-wordnet", flag, str(target), "--out",
                                    str(tmp_path / "r")], capsys)
                 assert code == 2 and f"{flag} {target}: {kind}, not a regular file" in err
     assert not (tmp_path / "r").exists()
@@ -222,7 +214,7 @@ def test_a_fifo_in_a_run_is_one_line_for_every_reader(run, tmp_path, capsys, nam
             load_run(copy)
         for argv in (["neighbors", str(copy), "cat"],
                      ["evaluate", str(copy), "--similarity", str(run.parent / "sim.tsv")]):
-            code, err = _exit(argv, capsys)
+            code, err = cli_exit(argv, capsys)
             assert code == 2 and f"{copy / name}: a named pipe (FIFO)" in err, err
     os.remove(copy / name)
     os.mkdir(copy / name)
@@ -233,5 +225,5 @@ def test_a_fifo_in_a_run_is_one_line_for_every_reader(run, tmp_path, capsys, nam
 def test_a_fifo_as_similarity_or_entailment_file_is_one_line(run, tmp_path, capsys):
     with fifo(tmp_path / "pipe"):
         for flag in ("--similarity", "--entailment"):
-            code, err = _exit(["evaluate", str(run), flag, str(tmp_path / "pipe")], capsys)
+            code, err = cli_exit(["evaluate", str(run), flag, str(tmp_path / "pipe")], capsys)
             assert code == 2 and f"{flag} {tmp_path / 'pipe'}: a named pipe (FIFO)" in err

@@ -22,6 +22,7 @@ from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
 from keras_gauss.job import Data, Digest, Engine, Job, Table, check_engine, choose_engine
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
+from cli_errors import cli_error
 
 NO_TENSORFLOW = {"tensorflow": False, "keras": False}
 CHUNKS = {CHUNK_TOKENS_VARIABLE: "2000"}  # 8 chunks an epoch: a checkpoint after each
@@ -121,14 +122,6 @@ _checkpoint.Checkpointer.save = _save_and_wait
 """
 
 
-def _error(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main([str(a) for a in argv])
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
-
-
 @needs_native
 def test_an_output_being_trained_into_has_one_writer_also_across_resume(tmp_path, capsys):
     corpus, out = _corpus(tmp_path), tmp_path / "run"
@@ -142,7 +135,7 @@ def test_an_output_being_trained_into_has_one_writer_also_across_resume(tmp_path
         assert writer.stdout.readline() == "checkpointed\n"
         busy = f"being written by another keras-gauss process (process {writer.pid})"
         for other in (["--out", out], ["--out", out, "--overwrite"], ["--resume", out]):
-            assert busy in _error([*argv, *other], capsys)
+            assert busy in cli_error([*argv, *other], capsys)
     finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()

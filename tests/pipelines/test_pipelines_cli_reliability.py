@@ -14,6 +14,7 @@ import pytest
 from keras_gauss.cli import main
 from keras_gauss.run_format import DamagedRunError
 from keras_gauss.runs import load_run
+from cli_errors import cli_exit
 
 TRAIN = ["--dim", "4", "--epochs", "1", "--window", "2", "--min-count", "1",
          "--sample", "0", "--batch-size", "64", "--seed", "0"]
@@ -34,24 +35,16 @@ def runs(corpus):
     return out
 
 
-def _exit(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return info.value.code, err
-
-
 def test_overwrite_never_deletes_what_is_not_a_run(corpus, tmp_path, capsys):
     runs = tmp_path / "runs"
     (runs / "a").mkdir(parents=True)
     (runs / "a" / "run.json").write_text("{}")
     (runs / "notes.txt").write_text("keep me")
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(runs),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(runs),
                        "--overwrite", *TRAIN], capsys)
     assert code == 2 and "--out" in err and "notes.txt" in err and "not a keras-gauss run" in err
     assert (runs / "notes.txt").read_text() == "keep me" and (runs / "a" / "run.json").exists()
-    code, err = _exit(["train-wordnet", "--out", str(runs), "--overwrite"], capsys)
+    code, err = cli_exit(["train-wordnet", "--out", str(runs), "--overwrite"], capsys)
     assert code == 2 and "notes.txt" in err
 
 
@@ -60,7 +53,7 @@ def test_out_is_checked_before_training(corpus, tmp_path, capsys, monkeypatch):
     (tmp_path / "x").write_text("x")
     for out, message in ((".", "working directory"), ("/proc/kg/run", "cannot write"),
                          ("x/run", "not a directory")):
-        code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", out,
+        code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", out,
                            "--overwrite", *TRAIN], capsys)
         assert code == 2 and message in err, err
     assert sorted(os.listdir(tmp_path)) == ["x"]
@@ -84,7 +77,7 @@ def test_bad_settings_fail_up_front_naming_the_flag(corpus, tmp_path, capsys, fl
     if flag in args:
         i = args.index(flag)
         del args[i:i + 2]
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out",
                        str(tmp_path / "run"), *args, f"{flag}={value}"], capsys)
     assert code == 2 and message in err and "--corpus" not in err, err
     assert not (tmp_path / "run").exists()
@@ -94,7 +87,7 @@ def test_truncated_gzip_corpus_fails_naming_file_and_offset(corpus, tmp_path, ca
     data = gzip.compress(corpus.read_bytes() * 200)
     path = tmp_path / "cut.txt.gz"
     path.write_bytes(data[: len(data) * 2 // 3])
-    code, err = _exit(["train-corpus", "--corpus", str(path), "--out",
+    code, err = cli_exit(["train-corpus", "--corpus", str(path), "--out",
                        str(tmp_path / "run"), *TRAIN], capsys)
     assert code == 2 and "cut.txt.gz" in err and "byte" in err
     assert not (tmp_path / "run").exists()
@@ -221,7 +214,7 @@ def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damag
         load_run(run)
     for argv in (["neighbors", str(run), "cat"],
                  ["export", str(run), "--out", str(tmp_path / "serve")]):
-        code, err = _exit(argv, capsys)
+        code, err = cli_exit(argv, capsys)
         assert code == 2 and file in err and message.split()[0] in err, err
     assert not (tmp_path / "serve").exists()
 
@@ -254,7 +247,7 @@ def test_overwrite_and_export_replace_only_their_own_kind_of_output(corpus, runs
               "--overwrite"], "is inside the keras-gauss run"),
             (["export", str(run), "--out", str(run), "--overwrite"],
              "is inside the keras-gauss run")]:
-        code, err = _exit(argv, capsys)
+        code, err = cli_exit(argv, capsys)
         assert code == 2 and message in err, err
     assert _snapshot(sacred, thesis, run) == before
     assert load_run(run).words  # the source is whole
@@ -269,7 +262,7 @@ def test_runs_written_before_the_marker_load_and_are_replaced_only_whole(corpus,
     notes = tmp_path / "notes"
     shutil.copytree(run, notes)
     (notes / "notes.txt").write_text("mine")  # no longer a run's files alone
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(notes),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(notes),
                        "--overwrite", *TRAIN], capsys)
     assert code == 2 and "not a keras-gauss run" in err and "notes.txt" in err
     assert main(["train-corpus", "--corpus", str(corpus), "--out", str(run), "--overwrite",

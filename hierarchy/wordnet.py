@@ -285,7 +285,8 @@ def read_sense_counts(data_dir: str | os.PathLike | None = None,
                       pos: str = "n") -> dict[tuple[str, str], int]:
     """WordNet's tagged-sense counts (`index.sense`: how often SemCor tags a
     word with a synset), as `(lemma, synset name) -> count`, lemmas lowercased
-    (`"hot_dog"`); senses never tagged count 0. Read once and memoised.
+    (`"hot_dog"`); senses never tagged count 0. Read once and memoised;
+    `WordNetUnavailableError` when the file cannot be read.
 
     Example:
         >>> counts = read_sense_counts()
@@ -297,7 +298,13 @@ def read_sense_counts(data_dir: str | os.PathLike | None = None,
         names = {synset.offset: synset.name for synset in read_synsets(data_dir, pos)}
         ss_type = {"n": "1", "v": "2"}[pos]
         counts = {}
-        with wordnet_root(key[0]).join("index.sense").open() as f:
+        try:
+            f = wordnet_root(key[0]).join("index.sense").open()
+        except OSError as error:
+            raise WordNetUnavailableError(
+                f"WordNet's index.sense (the tagged-sense counts HyperLex's score weighs "
+                f"senses by) cannot be read: {error}") from None
+        with f:
             for line in f:
                 sense_key, offset, _, count = line.decode("utf-8").split()
                 lemma, _, rest = sense_key.partition("%")

@@ -9,6 +9,7 @@ from keras_gauss.hierarchy.config import learning_rate_schedule
 from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
+from cli_errors import cli_error
 
 SMALL = dict(root="mammal.n.01", dim=5, epochs=2, batch_size=256, val_size=0.05,
              test_size=0.05, learning_rate=0.3)
@@ -178,6 +179,31 @@ def test_malformed_hyperlex_file_names_the_line(tmp_path, capsys):
               "--hyperlex", str(bad)])
     assert "line 3" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_hyperlex_without_wordnets_sense_counts_fails_before_training(tmp_path, capsys,
+                                                                      monkeypatch):
+    from keras_gauss.hierarchy import train as train_module
+    from keras_gauss.hierarchy import wordnet
+
+    def unreadable(data_dir=None, pos="n"):
+        raise wordnet.WordNetUnavailableError("WordNet's index.sense ... cannot be read: gone")
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(wordnet, "read_sense_counts", unreadable)
+    hyperlex = tmp_path / "hyperlex.txt"
+    hyperlex.write_text(HYPERLEX)
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "NativeHierarchyEngine", never)
+        err = cli_error(["train-wordnet", "--out", tmp_path / "run", "--root", "mammal.n.01",
+                         "--hyperlex", hyperlex], capsys)
+    assert "index.sense" in err and not (tmp_path / "run").exists()
+    # containment's HyperLex score has no sense prior: it never reads them
+    assert main(["train-wordnet", "--out", str(tmp_path / "box"), "--root", "mammal.n.01",
+                 "--energy", "containment", "--epochs", "1", "--quiet",
+                 "--hyperlex", str(hyperlex)]) == 0
 
 
 def test_demo_writes_figure_and_model(tmp_path, capsys):

@@ -1,5 +1,7 @@
 import random
+import shutil
 import stat
+from pathlib import Path
 
 import nltk
 import pytest
@@ -64,6 +66,23 @@ def test_reader_from_cache_matches_parser(tmp_path, isolated):
         assert sorted(h.name() for h in ref.hypernyms() + ref.instance_hypernyms()) == sorted(s.hypernyms)
     dog = wn.synset("dog.n.01")
     assert sorted(h.name() for h in dog.hypernyms()) == ["canine.n.02", "domestic_animal.n.01"]
+
+
+def test_sense_counts_match_nltk_and_a_missing_index_is_one_clear_error(tmp_path):
+    wn = W.load_wordnet()
+    counts = W.read_sense_counts()
+    for s in random.Random(0).sample(W.read_noun_synsets(), 300):
+        for lemma in wn.synset(s.name).lemmas():
+            assert counts.get((lemma.name().lower(), s.name)) == lemma.count(), lemma
+    # A WordNet without index.sense (the noun files copied from the real one)
+    root = Path(W.wordnet_root(None).path)
+    if not root.is_dir():
+        pytest.skip(f"WordNet is not a folder here: {root}")
+    (tmp_path / "corpora" / "wordnet").mkdir(parents=True)
+    for name in ("lexnames", "data.noun", "index.noun", "noun.exc"):
+        shutil.copy(root / name, tmp_path / "corpora" / "wordnet" / name)
+    with pytest.raises(W.WordNetUnavailableError, match="index.sense"):
+        W.read_sense_counts(tmp_path)
 
 
 def test_verb_synsets_match_nltk():

@@ -33,11 +33,12 @@ def fifo(path):
     os.mkfifo(path)
     done = threading.Event()
 
-    def writer():
+    def writer():  # never blocks: a blocked open could outlive the test by its join
         while not done.is_set():
-            with contextlib.suppress(OSError):
-                with open(path, "wb"):  # blocks until a reader opens it
-                    pass
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # a reader has EOF
+            except OSError:  # no reader yet (ENXIO)
+                done.wait(0.005)
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
@@ -45,8 +46,6 @@ def fifo(path):
         yield path
     finally:
         done.set()
-        with contextlib.suppress(OSError):  # a reader: releases a blocked writer
-            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
         thread.join(10)
 
 

@@ -22,6 +22,7 @@ from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE, corpus_digest
 from keras_gauss.runs import load_run
+from cli_errors import cli_error
 
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "128", "--seed", "3", "--quiet"]
@@ -141,19 +142,10 @@ def interrupted(killed_run, tmp_path):
     return tmp_path / "run"
 
 
-def _error(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1, err
-    assert "Traceback" not in err
-    return err
-
-
 def test_resume_with_other_settings_is_refused_in_one_line(corpus, interrupted, capsys):
     argv = _argv(corpus, "native")
     argv[argv.index("--epochs") + 1] = "3"
-    err = _error([*argv, "--resume", str(interrupted)], capsys)
+    err = cli_error([*argv, "--resume", str(interrupted)], capsys)
     assert "--epochs 2" in err and "3" in err and "same settings" in err
     assert checkpoint_file(interrupted).is_file()  # nothing lost
 
@@ -162,13 +154,13 @@ def test_resume_on_another_corpus_is_refused(corpus, interrupted, tmp_path, caps
     other = tmp_path / "other.txt"
     other.write_text(corpus.read_text(encoding="utf-8") + "zebra zebra\n", encoding="utf-8")
     argv = _argv(other, "native")
-    err = _error([*argv, "--resume", str(interrupted)], capsys)
+    err = cli_error([*argv, "--resume", str(interrupted)], capsys)
     assert "corpus differs" in err
 
 
 def test_fresh_run_over_an_interrupted_one_is_refused_unless_overwrite(corpus, interrupted,
                                                                       capsys):
-    err = _error([*_argv(corpus, "native"), "--out", str(interrupted)], capsys)
+    err = cli_error([*_argv(corpus, "native"), "--out", str(interrupted)], capsys)
     assert "interrupted run" in err and "--resume" in err
     assert main([*_argv(corpus, "native"), "--out", str(interrupted), "--overwrite",
                  "--checkpoint-every", "0"]) == 0
@@ -179,25 +171,25 @@ def test_fresh_run_over_an_interrupted_one_is_refused_unless_overwrite(corpus, i
 def test_resume_of_a_finished_run_or_a_plain_directory_is_refused(corpus, reference, tmp_path,
                                                                    capsys):
     argv = _argv(corpus, "native")
-    err = _error([*argv, "--resume", str(reference("native"))], capsys)
+    err = cli_error([*argv, "--resume", str(reference("native"))], capsys)
     assert "finished" in err and "nothing to resume" in err
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "notes.txt").write_text("mine")
-    err = _error([*argv, "--resume", str(plain)], capsys)
+    err = cli_error([*argv, "--resume", str(plain)], capsys)
     assert "no checkpoint" in err
     assert (plain / "notes.txt").read_text() == "mine"
-    err = _error([*argv, "--resume", str(tmp_path / "missing")], capsys)
+    err = cli_error([*argv, "--resume", str(tmp_path / "missing")], capsys)
     assert "no such directory" in err
-    err = _error([*argv, "--out", str(tmp_path / "x"), "--resume", str(plain)], capsys)
+    err = cli_error([*argv, "--out", str(tmp_path / "x"), "--resume", str(plain)], capsys)
     assert "leave out --out" in err
-    err = _error([*argv, "--out", str(tmp_path / "x"), "--checkpoint-every", "nan"], capsys)
+    err = cli_error([*argv, "--out", str(tmp_path / "x"), "--checkpoint-every", "nan"], capsys)
     assert "--checkpoint-every" in err
 
 
 def test_damaged_checkpoint_is_named(corpus, interrupted, capsys):
     checkpoint_file(interrupted).write_bytes(b"PK\x03\x04 not a zip")
-    err = _error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
+    err = cli_error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
     assert "state.npz is damaged" in err
 
 
@@ -207,7 +199,7 @@ def test_native_checkpoint_with_tables_of_another_shape_is_refused(corpus, inter
     assert state["engine"] == "native"
     arrays["native/1"] = arrays["native/1"][:-1]
     write_checkpoint(interrupted, state, arrays)
-    err = _error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
+    err = cli_error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
     assert "native/1" in err and "--overwrite" in err
 
 
@@ -216,7 +208,7 @@ def test_checkpoint_of_the_keras_engine_is_not_resumed_by_the_native_trainer(
     """A checkpoint says which engine wrote it; another one's is refused."""
     state, arrays = read_checkpoint(interrupted)
     write_checkpoint(interrupted, {**state, "engine": "keras"}, arrays)
-    err = _error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
+    err = cli_error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
     assert "trained with the keras engine, this one would use native" in err
 
 
@@ -247,7 +239,7 @@ def test_resume_on_the_same_lines_in_another_order_is_refused(corpus, interrupte
     lines = corpus.read_text(encoding="utf-8").splitlines()
     reversed_ = tmp_path / "reversed.txt"
     reversed_.write_text("\n".join(lines[::-1]) + "\n", encoding="utf-8")
-    err = _error([*_argv(reversed_, "native"), "--resume", str(interrupted)], capsys)
+    err = cli_error([*_argv(reversed_, "native"), "--resume", str(interrupted)], capsys)
     assert "the corpus differs from the one the run started on" in err, err
     assert checkpoint_file(interrupted).is_file()
 
@@ -257,6 +249,6 @@ def test_a_checkpoint_outside_its_bounds_is_refused(corpus, interrupted, capsys)
     state, arrays = read_checkpoint(interrupted)
     arrays["native/0"][3, :4] = 1e30  # a word's mean, far above --max-norm
     write_checkpoint(interrupted, state, arrays)
-    err = _error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
+    err = cli_error([*_argv(corpus, "native"), "--resume", str(interrupted)], capsys)
     assert "table 'words'" in err and "norm above max_norm 4 (first: row 3" in err, err
     assert "checkpoint is damaged" in err

@@ -99,7 +99,9 @@ def add_parser(subparsers):
             "cosine. Pairs with unknown words are skipped (see coverage); a "
             "file with no known pair is an error. On a WordNet run a word "
             "stands for its synsets and a pair scores its best synset pair. "
-            "Prints a table and writes DIR/eval.json."
+            "--hyperlex files (HyperLex's format, its nouns) get Spearman rho "
+            "by the entailment energy, graded as train-wordnet --hyperlex "
+            "grades them. Prints a table and writes DIR/eval.json."
         ),
     )
     evaluate.add_argument("run", metavar="DIR", help="run directory")
@@ -107,6 +109,8 @@ def add_parser(subparsers):
                           help="word similarity files")
     evaluate.add_argument("--entailment", nargs="+", default=[], metavar="FILE",
                           help="entailment files (Baroni et al. 2012 format)")
+    evaluate.add_argument("--hyperlex", nargs="+", default=[], metavar="FILE",
+                          help="graded entailment files (HyperLex's format)")
     evaluate.set_defaults(handler=run_evaluate)
 
     neighbors = subparsers.add_parser(
@@ -225,12 +229,13 @@ def run_evaluate(args):
     from keras_gauss.pipelines.evaluate import format_table
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
+    from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
 
-    if not args.similarity and not args.entailment:
-        raise CommandError("give at least one --similarity or --entailment file.")
+    if not args.similarity and not args.entailment and not args.hyperlex:
+        raise CommandError("give at least one --similarity, --entailment or --hyperlex file.")
     from keras_gauss.inputs import InputFileError, check_input_file
 
-    for flag in ("similarity", "entailment"):
+    for flag in ("similarity", "entailment", "hyperlex"):
         for path in getattr(args, flag):
             try:
                 check_input_file(path, f"--{flag}")  # never opens a FIFO
@@ -239,14 +244,15 @@ def run_evaluate(args):
     stamp = _run_stamp(args.run)  # the run read: eval.json goes into it only
     emb = _load(args.run, verbose=not args.quiet)
     try:
-        results = evaluate(emb, args.similarity, args.entailment)
-    except (ValueError, UnicodeDecodeError) as error:
+        results = evaluate(emb, args.similarity, args.entailment, args.hyperlex)
+    except (ValueError, UnicodeDecodeError, WordNetUnavailableError) as error:
         raise CommandError(str(error)) from None
-    for kind in ("similarity", "entailment"):
-        for name, result in results[kind].items():
+    for kind, flag in (("similarity", "similarity"), ("entailment", "entailment"),
+                       ("graded", "hyperlex")):
+        for name, result in results.get(kind, {}).items():
             if not result["n_covered"]:
                 raise CommandError(
-                    f"--{kind} {name}: none of its {result['n_pairs']} pairs has both "
+                    f"--{flag} {name}: none of its {result['n_pairs']} pairs has both "
                     f"words in the vocabulary of {args.run}; nothing to score.")
     notes = undefined_notes(results)
     if not scored_anything(results):  # every measure undefined: nothing was scored

@@ -428,6 +428,73 @@ def entailment(source, path):
     return result
 
 
+def graded_entailment(source, path):
+    """Spearman rho of a graded entailment file (HyperLex, Vulić et al.,
+    2017: `WORD1 WORD2 POS TYPE SCORE ...`, its nouns) by the embeddings'
+    entailment energy: "to what degree is word1 a type of word2".
+
+    On a WordNet run a pair scores its best synset pair, KL graded as
+    `keras-gauss train-wordnet --hyperlex` grades it
+    (`keras_gauss.hierarchy.evaluate.HYPERLEX_SCORING`: the generality term
+    and the sense prior); elsewhere the energy alone, `-KL(N_word1 ||
+    N_word2)` on a corpus run.
+
+    Args:
+        source: an `Embeddings`, a `Run` or a run directory.
+        path: the file (see `keras_gauss.hierarchy.benchmark_data.read_hyperlex`).
+
+    Returns:
+        `{"energy", "spearman", "coverage", "n_pairs", "n_covered",
+        "undefined"}`: rho over the covered pairs (`nan`, and `undefined`
+        maps `"spearman"` to why, when it is undefined).
+
+    Example:
+
+    >>> emb = Embeddings(["dog", "animal", "car"], [[0.0, 0.0], [0.1, 0.0], [3.0, 0.0]],
+    ...                  [[0.5, 0.5], [2.0, 2.0], [0.5, 0.5]])
+    >>> with open("hyperlex.txt", "w") as f:
+    ...     _ = f.write("dog animal N hyp-1 5.5 9.1 .4\\nanimal dog N rhyp-1 1.5 2.5 .4\\n"
+    ...                 "car animal N no-rel 0.1 0.2 .1\\n")
+    >>> round(graded_entailment(emb, "hyperlex.txt")["spearman"], 2)
+    1.0
+    """
+    from keras_gauss.hierarchy.benchmark_data import read_hyperlex
+
+    emb = as_embeddings(source)
+    rows = read_hyperlex(path)
+    scores, covered = graded_scores(emb, rows)
+    gold = np.array([score for *_, score in rows], dtype=np.float64)[covered]
+    reason = _undefined_rank(scores, gold, f"{ENERGY_LABELS[emb.energy]} score")
+    n = int(covered.sum())
+    return {"energy": emb.energy, "spearman": _spearman(scores, gold),
+            "coverage": n / len(rows) if rows else math.nan, "n_pairs": len(rows),
+            "n_covered": n, "undefined": {"spearman": reason} if reason else {}}
+
+
+def graded_scores(emb, pairs):
+    """`graded_entailment`'s scores of word pairs `(word1, word2, ...)`:
+    `(scores of the covered pairs, covered mask)`."""
+    from keras_gauss.hierarchy.evaluate import HYPERLEX_SCORING
+    from keras_gauss.hierarchy.evaluate import sense_log_probs
+
+    scoring = HYPERLEX_SCORING.get(emb.energy, {}) if emb.senses is not None else {}
+    prior = scoring.get("sense_prior", 0.0)
+    left, right, covered, starts = _pair_ids(emb, pairs)
+    if not len(left):
+        return np.zeros(0), covered
+    flat = pair_energy(emb.energy, emb.means[left], emb.variances[left], emb.means[right],
+                       emb.variances[right], generality=scoring.get("generality", emb.generality))
+    if prior:
+        priors = []
+        for a, b, *_ in pairs:
+            rows_a, rows_b = _rows(emb, a), _rows(emb, b)
+            log_a = sense_log_probs(a, [emb.words[i] for i in rows_a])
+            log_b = sense_log_probs(b, [emb.words[i] for i in rows_b])
+            priors.append(np.repeat(log_a, len(rows_b)) + np.tile(log_b, len(rows_a)))
+        flat = flat + prior * np.concatenate(priors)
+    return np.maximum.reduceat(flat, starts), covered
+
+
 # --------------------------------------------------------------------------- neighbours
 
 
@@ -523,18 +590,19 @@ def specificity(source, word, k=100, show=12):
 # --------------------------------------------------------------------------- whole runs
 
 
-def evaluate(source, similarity_files=(), entailment_files=()):
+def evaluate(source, similarity_files=(), entailment_files=(), graded_files=()):
     """Scores embeddings on several files.
 
     Args:
         source: an `Embeddings`, a `Run` or a run directory.
         similarity_files: similarity files (`similarity`).
         entailment_files: entailment files (`entailment`).
+        graded_files: graded entailment files, HyperLex's format (`graded_entailment`).
 
     Returns:
-        `{"similarity": {name: result}, "entailment": {name: result}}` with
-        `name` the file name without its extension (the full name where two
-        files share a stem).
+        `{"similarity": {name: result}, "entailment": {name: result}}` (and
+        `"graded"` with graded files) with `name` the file name without its
+        extension (the full name where two files share a stem).
 
     Example:
 
@@ -549,12 +617,16 @@ def evaluate(source, similarity_files=(), entailment_files=()):
     (2, 1.0)
     """
     emb = as_embeddings(source)
-    return {
+    results = {
         "similarity": {name: similarity(emb, path)
                        for name, path in _names(similarity_files).items()},
         "entailment": {name: entailment(emb, path)
                        for name, path in _names(entailment_files).items()},
     }
+    if graded_files:
+        results["graded"] = {name: graded_entailment(emb, path)
+                             for name, path in _names(graded_files).items()}
+    return results
 
 
 def _names(paths):
@@ -565,6 +637,10 @@ def _names(paths):
         name = stem if stems.count(stem) == 1 else str(path)
         names[name] = path
     return names
+
+
+# The kinds of files `evaluate` scores, in the order of its table.
+KINDS = ("similarity", "entailment", "graded")
 
 
 def undefined_notes(results):
@@ -582,10 +658,12 @@ def undefined_notes(results):
     for energy, label in ENERGY_LABELS.items():
         names.update({f"{energy}_ap": f"AP({label})", f"{energy}_f1": f"F1({label})"})
     lines = []
-    for kind in ("similarity", "entailment"):
+    for kind in KINDS:
         for name, result in results.get(kind, {}).items():
             by_reason = {}
             for metric, reason in result.get("undefined", {}).items():
+                if kind == "graded":
+                    metric = f"rho({ENERGY_LABELS[result['energy']]})"
                 by_reason.setdefault(reason, []).append(names.get(metric, metric))
             for reason, metrics in by_reason.items():
                 lines.append(f"{name}: {', '.join(metrics)} undefined: {reason}.")
@@ -594,11 +672,10 @@ def undefined_notes(results):
 
 def scored_anything(results):
     """Whether at least one measure of one file is defined."""
-    measures = {"spearman_m", "spearman_d", "cos_ap", "cos_f1"}
+    measures = {"spearman_m", "spearman_d", "cos_ap", "cos_f1", "spearman"}
     measures.update(f"{energy}_{m}" for energy in ENERGY_LABELS for m in ("ap", "f1"))
     return any(set(result) & measures - set(result.get("undefined", {}))
-               for kind in ("similarity", "entailment")
-               for result in results.get(kind, {}).values())
+               for kind in KINDS for result in results.get(kind, {}).values())
 
 
 def format_table(results):
@@ -624,6 +701,15 @@ def format_table(results):
             lines.append(f"{name:<{width}}   {_f(r[f'{energy}_ap'])}  {_f(r[f'{energy}_f1'])}  "
                          f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
+    graded = results.get("graded", {})
+    if graded:
+        if lines:
+            lines.append("")
+        width = max(len("graded"), *(len(n) for n in graded))
+        label = f"rho({ENERGY_LABELS[next(iter(graded.values()))['energy']]})"
+        lines.append(f"{'graded':<{width}}  {label:>7}  coverage")
+        for name, r in graded.items():
+            lines.append(f"{name:<{width}}   {_f(r['spearman'])}  {r['n_covered']}/{r['n_pairs']}")
     return "\n".join(lines)
 
 

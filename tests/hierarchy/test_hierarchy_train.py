@@ -1,6 +1,7 @@
 """train-wordnet and demo: run directories, metrics, bad input."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -61,6 +62,18 @@ def test_hyperlex_is_scored_with_kls_graded_settings_and_they_are_recorded(mamma
     again = evaluate.hyperlex_spearman(tmp_path / "hl.txt", hierarchy, run.means, run.variances,
                                        generality=0.75, sense_prior=4.0)
     assert saved["hyperlex_spearman"] == pytest.approx(again["spearman"], abs=1e-12)
+
+
+def test_evaluate_scores_hyperlex_on_a_saved_run_as_training_did(mammal_run, tmp_path, capsys):
+    out, metrics = mammal_run
+    run = tmp_path / "run"
+    shutil.copytree(out, run)  # evaluate writes eval.json into the run
+    (tmp_path / "hl.txt").write_text(HYPERLEX)
+    assert main(["evaluate", str(run), "--hyperlex", str(tmp_path / "hl.txt"), "--quiet"]) == 0
+    assert "graded  rho(KL)  coverage" in capsys.readouterr().out
+    graded = json.loads((run / "eval.json").read_text())["graded"]["hl"]
+    assert graded["n_covered"] == 4 and graded["n_pairs"] == 5
+    assert graded["spearman"] == pytest.approx(metrics["hyperlex_spearman"], abs=1e-12)
 
 
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):

@@ -10,10 +10,12 @@ from keras_gauss.pipelines.evaluate import Embeddings
 from keras_gauss.pipelines.evaluate import entailment
 from keras_gauss.pipelines.evaluate import evaluate
 from keras_gauss.pipelines.evaluate import format_table
+from keras_gauss.pipelines.evaluate import graded_entailment
 from keras_gauss.pipelines.evaluate import neighbors
 from keras_gauss.pipelines.evaluate import read_similarity
 from keras_gauss.pipelines.evaluate import similarity
 from keras_gauss.pipelines.evaluate import specificity
+from cli_errors import cli_error
 
 
 def _angles(words, angles, variances=None):
@@ -219,6 +221,53 @@ def test_entailment_with_one_kind_of_label_is_undefined(tmp_path, emb):
     assert result["undefined"]["kl_ap"].startswith("all 2 covered pairs are labelled True")
 
 
+def _kl(m0, v0, m1, v1):  # KL(N0 || N1), diagonal, by its formula
+    return 0.5 * float(np.sum(v0 / v1 + (m1 - m0) ** 2 / v1 - 1 + np.log(v1 / v0)))
+
+
+def test_graded_entailment_is_spearman_of_minus_kl(tmp_path, emb):
+    path = tmp_path / "hl.txt"
+    path.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD\n"
+                    "a b N hyp-1 8 8 .1\nb a N rhyp-1 2 2 .1\nc b N hyp-2 6 6 .1\n"
+                    "d e N no-rel 0.5 .5 .1\na zebra N hyp-1 9 9 .1\nb c V hyp-1 1 1 .1\n")
+    result = graded_entailment(emb, path)  # zebra: not covered; the verb: not read
+    pairs, gold = [("a", "b"), ("b", "a"), ("c", "b"), ("d", "e")], [8, 2, 6, 0.5]
+    scores = [-_kl(*emb.vector(x), *emb.vector(y)) for x, y in pairs]
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert result["spearman"] == pytest.approx(scipy_stats.spearmanr(scores, gold).statistic)
+    assert (result["energy"], result["n_pairs"], result["n_covered"]) == ("kl", 5, 4)
+    assert result["undefined"] == {}
+    path.write_text("a b N hyp-1 5 5 .1\nb a N rhyp-1 5 5 .1\n")
+    flat = graded_entailment(emb, path)
+    assert math.isnan(flat["spearman"]) and "all equal (5)" in flat["undefined"]["spearman"]
+    table = format_table(evaluate(emb, graded_files=[path]))
+    assert table.splitlines() == ["graded  rho(KL)  coverage", "hl          n/a  2/2"]
+
+
+def test_graded_scores_of_a_wordnet_table_are_the_hierarchys_word_pair_scores():
+    from keras_gauss.hierarchy import hierarchy_from_parents
+    from keras_gauss.hierarchy.evaluate import word_pair_scores
+    from keras_gauss.pipelines.evaluate import graded_scores
+    from keras_gauss.pipelines.evaluate import wordnet_senses
+
+    h = hierarchy_from_parents({"dog.n.01": ["animal.n.01"], "frump.n.01": ["person.n.01"],
+                                "person.n.01": ["organism.n.01"],
+                                "animal.n.01": ["organism.n.01"]})
+    lemmas = {"dog": ["dog.n.01", "frump.n.01"], "animal": ["animal.n.01"],  # 42 tags, none
+              "person": ["person.n.01"], "organism": ["organism.n.01"]}
+    rng = np.random.default_rng(0)
+    means, variances = rng.normal(size=(h.num_nodes, 3)), rng.uniform(0.3, 3.0, (h.num_nodes, 3))
+    emb = Embeddings(list(h.nodes), means, variances, senses=wordnet_senses(h.nodes, lemmas))
+    pairs = [("dog", "animal"), ("dog", "person"), ("person", "dog"), ("dog", "organism"),
+             ("animal", "organism"), ("dog", "cat")]
+    scores, covered = graded_scores(emb, pairs)
+    # KL's HyperLex settings: the generality term 0.75, the sense prior 4
+    expected = word_pair_scores(pairs, h, means, variances, lemmas=lemmas, generality=0.75,
+                                sense_prior=4.0)
+    assert covered.tolist() == expected.covered.tolist() == [True] * 5 + [False]
+    np.testing.assert_allclose(scores, expected.scores[:5], rtol=1e-12)
+
+
 def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_path,
                                                                            two_topic_corpus,
                                                                            capsys):
@@ -254,6 +303,11 @@ def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_p
     assert saved["similarity"]["flat"]["spearman_m"] is None
     assert "all equal" in saved["similarity"]["flat"]["undefined"]["spearman_d"]
     assert saved["similarity"]["good"]["spearman_m"] is not None
+    unknown = tmp_path / "hyperlex.txt"
+    unknown.write_text("qwzx vbnm N hyp-1 5 5 .1\n")
+    err = cli_error(["evaluate", run, "--hyperlex", unknown], capsys)
+    assert err.endswith("--hyperlex hyperlex: none of its 1 pairs has both words in the "
+                        f"vocabulary of {run}; nothing to score.")
 
 
 @pytest.fixture(scope="module")

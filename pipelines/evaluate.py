@@ -473,7 +473,15 @@ def graded_entailment(source, path):
 
 def graded_scores(emb, pairs):
     """`graded_entailment`'s scores of word pairs `(word1, word2, ...)`:
-    `(scores of the covered pairs, covered mask)`."""
+    `(scores of the covered pairs, covered mask)`.
+
+    Example:
+
+    >>> emb = Embeddings(["dog", "animal"], [[0.0], [0.5]], [[1.0], [1.0]])
+    >>> scores, covered = graded_scores(emb, [("dog", "animal"), ("dog", "cat")])
+    >>> scores.tolist(), covered.tolist()  # -KL(N(0, 1) || N(0.5, 1))
+    ([-0.125], [True, False])
+    """
     from keras_gauss.hierarchy.evaluate import HYPERLEX_SCORING
     from keras_gauss.hierarchy.evaluate import sense_log_probs
 

@@ -97,7 +97,7 @@ run() {
                --quality-epochs 20 --quality-batch 65536 --target 0.53 --steps-per-execution 32)
     fi
     "$python" "$dir/gpu_jax.py" run --data "$dir/data" --similarity "$dir/similarity" \
-        --out "$out" --no-barrier --no-scan --reference --scaling-optimizers sparse --quality-lr 1.6 \
+        --out "$out" --no-barrier --no-scan --reference --reference-updates unique shared dense --scaling-optimizers sparse --quality-lr 1.6 \
         "${sizes[@]}" 2>&1 | grep -v -e '^WARNING: All log messages' -e '^I0000' \
         | tee "$out/gpu_check.log"
     wordnet "$dir" "$size" "$out" "$python" 2>&1 | tee -a "$out/gpu_check.log"

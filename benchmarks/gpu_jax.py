@@ -43,7 +43,9 @@ a call run as single compiled steps (Keras's loop), not one `lax.scan`.
 `--reference` adds a hand-written JAX step at each batch size (the same
 model, loss and row AdaGrad in plain JAX, `--steps-per-execution` steps
 in one `lax.scan`, ids drawn from the unigram distribution on the device):
-what the device can do without Keras. `benchmarks/gpu_check.sh` runs it
+what the device can do without Keras; `--reference-updates unique shared
+dense` times the row update's ways of finding the rows (`reference_trainer`).
+`benchmarks/gpu_check.sh` runs it
 all on a GPU machine that has JAX but no TensorFlow, Keras or keras-gauss.
 """
 
@@ -337,13 +339,25 @@ def scaling(data, vocabs, batch, steps, args, log):
 # --------------------------------------------------------------------------- reference
 
 
+REFERENCE_UPDATES = ("unique", "shared", "dense")
+
+
 def reference_trainer(counts, batch, steps, lr=0.4, dim=50, margin=0.5, max_norm=4.0,
-                      min_variance=0.05, max_variance=5.0):
+                      min_variance=0.05, max_variance=5.0, update="unique"):
     """`(train, tables)`: a hand-written JAX step of the corpus model (EL
     energy, one negative, max-margin loss, row AdaGrad with the mean norm
     and variance clips), `steps` of them in one `lax.scan`; word and
     context ids drawn from the unigram distribution, negatives from
-    unigram^0.75, on the device. `train(tables, key) -> (tables, key)`."""
+    unigram^0.75, on the device. `train(tables, key) -> (tables, key)`.
+
+    `update` is how the row AdaGrad finds the rows (the same arithmetic):
+    `"unique"` (as `SparseAdagrad` on JAX: `jnp.unique` of each table's ids,
+    then `segment_sum`), `"shared"` (one `unique` for a layer's mean and
+    variance tables, which share their ids), `"dense"` (no sort: the
+    gradient scatter-added into a table-sized buffer and every row updated
+    where it was touched; its cost grows with the vocabulary)."""
+    if update not in REFERENCE_UPDATES:
+        raise ValueError(f"update must be one of {REFERENCE_UPDATES}, not {update!r}")
     import jax
     import numpy as np
     from jax import numpy as jnp
@@ -365,10 +379,18 @@ def reference_trainer(counts, batch, steps, lr=0.4, dim=50, margin=0.5, max_norm
         (mw, vw), (mc, vc), (mn, vn) = rows
         return jnp.mean(jax.nn.relu(margin - energy(mw, vw, mc, vc) + energy(mw, vw, mn, vn)))
 
-    def adagrad(table, acc, ids, grad, clip):
-        size = ids.shape[0]
-        rows, positions = jnp.unique(ids, size=size, fill_value=vocab, return_inverse=True)
-        grad = segment_sum(grad, positions.reshape(-1), num_segments=size)
+    def unique_rows(ids):
+        return jnp.unique(ids, size=ids.shape[0], fill_value=vocab, return_inverse=True)
+
+    def adagrad(table, acc, ids, grad, clip, found=None):
+        if update == "dense":
+            summed = jnp.zeros_like(table).at[ids].add(grad)
+            touched = jnp.zeros((vocab, 1), bool).at[ids].set(True)
+            acc_new = acc + jnp.square(summed)
+            new = clip(table - lr * summed / jnp.sqrt(acc_new + 1e-7))
+            return jnp.where(touched, new, table), jnp.where(touched, acc_new, acc)
+        rows, positions = unique_rows(ids) if found is None else found
+        grad = segment_sum(grad, positions.reshape(-1), num_segments=ids.shape[0])
         acc_rows = acc.at[rows].get(mode="fill", fill_value=0) + jnp.square(grad)
         new = clip(table.at[rows].get(mode="fill", fill_value=0)
                    - lr * grad / jnp.sqrt(acc_rows + 1e-7))
@@ -390,10 +412,12 @@ def reference_trainer(counts, batch, steps, lr=0.4, dim=50, margin=0.5, max_norm
         grads = jax.lax.optimization_barrier(jax.grad(loss)(rows))
         (gwm, gwv), (gcm, gcv), (gnm, gnv) = grads
         both = jnp.concatenate([contexts, negatives])
-        wm, wma = adagrad(wm, wma, words, gwm, clip_mean)
-        wv, wva = adagrad(wv, wva, words, gwv, clip_var)
-        cm, cma = adagrad(cm, cma, both, jnp.concatenate([gcm, gnm]), clip_mean)
-        cv, cva = adagrad(cv, cva, both, jnp.concatenate([gcv, gnv]), clip_var)
+        shared = update == "shared"
+        found_w, found_c = (unique_rows(words), unique_rows(both)) if shared else (None, None)
+        wm, wma = adagrad(wm, wma, words, gwm, clip_mean, found_w)
+        wv, wva = adagrad(wv, wva, words, gwv, clip_var, found_w)
+        cm, cma = adagrad(cm, cma, both, jnp.concatenate([gcm, gnm]), clip_mean, found_c)
+        cv, cva = adagrad(cv, cva, both, jnp.concatenate([gcv, gnv]), clip_var, found_c)
         return ((wm, wv, wma, wva), (cm, cv, cma, cva)), key
 
     @jax.jit
@@ -417,9 +441,9 @@ def reference(data, batches, args, log):
 
     _, _, counts = data
     rows = []
-    for batch in batches:
+    for batch, update in ((b, u) for b in batches for u in args.reference_updates):
         steps = args.steps_per_execution
-        train, tables = reference_trainer(counts, batch, steps)
+        train, tables = reference_trainer(counts, batch, steps, update=update)
         key = jax.random.key(0)
         start = time.perf_counter()
         tables, key = jax.block_until_ready(train(tables, key))
@@ -434,7 +458,8 @@ def reference(data, batches, args, log):
             times.append(time.perf_counter() - start)
         best = min(times)
         pairs = calls * steps * batch
-        rows.append({"pairs_from": "reference", "batch": batch, "pairs": pairs,
+        variant = "hand-written step" + ("" if update == "unique" else f" ({update})")
+        rows.append({"pairs_from": "reference", "variant": variant, "batch": batch, "pairs": pairs,
                      "first_epoch_s": first, "epoch_s": best, "pairs_per_s": pairs / best,
                      "ms_per_step": best / (calls * steps) * 1e3})
         log(f"reference {rows[-1]}")
@@ -633,6 +658,10 @@ def main(argv=None):
                           "compiled steps (Keras's loop)")
     run.add_argument("--reference", action="store_true",
                      help="also time the hand-written JAX step at each batch")
+    run.add_argument("--reference-updates", nargs="+", choices=REFERENCE_UPDATES,
+                     default=["unique"],
+                     help="the hand-written step's row updates to time (`reference_trainer`; "
+                          "default: %(default)s)")
     run.add_argument("--reference-pairs", type=float, default=2e8,
                      help="pairs a timed run of the hand-written step (default: %(default)s)")
     run.add_argument("--pairs", choices=("device", "host", "both"), default="device",

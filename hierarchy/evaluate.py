@@ -51,10 +51,9 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -89,6 +88,7 @@ __all__ = [
     "scored_classification",
     "threshold_classification",
     "word_pair_scores",
+    "word_senses",
 ]
 
 _ELEMENTS_PER_CHUNK = 1 << 21  # float64 elements of one (rows, d) or (queries, nodes) block: 16 MiB
@@ -623,38 +623,65 @@ class PairScores(NamedTuple):
     covered: np.ndarray
 
 
-@functools.lru_cache(maxsize=4)
-def _wordnet_lemmas(data_dir: str | None) -> dict[str, tuple[str, ...]]:
-    from .wordnet import read_noun_synsets
-
-    lemmas: dict[str, list[str]] = {}
-    for synset in read_noun_synsets(data_dir):
-        for lemma in synset.lemmas:
-            names = lemmas.setdefault(lemma.lower(), [])
-            if synset.name not in names:
-                names.append(synset.name)
-    return {word: tuple(names) for word, names in lemmas.items()}
-
-
 def _normalise(word: str) -> str:
     return "_".join(word.strip().lower().split())
+
+
+def word_senses(
+    word: str,
+    node_ids: Mapping[str, int],
+    lemma_nodes: Container[int] = (),
+    synsets: Container[int] | None = None,
+    lemmas: Mapping[str, Iterable[str]] | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> tuple[int, ...]:
+    """The rows of a table of WordNet nodes that stand for `word`: its lemma
+    node if the table has one, else the node of every noun synset with the
+    word among its lemma names (WordNet's `lemma -> synsets`).
+
+    The one rule of `word_pair_scores` and of
+    `keras_gauss.pipelines.evaluate.wordnet_senses`.
+
+    Args:
+        word: the word as `lemmas` spells it (lowercased, `_` for spaces).
+        node_ids: `node name -> row`.
+        lemma_nodes: the rows that are lemma nodes (`--lemmas`, e.g. a
+            `range`): a word whose own node is one stands for it alone.
+        synsets: the rows a synset name may stand at (default: any row).
+        lemmas: `word -> synset names`; default WordNet's
+            (`keras_gauss.hierarchy.wordnet.read_noun_lemmas`), read only
+            for a word without a lemma node.
+        data_dir: WordNet data directory for that default.
+
+    Returns:
+        The rows, in `lemmas[word]`'s order (names not in the table left
+        out); `()` for a word that maps to no row.
+
+    Example:
+        >>> ids = {"dog.n.01": 0, "frump.n.01": 1, "puppy": 2}
+        >>> lemmas = {"dog": ["frump.n.01", "dog.n.01", "dog.n.99"], "puppy": ["puppy.n.01"]}
+        >>> word_senses("dog", ids, {2}, lemmas=lemmas), word_senses("puppy", ids, {2}, lemmas=lemmas)
+        ((1, 0), (2,))
+    """
+    i = node_ids.get(word)
+    if i is not None and i in lemma_nodes:
+        return (i,)
+    if lemmas is None:
+        from .wordnet import read_noun_lemmas
+
+        lemmas = read_noun_lemmas(data_dir)
+    found = (node_ids.get(name) for name in lemmas.get(word, ()))
+    return tuple(i for i in found if i is not None and (synsets is None or i in synsets))
 
 
 def _word_node_ids(
     word: str, hierarchy: Hierarchy, mode: str, lemmas: Mapping[str, Iterable[str]] | None, data_dir
 ) -> list[int]:
-    word = _normalise(word)
-    ids = hierarchy.node_ids
-    if mode in ("auto", "word"):
-        i = ids.get(word)
-        if i is not None and i >= hierarchy.num_synsets:
-            return [i]
-        if mode == "word":
-            return []
-    if lemmas is None:
-        lemmas = _wordnet_lemmas(None if data_dir is None else os.path.abspath(os.path.expanduser(data_dir)))
-    found = (ids.get(name) for name in lemmas.get(word, ()))
-    return sorted({i for i in found if i is not None and i < hierarchy.num_synsets})
+    """`word_pair_scores`' nodes of `word` by `mode`, in id order."""
+    lemma_nodes = range(hierarchy.num_synsets, hierarchy.num_nodes) if mode != "synset" else ()
+    senses = word_senses(_normalise(word), hierarchy.node_ids, lemma_nodes,
+                         range(hierarchy.num_synsets), {} if mode == "word" else lemmas, data_dir)
+    return sorted(set(senses))
 
 
 def word_pair_scores(
@@ -703,8 +730,8 @@ def word_pair_scores(
         reduce: `"max"` or `"mean"` over synset pairs.
         mode: `"auto"`, `"word"` or `"synset"` (see above).
         lemmas: Optional mapping `word -> synset names` replacing WordNet's
-            (lowercased, `_`-joined words); by default it is read once from
-            `keras_gauss.hierarchy.wordnet.read_noun_synsets`.
+            (lowercased, `_`-joined words); by default it is read once
+            (`keras_gauss.hierarchy.wordnet.read_noun_lemmas`; see `word_senses`).
         data_dir: WordNet data directory for that default.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
         energy: a hierarchy energy's name (see `edge_scores`).

@@ -133,8 +133,9 @@ def wordnet_senses(nodes, lemmas=None):
 
     A word's rows are its own node when the table has one (a lemma node of
     `--lemmas`, or any node not named like a synset), else every synset
-    node with the word among its lemma names (WordNet's `lemma -> synsets`,
-    the rule of `keras_gauss.hierarchy.evaluate.word_pair_scores`).
+    node with the word among its lemma names (WordNet's `lemma -> synsets`:
+    `keras_gauss.hierarchy.evaluate.word_senses`, the rule of
+    `keras_gauss.hierarchy.evaluate.word_pair_scores`).
 
     Args:
         nodes: node names in row order (`dog.n.01`, `dog`, ...).
@@ -149,25 +150,20 @@ def wordnet_senses(nodes, lemmas=None):
     >>> wordnet_senses(["dog.n.01", "frump.n.01"], {"dog": ("dog.n.01", "frump.n.01")})
     {'dog': (0, 1)}
     """
-    index = {name: i for i, name in enumerate(nodes)}
-    synsets = [name for name in nodes if _SYNSET.match(name)]
-    if lemmas is None and synsets:
-        from keras_gauss.hierarchy.wordnet import read_noun_synsets
+    from keras_gauss.hierarchy.evaluate import word_senses
 
-        lemmas = {}
-        for synset in read_noun_synsets():
-            for lemma in synset.lemmas:
-                names = lemmas.setdefault(lemma.lower(), [])
-                if synset.name not in names:
-                    names.append(synset.name)
+    index = {name: i for i, name in enumerate(nodes)}
+    own = {name: i for name, i in index.items() if not _SYNSET.match(name)}
+    if lemmas is None and len(own) < len(index):
+        from keras_gauss.hierarchy.wordnet import read_noun_lemmas
+
+        lemmas = read_noun_lemmas()
+    lemmas, lemma_nodes = lemmas or {}, set(own.values())
     senses = {}
-    for word, names in (lemmas or {}).items():
-        rows = tuple(index[name] for name in names if name in index)
+    for word in (*lemmas, *own):
+        rows = word_senses(word, index, lemma_nodes, lemmas=lemmas)
         if rows:
             senses[word] = rows
-    for name, i in index.items():
-        if not _SYNSET.match(name):
-            senses[name] = (i,)
     return senses
 
 

@@ -73,6 +73,7 @@ from .device_scores import score_backend
 
 __all__ = [
     "PairScores",
+    "SensePairs",
     "average_precision",
     "baroni2012",
     "best_f1",
@@ -86,6 +87,7 @@ __all__ = [
     "hyperlex_spearman",
     "reconstruction",
     "scored_classification",
+    "sense_pairs",
     "threshold_classification",
     "word_pair_scores",
     "word_senses",
@@ -759,38 +761,104 @@ def word_pair_scores(
         raise ValueError(f"the tables have {means.shape[0]} rows but the hierarchy has {hierarchy.num_nodes} nodes")
     if not (math.isfinite(sense_prior) and sense_prior >= 0):
         raise ValueError(f"sense_prior must be a finite number >= 0, got {sense_prior}")
+    def log_probs(word, ids):
+        return sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
+
+    senses = sense_pairs(pairs, lambda word: _word_node_ids(word, hierarchy, mode, lemmas, data_dir),
+                         log_probs if sense_prior else None)
+    scores = np.full(len(senses.counts), np.nan)
+    covered = senses.covered
+    if covered.any():
+        flat = edge_scores(means, variances, senses.left, senses.right,
+                           generality=generality, energy=energy)
+        if sense_prior:
+            flat = flat + sense_prior * senses.log_prior
+        scores[covered] = senses.reduce(flat, reduce)
+    return PairScores(scores, covered)
+
+
+class SensePairs(NamedTuple):
+    """Word pairs spread over their senses (`sense_pairs`): one block of
+    rows a word pair, every (sense of word1, sense of word2).
+
+    Attributes:
+        left, right: int64 rows of the sense pairs, the blocks one after
+            another.
+        log_prior: float64 `log p(left | word1) + log p(right | word2)`
+            (zeros without sense weights).
+        counts: int64 sense pairs of each word pair (0: not covered).
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    log_prior: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Boolean mask of the word pairs with at least one sense pair."""
+        return self.counts > 0
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each covered word pair's block starts in `left` and `right`."""
+        return (np.cumsum(self.counts) - self.counts)[self.covered]
+
+    def reduce(self, scores, how: str = "max") -> np.ndarray:
+        """Each covered pair's `"max"` (its best sense pair) or `"mean"` of
+        `scores`, the scores of the sense pairs in order."""
+        if not len(scores):
+            return np.zeros(0)
+        if how == "max":
+            return np.maximum.reduceat(scores, self.starts)
+        return np.add.reduceat(scores, self.starts) / self.counts[self.covered]
+
+
+def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None) -> SensePairs:
+    """Spreads word pairs over their senses, the blocks that a best-sense-pair
+    score reduces (`word_pair_scores`, and
+    `keras_gauss.pipelines.evaluate.graded_scores` on a WordNet run).
+
+    Args:
+        pairs: `(word1, word2)` pairs (extra items are ignored).
+        senses: `word -> rows` (e.g. `word_senses`), asked once a word.
+        log_probs: optional `(word, rows) -> log p(row | word)` (e.g.
+            `sense_log_probs`), asked once a word; default: no weights
+            (`log_prior` all 0).
+
+    Returns:
+        `SensePairs`.
+
+    Example:
+        >>> rows = {"dog": (0, 1), "animal": (2,)}
+        >>> spread = sense_pairs([("dog", "animal"), ("animal", "cat")], lambda w: rows.get(w, ()))
+        >>> spread.left.tolist(), spread.right.tolist(), spread.counts.tolist()
+        ([0, 1], [2, 2], [2, 0])
+        >>> spread.reduce(np.array([-1.5, -0.5])).tolist()  # the best sense pair of dog-animal
+        [-0.5]
+    """
     cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def nodes_of(word: str) -> tuple[np.ndarray, np.ndarray]:
-        """The word's node ids and their senses' log probabilities."""
+    def of(word: str) -> tuple[np.ndarray, np.ndarray]:
+        """The word's rows and their senses' log probabilities."""
         if word not in cache:
-            ids = np.asarray(_word_node_ids(word, hierarchy, mode, lemmas, data_dir), np.int64)
-            log_p = (sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
-                     if sense_prior else np.zeros(len(ids)))
-            cache[word] = ids, log_p
+            rows = np.asarray(senses(word), np.int64)
+            cache[word] = rows, (np.zeros(len(rows)) if log_probs is None
+                                 else np.asarray(log_probs(word, rows), np.float64))
         return cache[word]
 
     firsts, seconds, priors, counts = [], [], [], []
     for pair in pairs:
-        (a, log_a), (b, log_b) = nodes_of(pair[0]), nodes_of(pair[1])
+        (a, log_a), (b, log_b) = of(pair[0]), of(pair[1])
         firsts.append(np.repeat(a, len(b)))
         seconds.append(np.tile(b, len(a)))
         priors.append(np.repeat(log_a, len(b)) + np.tile(log_b, len(a)))
         counts.append(len(a) * len(b))
-    counts = np.asarray(counts, dtype=np.int64)
-    scores = np.full(len(counts), np.nan)
-    covered = counts > 0
-    if covered.any():
-        flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds),
-                           generality=generality, energy=energy)
-        if sense_prior:
-            flat = flat + sense_prior * np.concatenate(priors)
-        starts = (np.cumsum(counts) - counts)[covered]
-        if reduce == "max":
-            scores[covered] = np.maximum.reduceat(flat, starts)
-        else:
-            scores[covered] = np.add.reduceat(flat, starts) / counts[covered]
-    return PairScores(scores, covered)
+    if not counts:
+        firsts = seconds = [np.zeros(0, np.int64)]
+        priors = [np.zeros(0)]
+    return SensePairs(np.concatenate(firsts), np.concatenate(seconds), np.concatenate(priors),
+                      np.asarray(counts, dtype=np.int64))
 
 
 def sense_log_probs(word: str, names: Sequence[str], data_dir=None) -> np.ndarray:

@@ -84,6 +84,7 @@ __all__ = [
     "lookup_scorer",
     "split_classification",
     "edge_scores",
+    "hyperlex_scoring",
     "hyperlex_spearman",
     "reconstruction",
     "scored_classification",
@@ -896,6 +897,22 @@ upstream random training + dev nouns, `research/hyperlex_scores.py`; other
 energies: the best synset pair's energy alone)."""
 
 
+def hyperlex_scoring(energy: str) -> dict:
+    """`HYPERLEX_SCORING`'s `word_pair_scores` settings for `energy` (a new
+    dict; `{}` for an energy without settings): how HyperLex is scored by
+    `hyperlex_spearman`, `keras-gauss train-wordnet --hyperlex` and
+    `keras-gauss evaluate --hyperlex`.
+
+    Args:
+        energy: a hierarchy energy's name (`"kl"`, `"containment"`).
+
+    Example:
+        >>> hyperlex_scoring("kl"), hyperlex_scoring("containment")
+        ({'generality': 0.75, 'sense_prior': 4.0}, {})
+    """
+    return dict(HYPERLEX_SCORING.get(energy, {}))
+
+
 def hyperlex_spearman(
     path: str | os.PathLike,
     hierarchy: Hierarchy,
@@ -907,7 +924,7 @@ def hyperlex_spearman(
 
     Each pair `(word1, word2)` ("to what degree is word1 a type of word2") is
     scored with `word_pair_scores` (best synset pair; with KL, graded by
-    `HYPERLEX_SCORING`'s generality term and sense prior unless given) and
+    `hyperlex_scoring`'s generality term and sense prior unless given) and
     `scipy.stats.spearmanr` is taken over the *covered* pairs only; pairs with
     a word missing from the hierarchy are left out and reported via `coverage`.
 
@@ -916,7 +933,7 @@ def hyperlex_spearman(
         hierarchy, means, variances: The hierarchy and its `(num_nodes, d)` tables.
         **scoring: `word_pair_scores`'s keyword arguments (`reduce`, `mode`,
             `lemmas`, `data_dir`, `generality`, `energy`, `sense_prior`);
-            its defaults, but `HYPERLEX_SCORING[energy]`'s.
+            its defaults, but `hyperlex_scoring(energy)`'s.
 
     Returns:
         `{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}`:
@@ -939,7 +956,7 @@ def hyperlex_spearman(
         (1.0, 3)
     """
     rows = read_hyperlex(path)
-    scoring = {**HYPERLEX_SCORING.get(scoring.get("energy", energies.KL.name), {}), **scoring}
+    scoring = {**hyperlex_scoring(scoring.get("energy", energies.KL.name)), **scoring}
     scores, covered = word_pair_scores(rows, hierarchy, means, variances, **scoring)
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())

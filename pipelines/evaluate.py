@@ -428,7 +428,7 @@ def graded_entailment(source, path):
 
     On a WordNet run a pair scores its best synset pair, KL graded as
     `keras-gauss train-wordnet --hyperlex` grades it
-    (`keras_gauss.hierarchy.evaluate.HYPERLEX_SCORING`: the generality term
+    (`keras_gauss.hierarchy.evaluate.hyperlex_scoring`: the generality term
     and the sense prior); elsewhere the energy alone, `-KL(N_word1 ||
     N_word2)` on a corpus run.
 
@@ -475,10 +475,10 @@ def graded_scores(emb, pairs):
     >>> scores.tolist(), covered.tolist()  # -KL(N(0, 1) || N(0.5, 1))
     ([-0.125], [True, False])
     """
-    from keras_gauss.hierarchy.evaluate import HYPERLEX_SCORING
+    from keras_gauss.hierarchy.evaluate import hyperlex_scoring
     from keras_gauss.hierarchy.evaluate import sense_log_probs
 
-    scoring = HYPERLEX_SCORING.get(emb.energy, {}) if emb.senses is not None else {}
+    scoring = hyperlex_scoring(emb.energy) if emb.senses is not None else {}
     prior = scoring.get("sense_prior", 0.0)
 
     def log_probs(word, rows):

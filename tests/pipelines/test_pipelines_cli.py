@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from gpu_settings import check_cpu_kept, unset
 from keras_gauss.cli import main
 
 
@@ -193,13 +194,6 @@ def _umask():
     return umask
 
 
-def _unset(**given):
-    import argparse
-
-    values = {"engine": None, "pairs": None, "batch_size": None, "learning_rate": None}
-    return argparse.Namespace(**{**values, **given})
-
-
 def test_the_learning_rate_rule_scales_the_recipe_rate_with_the_batch():
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
@@ -225,32 +219,26 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
     from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig
     from keras_gauss.pipelines.train import learning_rate_for_batch
 
-    args = _unset()
+    args = unset(GPU_SETTINGS)
     line = device_settings(args, gpu="Fake GPU")
     assert vars(args) == GPU_SETTINGS
     assert line.startswith("GPU Fake GPU: --engine keras, --pairs device")
     # a setting given is kept; --engine native is the CPU trainer with its defaults
     # a batch given gets the rate of the rule for it; a rate given is kept
-    args = _unset(batch_size=262144)
+    args = unset(GPU_SETTINGS, batch_size=262144)
     device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size, args.learning_rate) == (
         "keras", 262144, learning_rate_for_batch(262144))
-    args = _unset(batch_size=262144, learning_rate=0.3)
+    args = unset(GPU_SETTINGS, batch_size=262144, learning_rate=0.3)
     device_settings(args, gpu="Fake GPU")
     assert (args.batch_size, args.learning_rate) == (262144, 0.3)
-    args = _unset(batch_size=0)  # left to CorpusConfig.validate's one line
+    args = unset(GPU_SETTINGS, batch_size=0)  # left to CorpusConfig.validate's one line
     device_settings(args, gpu="Fake GPU")
     assert args.learning_rate == GPU_SETTINGS["learning_rate"]
     cpu = CorpusConfig()
-    for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
-                      (_unset(distribution="data"), "Fake GPU")):
-        if gpu is None:  # this machine: no GPU (or not KERAS_BACKEND=jax)
-            assert device_settings(args) is None
-        else:
-            assert device_settings(args, gpu=gpu) is None
-        assert {k: v for k, v in vars(args).items() if k != "distribution"} == {
-            "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
-            "learning_rate": cpu.learning_rate}
+    check_cpu_kept(device_settings, GPU_SETTINGS, {
+        "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
+        "learning_rate": cpu.learning_rate})
 
 
 def test_train_corpus_says_in_its_first_line_that_it_uses_the_gpu(corpus, tmp_path, capsys,

@@ -13,7 +13,7 @@ from keras_gauss.hierarchy import hierarchy_from_parents
 from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy.split import drop_root, ganea_split
 from keras_gauss.hierarchy.selection import BestEpoch
-from keras_gauss.runs import load_run
+from run_files import assert_same_run
 
 
 def test_best_epoch_keeps_the_best_weights_and_stops_after_patience():
@@ -88,10 +88,6 @@ def scripted(monkeypatch):
     monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
 
 
-def _tables(run):
-    return [w.numpy() for w in load_run(run).model.weights]
-
-
 def test_a_run_writes_the_best_epochs_tables(tree, tmp_path, scripted):
     argv = ["train-hierarchy", "--edges", str(tree), *TRAIN]
     assert main([*argv, "--epochs", "5", "--patience", "4", "--out", str(tmp_path / "a")]) == 0
@@ -100,8 +96,7 @@ def test_a_run_writes_the_best_epochs_tables(tree, tmp_path, scripted):
     assert selection["history"] == SCRIPTED and selection["best_epoch"] == 2
     assert selection["epochs_trained"] == 5 and not selection["stopped_early"]
     # The five-epoch run kept the tables of its second epoch: those of a two-epoch run.
-    for a, b in zip(_tables(tmp_path / "a"), _tables(tmp_path / "b")):
-        np.testing.assert_array_equal(a, b)
+    assert_same_run(tmp_path / "a", tmp_path / "b")
 
 
 def test_training_stops_after_patience_epochs_without_improvement(tree, tmp_path, scripted):
@@ -123,9 +118,5 @@ def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(tree, tmp_pat
     assert (state["epoch"], state["step"]) == (3, 20)
     assert state["selection"]["best_epoch"] == 1 and state["selection"]["history"] == SCRIPTED[:3]
     assert main([*argv, "--resume", str(out)]) == 0
-    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
-    assert a["selection"] == b["selection"]
-    for key in ("test_f1", "val_f1", "test_auc", "final_loss", "config"):
-        assert a[key] == b[key], key
+    assert_same_run(tmp_path / "a", out,
+                    ("selection", "test_f1", "val_f1", "test_auc", "final_loss", "config"))

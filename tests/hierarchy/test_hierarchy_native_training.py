@@ -15,11 +15,11 @@ from cli_process import killed
 from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
-from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy import train as train_module
 from keras_gauss.runs import load_run
 from cli_errors import cli_error
 from run_files import assert_same_run
+from scripted_selection import SCRIPTED
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
@@ -56,25 +56,13 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
                     ("final_loss", "map", "mean_rank", "num_train_edges", "config"))
 
 
-# The validation score of the epoch that just ended, scripted: the best
-# epoch is the second of five.
-SCRIPTED = [0.3, 0.8, 0.5, 0.7, 0.6]
-
-
-def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
-    def score(means, variances, epoch):
-        return SCRIPTED[epoch]
-    return score
-
-
 # --split ganea at 50% on the tree: 42 steps of 16 an epoch, 3 checkpoints.
 SELECT = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batch-size", "16",
           "--seed", "1", "--reconstruction-nodes", "10", "--quiet", "--epochs", "5",
           "--patience", "4"]
 
 
-def test_selection_keeps_the_best_epoch_and_resumes_bit_for_bit(edges, tmp_path, monkeypatch):
-    monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
+def test_selection_keeps_the_best_epoch_and_resumes_bit_for_bit(edges, tmp_path, scripted):
     argv = ["train-hierarchy", "--edges", str(edges), *SELECT]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv[:-4], "--epochs", "2", "--out", str(tmp_path / "two")]) == 0

@@ -788,6 +788,13 @@ class SensePairs(NamedTuple):
         log_prior: float64 `log p(left | word1) + log p(right | word2)`
             (zeros without sense weights).
         counts: int64 sense pairs of each word pair (0: not covered).
+
+    Example:
+        >>> spread = SensePairs(np.array([0, 1]), np.array([2, 2]), np.zeros(2), np.array([2, 0]))
+        >>> spread.covered.tolist(), spread.starts.tolist()
+        ([True, False], [0])
+        >>> spread.reduce(np.array([-1.0, -3.0]), "mean").tolist()
+        [-2.0]
     """
 
     left: np.ndarray

@@ -51,10 +51,9 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -74,6 +73,7 @@ from .device_scores import score_backend
 
 __all__ = [
     "PairScores",
+    "SensePairs",
     "average_precision",
     "baroni2012",
     "best_f1",
@@ -84,11 +84,14 @@ __all__ = [
     "lookup_scorer",
     "split_classification",
     "edge_scores",
+    "hyperlex_scoring",
     "hyperlex_spearman",
     "reconstruction",
     "scored_classification",
+    "sense_pairs",
     "threshold_classification",
     "word_pair_scores",
+    "word_senses",
 ]
 
 _ELEMENTS_PER_CHUNK = 1 << 21  # float64 elements of one (rows, d) or (queries, nodes) block: 16 MiB
@@ -623,38 +626,65 @@ class PairScores(NamedTuple):
     covered: np.ndarray
 
 
-@functools.lru_cache(maxsize=4)
-def _wordnet_lemmas(data_dir: str | None) -> dict[str, tuple[str, ...]]:
-    from .wordnet import read_noun_synsets
-
-    lemmas: dict[str, list[str]] = {}
-    for synset in read_noun_synsets(data_dir):
-        for lemma in synset.lemmas:
-            names = lemmas.setdefault(lemma.lower(), [])
-            if synset.name not in names:
-                names.append(synset.name)
-    return {word: tuple(names) for word, names in lemmas.items()}
-
-
 def _normalise(word: str) -> str:
     return "_".join(word.strip().lower().split())
+
+
+def word_senses(
+    word: str,
+    node_ids: Mapping[str, int],
+    lemma_nodes: Container[int] = (),
+    synsets: Container[int] | None = None,
+    lemmas: Mapping[str, Iterable[str]] | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> tuple[int, ...]:
+    """The rows of a table of WordNet nodes that stand for `word`: its lemma
+    node if the table has one, else the node of every noun synset with the
+    word among its lemma names (WordNet's `lemma -> synsets`).
+
+    The one rule of `word_pair_scores` and of
+    `keras_gauss.pipelines.evaluate.wordnet_senses`.
+
+    Args:
+        word: the word as `lemmas` spells it (lowercased, `_` for spaces).
+        node_ids: `node name -> row`.
+        lemma_nodes: the rows that are lemma nodes (`--lemmas`, e.g. a
+            `range`): a word whose own node is one stands for it alone.
+        synsets: the rows a synset name may stand at (default: any row).
+        lemmas: `word -> synset names`; default WordNet's
+            (`keras_gauss.hierarchy.wordnet.read_noun_lemmas`), read only
+            for a word without a lemma node.
+        data_dir: WordNet data directory for that default.
+
+    Returns:
+        The rows, in `lemmas[word]`'s order (names not in the table left
+        out); `()` for a word that maps to no row.
+
+    Example:
+        >>> ids = {"dog.n.01": 0, "frump.n.01": 1, "puppy": 2}
+        >>> lemmas = {"dog": ["frump.n.01", "dog.n.01", "dog.n.99"], "puppy": ["puppy.n.01"]}
+        >>> word_senses("dog", ids, {2}, lemmas=lemmas), word_senses("puppy", ids, {2}, lemmas=lemmas)
+        ((1, 0), (2,))
+    """
+    i = node_ids.get(word)
+    if i is not None and i in lemma_nodes:
+        return (i,)
+    if lemmas is None:
+        from .wordnet import read_noun_lemmas
+
+        lemmas = read_noun_lemmas(data_dir)
+    found = (node_ids.get(name) for name in lemmas.get(word, ()))
+    return tuple(i for i in found if i is not None and (synsets is None or i in synsets))
 
 
 def _word_node_ids(
     word: str, hierarchy: Hierarchy, mode: str, lemmas: Mapping[str, Iterable[str]] | None, data_dir
 ) -> list[int]:
-    word = _normalise(word)
-    ids = hierarchy.node_ids
-    if mode in ("auto", "word"):
-        i = ids.get(word)
-        if i is not None and i >= hierarchy.num_synsets:
-            return [i]
-        if mode == "word":
-            return []
-    if lemmas is None:
-        lemmas = _wordnet_lemmas(None if data_dir is None else os.path.abspath(os.path.expanduser(data_dir)))
-    found = (ids.get(name) for name in lemmas.get(word, ()))
-    return sorted({i for i in found if i is not None and i < hierarchy.num_synsets})
+    """`word_pair_scores`' nodes of `word` by `mode`, in id order."""
+    lemma_nodes = range(hierarchy.num_synsets, hierarchy.num_nodes) if mode != "synset" else ()
+    senses = word_senses(_normalise(word), hierarchy.node_ids, lemma_nodes,
+                         range(hierarchy.num_synsets), {} if mode == "word" else lemmas, data_dir)
+    return sorted(set(senses))
 
 
 def word_pair_scores(
@@ -703,8 +733,8 @@ def word_pair_scores(
         reduce: `"max"` or `"mean"` over synset pairs.
         mode: `"auto"`, `"word"` or `"synset"` (see above).
         lemmas: Optional mapping `word -> synset names` replacing WordNet's
-            (lowercased, `_`-joined words); by default it is read once from
-            `keras_gauss.hierarchy.wordnet.read_noun_synsets`.
+            (lowercased, `_`-joined words); by default it is read once
+            (`keras_gauss.hierarchy.wordnet.read_noun_lemmas`; see `word_senses`).
         data_dir: WordNet data directory for that default.
         generality: weight `beta` of the generality term (default 0; see `edge_scores`).
         energy: a hierarchy energy's name (see `edge_scores`).
@@ -732,38 +762,111 @@ def word_pair_scores(
         raise ValueError(f"the tables have {means.shape[0]} rows but the hierarchy has {hierarchy.num_nodes} nodes")
     if not (math.isfinite(sense_prior) and sense_prior >= 0):
         raise ValueError(f"sense_prior must be a finite number >= 0, got {sense_prior}")
+    def log_probs(word, ids):
+        return sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
+
+    senses = sense_pairs(pairs, lambda word: _word_node_ids(word, hierarchy, mode, lemmas, data_dir),
+                         log_probs if sense_prior else None)
+    scores = np.full(len(senses.counts), np.nan)
+    covered = senses.covered
+    if covered.any():
+        flat = edge_scores(means, variances, senses.left, senses.right,
+                           generality=generality, energy=energy)
+        if sense_prior:
+            flat = flat + sense_prior * senses.log_prior
+        scores[covered] = senses.reduce(flat, reduce)
+    return PairScores(scores, covered)
+
+
+class SensePairs(NamedTuple):
+    """Word pairs spread over their senses (`sense_pairs`): one block of
+    rows a word pair, every (sense of word1, sense of word2).
+
+    Attributes:
+        left, right: int64 rows of the sense pairs, the blocks one after
+            another.
+        log_prior: float64 `log p(left | word1) + log p(right | word2)`
+            (zeros without sense weights).
+        counts: int64 sense pairs of each word pair (0: not covered).
+
+    Example:
+        >>> spread = SensePairs(np.array([0, 1]), np.array([2, 2]), np.zeros(2), np.array([2, 0]))
+        >>> spread.covered.tolist(), spread.starts.tolist()
+        ([True, False], [0])
+        >>> spread.reduce(np.array([-1.0, -3.0]), "mean").tolist()
+        [-2.0]
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    log_prior: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Boolean mask of the word pairs with at least one sense pair."""
+        return self.counts > 0
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each covered word pair's block starts in `left` and `right`."""
+        return (np.cumsum(self.counts) - self.counts)[self.covered]
+
+    def reduce(self, scores, how: str = "max") -> np.ndarray:
+        """Each covered pair's `"max"` (its best sense pair) or `"mean"` of
+        `scores`, the scores of the sense pairs in order."""
+        if not len(scores):
+            return np.zeros(0)
+        if how == "max":
+            return np.maximum.reduceat(scores, self.starts)
+        return np.add.reduceat(scores, self.starts) / self.counts[self.covered]
+
+
+def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None) -> SensePairs:
+    """Spreads word pairs over their senses, the blocks that a best-sense-pair
+    score reduces (`word_pair_scores`, and
+    `keras_gauss.pipelines.evaluate.graded_scores` on a WordNet run).
+
+    Args:
+        pairs: `(word1, word2)` pairs (extra items are ignored).
+        senses: `word -> rows` (e.g. `word_senses`), asked once a word.
+        log_probs: optional `(word, rows) -> log p(row | word)` (e.g.
+            `sense_log_probs`), asked once a word; default: no weights
+            (`log_prior` all 0).
+
+    Returns:
+        `SensePairs`.
+
+    Example:
+        >>> rows = {"dog": (0, 1), "animal": (2,)}
+        >>> spread = sense_pairs([("dog", "animal"), ("animal", "cat")], lambda w: rows.get(w, ()))
+        >>> spread.left.tolist(), spread.right.tolist(), spread.counts.tolist()
+        ([0, 1], [2, 2], [2, 0])
+        >>> spread.reduce(np.array([-1.5, -0.5])).tolist()  # the best sense pair of dog-animal
+        [-0.5]
+    """
     cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def nodes_of(word: str) -> tuple[np.ndarray, np.ndarray]:
-        """The word's node ids and their senses' log probabilities."""
+    def of(word: str) -> tuple[np.ndarray, np.ndarray]:
+        """The word's rows and their senses' log probabilities."""
         if word not in cache:
-            ids = np.asarray(_word_node_ids(word, hierarchy, mode, lemmas, data_dir), np.int64)
-            log_p = (sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
-                     if sense_prior else np.zeros(len(ids)))
-            cache[word] = ids, log_p
+            rows = np.asarray(senses(word), np.int64)
+            cache[word] = rows, (np.zeros(len(rows)) if log_probs is None
+                                 else np.asarray(log_probs(word, rows), np.float64))
         return cache[word]
 
     firsts, seconds, priors, counts = [], [], [], []
     for pair in pairs:
-        (a, log_a), (b, log_b) = nodes_of(pair[0]), nodes_of(pair[1])
+        (a, log_a), (b, log_b) = of(pair[0]), of(pair[1])
         firsts.append(np.repeat(a, len(b)))
         seconds.append(np.tile(b, len(a)))
         priors.append(np.repeat(log_a, len(b)) + np.tile(log_b, len(a)))
         counts.append(len(a) * len(b))
-    counts = np.asarray(counts, dtype=np.int64)
-    scores = np.full(len(counts), np.nan)
-    covered = counts > 0
-    if covered.any():
-        flat = edge_scores(means, variances, np.concatenate(firsts), np.concatenate(seconds),
-                           generality=generality, energy=energy)
-        if sense_prior:
-            flat = flat + sense_prior * np.concatenate(priors)
-        starts = (np.cumsum(counts) - counts)[covered]
-        if reduce == "max":
-            scores[covered] = np.maximum.reduceat(flat, starts)
-        else:
-            scores[covered] = np.add.reduceat(flat, starts) / counts[covered]
-    return PairScores(scores, covered)
+    if not counts:
+        firsts = seconds = [np.zeros(0, np.int64)]
+        priors = [np.zeros(0)]
+    return SensePairs(np.concatenate(firsts), np.concatenate(seconds), np.concatenate(priors),
+                      np.asarray(counts, dtype=np.int64))
 
 
 def sense_log_probs(word: str, names: Sequence[str], data_dir=None) -> np.ndarray:
@@ -801,6 +904,22 @@ upstream random training + dev nouns, `research/hyperlex_scores.py`; other
 energies: the best synset pair's energy alone)."""
 
 
+def hyperlex_scoring(energy: str) -> dict:
+    """`HYPERLEX_SCORING`'s `word_pair_scores` settings for `energy` (a new
+    dict; `{}` for an energy without settings): how HyperLex is scored by
+    `hyperlex_spearman`, `keras-gauss train-wordnet --hyperlex` and
+    `keras-gauss evaluate --hyperlex`.
+
+    Args:
+        energy: a hierarchy energy's name (`"kl"`, `"containment"`).
+
+    Example:
+        >>> hyperlex_scoring("kl"), hyperlex_scoring("containment")
+        ({'generality': 0.75, 'sense_prior': 4.0}, {})
+    """
+    return dict(HYPERLEX_SCORING.get(energy, {}))
+
+
 def hyperlex_spearman(
     path: str | os.PathLike,
     hierarchy: Hierarchy,
@@ -812,7 +931,7 @@ def hyperlex_spearman(
 
     Each pair `(word1, word2)` ("to what degree is word1 a type of word2") is
     scored with `word_pair_scores` (best synset pair; with KL, graded by
-    `HYPERLEX_SCORING`'s generality term and sense prior unless given) and
+    `hyperlex_scoring`'s generality term and sense prior unless given) and
     `scipy.stats.spearmanr` is taken over the *covered* pairs only; pairs with
     a word missing from the hierarchy are left out and reported via `coverage`.
 
@@ -821,7 +940,7 @@ def hyperlex_spearman(
         hierarchy, means, variances: The hierarchy and its `(num_nodes, d)` tables.
         **scoring: `word_pair_scores`'s keyword arguments (`reduce`, `mode`,
             `lemmas`, `data_dir`, `generality`, `energy`, `sense_prior`);
-            its defaults, but `HYPERLEX_SCORING[energy]`'s.
+            its defaults, but `hyperlex_scoring(energy)`'s.
 
     Returns:
         `{"spearman", "pvalue", "coverage", "n_pairs", "n_covered", "undefined"}`:
@@ -844,7 +963,7 @@ def hyperlex_spearman(
         (1.0, 3)
     """
     rows = read_hyperlex(path)
-    scoring = {**HYPERLEX_SCORING.get(scoring.get("energy", energies.KL.name), {}), **scoring}
+    scoring = {**hyperlex_scoring(scoring.get("energy", energies.KL.name)), **scoring}
     scores, covered = word_pair_scores(rows, hierarchy, means, variances, **scoring)
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())

@@ -88,10 +88,10 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
         # The benchmark files too: a malformed one fails before training.
         if hyperlex is not None:
             read_hyperlex(hyperlex)
-            from keras_gauss.hierarchy.evaluate import HYPERLEX_SCORING
+            from keras_gauss.hierarchy.evaluate import hyperlex_scoring
             from keras_gauss.hierarchy.wordnet import read_sense_counts
 
-            if HYPERLEX_SCORING.get(config.energy, {}).get("sense_prior"):
+            if hyperlex_scoring(config.energy).get("sense_prior"):
                 read_sense_counts()  # WordNet's counts, read before training
         if entailment is not None:
             read_entailment(entailment)

@@ -33,6 +33,7 @@ __all__ = [
     "NounSynset",
     "load_wordnet",
     "prepare_wordnet_cache",
+    "read_noun_lemmas",
     "read_noun_synsets",
     "read_sense_counts",
     "read_synsets",
@@ -48,6 +49,7 @@ _REQUIRED_FILES = ("lexnames", "data.noun", "index.noun", "noun.exc")
 _READERS: dict[str | None, object] = {}
 _SYNSETS: dict[tuple[str | None, str], list] = {}
 _SENSE_COUNTS: dict[tuple[str | None, str], dict] = {}
+_LEMMAS: dict[str | None, dict] = {}
 
 
 class WordNetUnavailableError(RuntimeError):
@@ -260,6 +262,30 @@ def read_noun_synsets(data_dir: str | os.PathLike | None = None) -> list[NounSyn
         ('canine.n.02', 'domestic_animal.n.01')
     """
     return read_synsets(data_dir, "n")
+
+
+def read_noun_lemmas(data_dir: str | os.PathLike | None = None) -> dict[str, tuple[str, ...]]:
+    """WordNet's `lemma -> noun synset names`: every lemma of `read_noun_synsets`,
+    lowercased (`"hot_dog"`), with the names of the synsets it is a lemma of,
+    in `data.noun` order and without repeats. Read once and memoised.
+
+    Args:
+        data_dir: Optional NLTK-style data directory (see `load_wordnet`).
+
+    Example:
+        >>> read_noun_lemmas()["hot_dog"]  # "Hot_dog" in three synsets
+        ('frank.n.02', 'hotdog.n.02', 'hotdog.n.01')
+    """
+    key = _key(data_dir)
+    if key not in _LEMMAS:
+        lemmas: dict[str, list[str]] = {}
+        for synset in read_noun_synsets(key):
+            for lemma in synset.lemmas:
+                names = lemmas.setdefault(lemma.lower(), [])
+                if synset.name not in names:
+                    names.append(synset.name)
+        _LEMMAS[key] = {word: tuple(names) for word, names in lemmas.items()}
+    return _LEMMAS[key]
 
 
 def read_synsets(data_dir: str | os.PathLike | None = None, pos: str = "n") -> list[NounSynset]:

@@ -133,8 +133,9 @@ def wordnet_senses(nodes, lemmas=None):
 
     A word's rows are its own node when the table has one (a lemma node of
     `--lemmas`, or any node not named like a synset), else every synset
-    node with the word among its lemma names (WordNet's `lemma -> synsets`,
-    the rule of `keras_gauss.hierarchy.evaluate.word_pair_scores`).
+    node with the word among its lemma names (WordNet's `lemma -> synsets`:
+    `keras_gauss.hierarchy.evaluate.word_senses`, the rule of
+    `keras_gauss.hierarchy.evaluate.word_pair_scores`).
 
     Args:
         nodes: node names in row order (`dog.n.01`, `dog`, ...).
@@ -149,25 +150,20 @@ def wordnet_senses(nodes, lemmas=None):
     >>> wordnet_senses(["dog.n.01", "frump.n.01"], {"dog": ("dog.n.01", "frump.n.01")})
     {'dog': (0, 1)}
     """
-    index = {name: i for i, name in enumerate(nodes)}
-    synsets = [name for name in nodes if _SYNSET.match(name)]
-    if lemmas is None and synsets:
-        from keras_gauss.hierarchy.wordnet import read_noun_synsets
+    from keras_gauss.hierarchy.evaluate import word_senses
 
-        lemmas = {}
-        for synset in read_noun_synsets():
-            for lemma in synset.lemmas:
-                names = lemmas.setdefault(lemma.lower(), [])
-                if synset.name not in names:
-                    names.append(synset.name)
+    index = {name: i for i, name in enumerate(nodes)}
+    own = {name: i for name, i in index.items() if not _SYNSET.match(name)}
+    if lemmas is None and len(own) < len(index):
+        from keras_gauss.hierarchy.wordnet import read_noun_lemmas
+
+        lemmas = read_noun_lemmas()
+    lemmas, lemma_nodes = lemmas or {}, set(own.values())
     senses = {}
-    for word, names in (lemmas or {}).items():
-        rows = tuple(index[name] for name in names if name in index)
+    for word in (*lemmas, *own):
+        rows = word_senses(word, index, lemma_nodes, lemmas=lemmas)
         if rows:
             senses[word] = rows
-    for name, i in index.items():
-        if not _SYNSET.match(name):
-            senses[name] = (i,)
     return senses
 
 
@@ -238,30 +234,25 @@ def _rows(emb, word):
     return emb.senses.get("_".join(word.split()), ())
 
 
-def _pair_ids(emb, pairs):
-    """Row pairs of word pairs: `(left, right, covered, starts)`.
+def _pair_ids(emb, pairs, log_probs=None):
+    """Row pairs of word pairs (`keras_gauss.hierarchy.evaluate.SensePairs`).
 
     Each covered pair contributes every (row of word1, row of word2), one
-    block that starts at `starts[k]` (one row a word: blocks of one).
+    block that starts at `starts[k]` (one row a word: blocks of one); with
+    `log_probs` (`(word, rows) -> log p(row | word)`), `log_prior` holds
+    the senses' weights.
     """
-    left, right, counts = [], [], []
-    for a, b, *_ in pairs:
-        rows_a, rows_b = _rows(emb, a), _rows(emb, b)
-        left.extend(np.repeat(rows_a, len(rows_b)).tolist())
-        right.extend(np.tile(rows_b, len(rows_a)).tolist())
-        counts.append(len(rows_a) * len(rows_b))
-    counts = np.asarray(counts, dtype=np.int64)
-    covered = counts > 0
-    starts = (np.cumsum(counts) - counts)[covered]
-    return (np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), covered,
-            starts)
+    from keras_gauss.hierarchy.evaluate import sense_pairs
+
+    return sense_pairs([(a, b) for a, b, *_ in pairs], lambda word: _rows(emb, word),
+                       log_probs)
 
 
-def _best_scores(emb, left, right, starts, measure):
+def _best_scores(emb, pairs, measure):
     """`pair_scores` of each block's best row pair (the best sense pair)."""
-    if not len(left):
+    if not len(pairs.left):
         return np.zeros(0)
-    return np.maximum.reduceat(pair_scores(emb, left, right, measure), starts)
+    return pairs.reduce(pair_scores(emb, pairs.left, pairs.right, measure))
 
 
 def _cosine(a, b):
@@ -350,12 +341,13 @@ def similarity(source, path):
     """
     emb = as_embeddings(source)
     pairs = read_similarity(path)
-    left, right, covered, starts = _pair_ids(emb, pairs)
+    ids = _pair_ids(emb, pairs)
+    covered = ids.covered
     gold = np.array([s for _, _, s in pairs], dtype=np.float64)[covered]
     result, undefined = {}, {}
     for measure, what in (("m", "cosine between means"), ("d", "cosine between "
                                                               "distributions")):
-        scores = _best_scores(emb, left, right, starts, measure)
+        scores = _best_scores(emb, ids, measure)
         result[f"spearman_{measure}"] = _spearman(scores, gold)
         reason = _undefined_rank(scores, gold, what)
         if reason:
@@ -405,7 +397,8 @@ def entailment(source, path):
 
     emb = as_embeddings(source)
     rows = read_entailment(path)
-    left, right, covered, starts = _pair_ids(emb, rows)
+    ids = _pair_ids(emb, rows)
+    covered = ids.covered
     labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
     result, undefined = {"energy": emb.energy}, {}
     reason = None
@@ -415,7 +408,7 @@ def entailment(source, path):
                   "entailing and non-entailing pairs")
     for name, measure in ((emb.energy, emb.energy), ("cos", "m")):
         if reason is None:
-            scores = _best_scores(emb, left, right, starts, measure)
+            scores = _best_scores(emb, ids, measure)
             result[f"{name}_ap"] = average_precision(labels, scores)
             result[f"{name}_f1"] = best_f1(labels, scores)[0]
         else:
@@ -435,7 +428,7 @@ def graded_entailment(source, path):
 
     On a WordNet run a pair scores its best synset pair, KL graded as
     `keras-gauss train-wordnet --hyperlex` grades it
-    (`keras_gauss.hierarchy.evaluate.HYPERLEX_SCORING`: the generality term
+    (`keras_gauss.hierarchy.evaluate.hyperlex_scoring`: the generality term
     and the sense prior); elsewhere the energy alone, `-KL(N_word1 ||
     N_word2)` on a corpus run.
 
@@ -482,25 +475,24 @@ def graded_scores(emb, pairs):
     >>> scores.tolist(), covered.tolist()  # -KL(N(0, 1) || N(0.5, 1))
     ([-0.125], [True, False])
     """
-    from keras_gauss.hierarchy.evaluate import HYPERLEX_SCORING
+    from keras_gauss.hierarchy.evaluate import hyperlex_scoring
     from keras_gauss.hierarchy.evaluate import sense_log_probs
 
-    scoring = HYPERLEX_SCORING.get(emb.energy, {}) if emb.senses is not None else {}
+    scoring = hyperlex_scoring(emb.energy) if emb.senses is not None else {}
     prior = scoring.get("sense_prior", 0.0)
-    left, right, covered, starts = _pair_ids(emb, pairs)
-    if not len(left):
-        return np.zeros(0), covered
-    flat = pair_energy(emb.energy, emb.means[left], emb.variances[left], emb.means[right],
-                       emb.variances[right], generality=scoring.get("generality", emb.generality))
+
+    def log_probs(word, rows):
+        return sense_log_probs(word, [emb.words[i] for i in rows])
+
+    ids = _pair_ids(emb, pairs, log_probs if prior else None)
+    if not len(ids.left):
+        return np.zeros(0), ids.covered
+    flat = pair_energy(emb.energy, emb.means[ids.left], emb.variances[ids.left],
+                       emb.means[ids.right], emb.variances[ids.right],
+                       generality=scoring.get("generality", emb.generality))
     if prior:
-        priors = []
-        for a, b, *_ in pairs:
-            rows_a, rows_b = _rows(emb, a), _rows(emb, b)
-            log_a = sense_log_probs(a, [emb.words[i] for i in rows_a])
-            log_b = sense_log_probs(b, [emb.words[i] for i in rows_b])
-            priors.append(np.repeat(log_a, len(rows_b)) + np.tile(log_b, len(rows_a)))
-        flat = flat + prior * np.concatenate(priors)
-    return np.maximum.reduceat(flat, starts), covered
+        flat = flat + prior * ids.log_prior
+    return ids.reduce(flat), ids.covered
 
 
 # --------------------------------------------------------------------------- neighbours

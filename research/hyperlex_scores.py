@@ -42,9 +42,10 @@ def read(path, nouns_only=True):
 
 def pair_terms(rows, words, means, variances):
     """Per covered pair: arrays over its synset pairs of (KL_xy, KL_yx, logdet_y - logdet_x)."""
-    from keras_gauss.hierarchy.evaluate import _normalise, _wordnet_lemmas, edge_scores
+    from keras_gauss.hierarchy.evaluate import _normalise, edge_scores
+    from keras_gauss.hierarchy.wordnet import read_noun_lemmas
 
-    lemmas = _wordnet_lemmas(None)
+    lemmas = read_noun_lemmas()
     index = {w: i for i, w in enumerate(words)}
     log_det = np.log(variances).sum(1)
 

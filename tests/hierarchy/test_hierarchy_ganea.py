@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from cli_errors import cli_error
 from keras_gauss.cli import main
 from keras_gauss.hierarchy import hierarchy_from_parents
 from keras_gauss.hierarchy.edgefile import EdgeFileError
@@ -167,7 +168,7 @@ def test_resume_of_a_given_split_takes_the_same_files_only(tmp_path, capsys, mon
             ("val.tsv", ["d\ta\t1", "e\tb\t0", "b\te\t0"]),  # a negative dropped
             ("test.tsv", ["d\tb\t1", "b\td\t0", "b\td\t0"])]:  # a negative repeated
         _write(paths[name], changed)
-        err = _cli_error(capsys, resume)
+        err = cli_error(resume, capsys)
         assert "differs from the one the run started on" in err, (name, changed, err)
         _write(paths[name], lines[name])
     assert main(resume) == 0 and not (out / ".checkpoint").exists()
@@ -191,14 +192,6 @@ def test_bad_given_splits_name_the_file_and_line(files, which, lines, message):
     assert message in str(info.value)
 
 
-def _cli_error(capsys, argv):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1, err
-    return err
-
-
 @pytest.mark.parametrize("extra, message", [
     (["--val-edges", "VAL"], "--train-edges, --val-edges and --test-edges go together"),
     (["--val-edges", "VAL", "--test-edges", "TEST", "--split", "ganea"],
@@ -220,8 +213,8 @@ def test_given_split_bad_options_are_one_line_and_write_nothing(files, tmp_path,
     names = {"VAL": str(val), "TEST": str(test), "TRAIN": str(train), "BAD": str(bad),
              "OVERLAP": str(overlap), "FIFO": str(fifo)}
     out = tmp_path / "run"
-    err = _cli_error(capsys, ["train-hierarchy", "--train-edges", str(train), "--out", str(out),
-                              *[names.get(a, a) for a in extra]])
+    err = cli_error(["train-hierarchy", "--train-edges", str(train), "--out", str(out),
+                     *[names.get(a, a) for a in extra]], capsys)
     assert message.format(FIFO=fifo) in err, err
     assert not out.exists()
 
@@ -239,7 +232,7 @@ def test_given_split_bad_options_are_one_line_and_write_nothing(files, tmp_path,
 ])
 def test_bad_ganea_options_are_one_line_and_write_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "run"
-    err = _cli_error(capsys, ["train-wordnet", "--root", "mammal.n.01", "--out", str(out), *args])
+    err = cli_error(["train-wordnet", "--root", "mammal.n.01", "--out", str(out), *args], capsys)
     assert message in err, err
     assert not out.exists()
 

@@ -3,7 +3,6 @@ writes for the compiled hierarchy model (`hierarchy_model`), without Keras."""
 
 import itertools
 import json
-import zipfile
 
 import numpy as np
 import pytest
@@ -11,17 +10,7 @@ import pytest
 from keras_gauss.hierarchy.model_file import hierarchy_model_config
 from keras_gauss.hierarchy.model_file import write_hierarchy_model
 from keras_gauss.hierarchy.train import WordNetConfig
-
-
-def _tree(name):
-    import h5py
-
-    with zipfile.ZipFile(name) as archive, archive.open("model.weights.h5") as f, \
-            h5py.File(f) as h5:
-        items = []
-        h5.visititems(lambda key, obj: items.append(
-            (key, dict(obj.attrs), getattr(obj, "shape", None))))
-        return items
+from run_files import weights_tree
 
 
 @pytest.mark.parametrize("energy, covariance, loss, schedule", [
@@ -60,4 +49,4 @@ def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, loss,
         slot = optimizer._accumulators[optimizer._get_variable_index(variable)]
         np.testing.assert_array_equal(slot.numpy(), accumulator)
     model.save(tmp_path / "keras.keras")  # Keras's own file: the same weight paths
-    assert _tree(path) == _tree(tmp_path / "keras.keras")
+    assert weights_tree(path) == weights_tree(tmp_path / "keras.keras")

@@ -8,7 +8,6 @@ keras engine's accuracy."""
 import json
 import warnings
 
-import numpy as np
 import pytest
 
 from cli_process import interrupted
@@ -16,10 +15,11 @@ from cli_process import killed
 from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
-from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy import train as train_module
 from keras_gauss.runs import load_run
 from cli_errors import cli_error
+from run_files import assert_same_run
+from scripted_selection import SCRIPTED
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler")
 
@@ -28,10 +28,6 @@ pytestmark = pytest.mark.skipif(not native_available(), reason="no C++ compiler"
 # 16, 32, 48, 64, 80 and 83.
 TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--val-size", "0",
          "--test-size", "0", "--reconstruction-nodes", "10", "--quiet"]
-
-
-def _tables(run):
-    return [w.numpy() for w in load_run(run).model.weights]
 
 
 @pytest.mark.parametrize("settings, kill", [
@@ -56,22 +52,8 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
     assert len(state["losses"]) == 1
     assert main([*argv, "--resume", str(out)]) == 0
     assert not (out / ".checkpoint").exists()
-    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
-    for key in ("final_loss", "map", "mean_rank", "num_train_edges", "config"):
-        assert a[key] == b[key], key
-
-
-# The validation score of the epoch that just ended, scripted: the best
-# epoch is the second of five.
-SCRIPTED = [0.3, 0.8, 0.5, 0.7, 0.6]
-
-
-def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
-    def score(means, variances, epoch):
-        return SCRIPTED[epoch]
-    return score
+    assert_same_run(tmp_path / "a", out,
+                    ("final_loss", "map", "mean_rank", "num_train_edges", "config"))
 
 
 # --split ganea at 50% on the tree: 42 steps of 16 an epoch, 3 checkpoints.
@@ -80,25 +62,20 @@ SELECT = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batc
           "--patience", "4"]
 
 
-def test_selection_keeps_the_best_epoch_and_resumes_bit_for_bit(edges, tmp_path, monkeypatch):
-    monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
+def test_selection_keeps_the_best_epoch_and_resumes_bit_for_bit(edges, tmp_path, scripted):
     argv = ["train-hierarchy", "--edges", str(edges), *SELECT]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv[:-4], "--epochs", "2", "--out", str(tmp_path / "two")]) == 0
     selection = json.loads((tmp_path / "a" / "metrics.json").read_text())["selection"]
     assert selection["history"] == SCRIPTED and selection["best_epoch"] == 2
     # The five-epoch run kept the tables of its second epoch: a two-epoch run's.
-    for a, b in zip(_tables(tmp_path / "a"), _tables(tmp_path / "two")):
-        np.testing.assert_array_equal(a, b)
+    assert_same_run(tmp_path / "a", tmp_path / "two")
     out = tmp_path / "b"  # killed in the fourth epoch, after its second chunk
     state = interrupted(argv, out, 3 * 3 + 2)  # the scorer: patched in this process
     assert (state["epoch"], state["step"]) == (3, 32)
     assert state["selection"]["best_epoch"] == 1 and state["selection"]["history"] == SCRIPTED[:3]
     assert main([*argv, "--resume", str(out)]) == 0
-    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
-    assert a["selection"] == b["selection"]
+    assert_same_run(tmp_path / "a", out, ("selection",))
 
 
 def test_a_native_run_loads_exports_and_evaluates(edges, tmp_path, capsys):

@@ -9,7 +9,6 @@ the same files."""
 import json
 import shutil
 
-import numpy as np
 import pytest
 
 from cli_process import interrupted as interrupted_run
@@ -18,15 +17,12 @@ from fault_injection import KILL_AFTER
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 from cli_errors import cli_error
+from run_files import assert_same_run
 
 # 1,321 closure edges of a ternary tree of 300 nodes: 83 steps an epoch.
 TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--val-size", "0",
          "--test-size", "0", "--reconstruction-nodes", "10", "--quiet", "--energy", "kl",
          "--engine", "keras"]  # the native engine: test_hierarchy_native_training.py
-
-
-def _tables(run):
-    return [w.numpy() for w in load_run(run).model.weights]
 
 
 @pytest.mark.parametrize("loss, schedule, kill", [
@@ -52,11 +48,8 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
     assert len(state["losses"]) == 1
     assert main([*argv, "--resume", str(out)]) == 0
     assert not (out / ".checkpoint").exists()
-    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
-    for key in ("final_loss", "map", "mean_rank", "num_train_edges", "config"):
-        assert a[key] == b[key], key
+    assert_same_run(tmp_path / "a", out,
+                    ("final_loss", "map", "mean_rank", "num_train_edges", "config"))
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +100,7 @@ def test_resume_with_another_schedule_is_refused(edges, tmp_path, capsys):
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
     out = tmp_path / "run"
     interrupted_run([*argv, "--learning-rate-schedule", "linear"], out, 3)
-    with pytest.raises(SystemExit) as info:
-        main([*argv, "--resume", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    err = cli_error([*argv, "--resume", str(out)], capsys)
     assert "--learning-rate-schedule linear, this command has constant" in err, err
 
 

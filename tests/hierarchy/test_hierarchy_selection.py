@@ -10,10 +10,10 @@ import pytest
 from cli_process import interrupted
 from keras_gauss.cli import main
 from keras_gauss.hierarchy import hierarchy_from_parents
-from keras_gauss.hierarchy import engines as engines_module
 from keras_gauss.hierarchy.split import drop_root, ganea_split
 from keras_gauss.hierarchy.selection import BestEpoch
-from keras_gauss.runs import load_run
+from run_files import assert_same_run
+from scripted_selection import SCRIPTED
 
 
 def test_best_epoch_keeps_the_best_weights_and_stops_after_patience():
@@ -56,65 +56,35 @@ def test_bad_patience(patience):
 
 # --- through train-hierarchy ------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    """A ternary tree of 300 nodes: 299 basic and 1,022 non-basic closure edges."""
-    path = tmp_path_factory.mktemp("tree") / "edges.tsv"
-    path.write_text("".join(f"n{i}\tn{(i - 1) // 3}\n" for i in range(1, 300)))
-    return path
-
-
-# --split ganea at 50% on the tree without its root (296 basic + 363 non-basic
+# --split ganea at 50% on the `edges` tree without its root (296 basic + 363 non-basic
 # training edges): STEPS steps of 16 an epoch.
 TRAIN = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batch-size", "16",
          "--seed", "1", "--reconstruction-nodes", "10", "--quiet", "--engine", "keras"]
 _TREE = drop_root(hierarchy_from_parents({f"n{i}": [f"n{(i - 1) // 3}"] for i in range(1, 300)}),
                   "n0")
 STEPS = -(-len(ganea_split(_TREE, 50, seed=1).train) // 16)
-# The validation score of the epoch that just ended, scripted: the best
-# epoch is the second of five.
-SCRIPTED = [0.3, 0.8, 0.5, 0.7, 0.6]
-
-
-def scripted_scorer(split, monitor, generality=0.0, energy="kl"):
-    def score(means, variances, epoch):
-        return SCRIPTED[epoch]
-    return score
-
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setattr(engines_module, "validation_scorer", scripted_scorer)
-
-
-def _tables(run):
-    return [w.numpy() for w in load_run(run).model.weights]
-
-
-def test_a_run_writes_the_best_epochs_tables(tree, tmp_path, scripted):
-    argv = ["train-hierarchy", "--edges", str(tree), *TRAIN]
+def test_a_run_writes_the_best_epochs_tables(edges, tmp_path, scripted):
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
     assert main([*argv, "--epochs", "5", "--patience", "4", "--out", str(tmp_path / "a")]) == 0
     assert main([*argv, "--epochs", "2", "--patience", "4", "--out", str(tmp_path / "b")]) == 0
     selection = json.loads((tmp_path / "a" / "metrics.json").read_text())["selection"]
     assert selection["history"] == SCRIPTED and selection["best_epoch"] == 2
     assert selection["epochs_trained"] == 5 and not selection["stopped_early"]
     # The five-epoch run kept the tables of its second epoch: those of a two-epoch run.
-    for a, b in zip(_tables(tmp_path / "a"), _tables(tmp_path / "b")):
-        np.testing.assert_array_equal(a, b)
+    assert_same_run(tmp_path / "a", tmp_path / "b")
 
 
-def test_training_stops_after_patience_epochs_without_improvement(tree, tmp_path, scripted):
+def test_training_stops_after_patience_epochs_without_improvement(edges, tmp_path, scripted):
     out = tmp_path / "run"
-    assert main(["train-hierarchy", "--edges", str(tree), *TRAIN, "--epochs", "5",
+    assert main(["train-hierarchy", "--edges", str(edges), *TRAIN, "--epochs", "5",
                  "--patience", "2", "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["selection"]["history"] == SCRIPTED[:4]  # epochs 3 and 4 are not better
     assert metrics["selection"]["stopped_early"] and metrics["selection"]["best_epoch"] == 2
 
 
-def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(tree, tmp_path, scripted):
-    argv = ["train-hierarchy", "--edges", str(tree), *TRAIN, "--epochs", "5", "--patience", "4"]
+def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(edges, tmp_path, scripted):
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, "--epochs", "5", "--patience", "4"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out = tmp_path / "b"
     # Stopped in the fourth epoch, after the best (second) epoch's tables were replaced
@@ -123,9 +93,5 @@ def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(tree, tmp_pat
     assert (state["epoch"], state["step"]) == (3, 20)
     assert state["selection"]["best_epoch"] == 1 and state["selection"]["history"] == SCRIPTED[:3]
     assert main([*argv, "--resume", str(out)]) == 0
-    for a, b in zip(_tables(tmp_path / "a"), _tables(out)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (tmp_path / "a", out))
-    assert a["selection"] == b["selection"]
-    for key in ("test_f1", "val_f1", "test_auc", "final_loss", "config"):
-        assert a[key] == b[key], key
+    assert_same_run(tmp_path / "a", out,
+                    ("selection", "test_f1", "val_f1", "test_auc", "final_loss", "config"))

@@ -11,6 +11,7 @@ from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 from keras_gauss.cli import main
 from keras_gauss.runs import load_run
 from cli_errors import cli_error
+from gpu_settings import check_cpu_kept, unset
 
 SMALL = dict(root="mammal.n.01", dim=5, epochs=2, batch_size=256, val_size=0.05,
              test_size=0.05, learning_rate=0.3)
@@ -360,33 +361,21 @@ def test_schedule_decays_over_the_run_and_changes_only_decaying_runs(tree, tmp_p
     assert float(optimizer.learning_rate) == 0.0
 
 
-def _unset(**given):
-    import argparse
-
-    return argparse.Namespace(**{"engine": None, "batch_size": None, **given})
-
-
 def test_on_a_gpu_the_settings_not_given_are_the_gpu_ones():
     from keras_gauss.hierarchy.cli import device_settings
     from keras_gauss.hierarchy.config import GPU_SETTINGS
 
-    args = _unset()
+    args = unset(GPU_SETTINGS)
     line = device_settings(args, gpu="Fake GPU")
     assert vars(args) == GPU_SETTINGS == {"engine": "keras", "batch_size": 4096}
     assert line == ("GPU Fake GPU: --engine keras, --batch-size 4096 (--engine native: the "
                     "C++ trainer on the CPU)")
     # a setting given is kept; --engine native is the CPU trainer with its defaults
-    args = _unset(batch_size=512)
+    args = unset(GPU_SETTINGS, batch_size=512)
     device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size) == ("keras", 512)
-    cpu = WordNetConfig()
-    for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
-                      (_unset(distribution="data"), "Fake GPU")):
-        if gpu is None:  # this machine: no GPU (or not KERAS_BACKEND=jax)
-            assert device_settings(args) is None
-        else:
-            assert device_settings(args, gpu=gpu) is None
-        assert (args.engine, args.batch_size) == ("native", cpu.batch_size)
+    check_cpu_kept(device_settings, GPU_SETTINGS,
+                   {"engine": "native", "batch_size": WordNetConfig().batch_size})
 
 
 def test_on_a_gpu_without_tensorflow_the_hierarchy_takes_the_keras_engine(monkeypatch):
@@ -400,7 +389,7 @@ def test_on_a_gpu_without_tensorflow_the_hierarchy_takes_the_keras_engine(monkey
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "tensorflow" else find_spec(name, *a))
-    args = _unset()
+    args = unset(GPU_SETTINGS)
     line = device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size) == ("keras", GPU_SETTINGS["batch_size"])
     assert line.startswith("GPU Fake GPU: --engine keras")

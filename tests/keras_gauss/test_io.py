@@ -13,6 +13,7 @@ from keras_gauss.io import PROJECTOR, RUN, SERVING, WORD2VEC
 from keras_gauss.io import OutputBusyError, OutputClaim, OutputExistsError, OutputNotWritableError
 from keras_gauss.io import _parent_lock, atomic_directory, atomic_file, check_output_dir
 from keras_gauss.io import check_output_file, output_content, recover
+from cli_errors import cli_error
 
 
 def test_directory_appears_only_on_success(tmp_path):
@@ -348,8 +349,6 @@ def test_an_output_being_written_refuses_a_second_writer(tmp_path):
 def test_a_job_holds_its_whole_output_tree_against_nested_writers(tmp_path, capsys):
     import fcntl
 
-    from keras_gauss.cli import main
-
     nest = tmp_path / "runs" / "nest"
     nest.parent.mkdir()
     # Another process trains into runs/nest (its lock held by another open
@@ -373,10 +372,8 @@ def test_a_job_holds_its_whole_output_tree_against_nested_writers(tmp_path, caps
                         pass
         edges = tmp_path / "edges.tsv"
         edges.write_text("dog\tmammal\n")
-        with pytest.raises(SystemExit) as info:
-            main(["train-hierarchy", "--edges", str(edges), "--out", str(nest / "inner")])
-        err = capsys.readouterr().err.strip()
-        assert info.value.code == 2 and len(err.splitlines()) == 1 and busy[:20] in err, err
+        err = cli_error(["train-hierarchy", "--edges", edges, "--out", nest / "inner"], capsys)
+        assert busy[:20] in err, err
         assert not nest.exists()  # nothing made inside the other writer's output
     finally:
         os.close(held)
@@ -477,9 +474,6 @@ def test_a_deleted_working_directory_is_no_error_with_absolute_paths(tmp_path, m
             "--reconstruction-nodes", "5", "--quiet"]
     assert main([*argv, "--out", str(tmp_path / "run")]) == 0
     capsys.readouterr()
-    with pytest.raises(SystemExit) as info:  # a relative one names itself, not the data
-        main([*argv, "--out", "run"])
-    err = capsys.readouterr().err.strip()
-    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    err = cli_error([*argv, "--out", "run"], capsys)  # a relative one names itself, not the data
     assert err.endswith("--out run: a relative path, and the working directory no longer "
                         "exists; give an absolute path, or cd into an existing directory."), err

@@ -20,6 +20,7 @@ from keras_gauss.cli import main
 from keras_gauss.export import export_run
 from keras_gauss.run_format import write_run_info
 from keras_gauss.runs import UnknownWordError
+from cli_errors import cli_exit
 
 NODES = ["animal.n.01", "mammal.n.01", "dog.n.01", "dog.n.03", "cat.n.01",
          "vehicle.n.01", "car.n.01", "a_synset_with_a_long_name.n.01"]
@@ -174,12 +175,6 @@ def test_unknown_words_and_lemma_suggestions(hierarchy_run):
         run.energy("unicorn.n.01", "animal.n.01")
 
 
-def _exit(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    return info.value.code, capsys.readouterr().err
-
-
 def test_cli_neighbors_on_a_hierarchy_run(hierarchy_run, capsys):
     run = kg.load_run(hierarchy_run)
     assert main(["neighbors", str(hierarchy_run), "dog.n.01", "--k", "7"]) == 0
@@ -191,9 +186,9 @@ def test_cli_neighbors_on_a_hierarchy_run(hierarchy_run, capsys):
     # the columns line up whatever the name lengths; no "-0.00"
     assert len({len(line) for line in lines}) == 1
     assert "-0.00" not in "\n".join(lines) and "-0.000" not in "\n".join(lines)
-    code, err = _exit(["neighbors", str(hierarchy_run), "dog"], capsys)
+    code, err = cli_exit(["neighbors", str(hierarchy_run), "dog"], capsys)
     assert code == 2 and "dog.n.01, dog.n.03" in err and err.count("\n") == 1
-    code, err = _exit(["neighbors", str(hierarchy_run), "unicorn"], capsys)
+    code, err = cli_exit(["neighbors", str(hierarchy_run), "unicorn"], capsys)
     assert code == 2 and "unicorn" in err
 
 

@@ -7,6 +7,8 @@ import re
 import numpy as np
 import pytest
 
+from gpu_settings import check_cpu_kept, unset
+from cli_errors import cli_exit
 from keras_gauss.cli import main
 
 
@@ -24,12 +26,6 @@ def run_dir(corpus):
     out = corpus.parent / "run"
     assert main(["train-corpus", "--corpus", str(corpus), "--out", str(out), *TRAIN]) == 0
     return out
-
-
-def _exit(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    return info.value.code, capsys.readouterr().err
 
 
 def test_train_writes_run(run_dir, capsys):
@@ -56,14 +52,14 @@ def test_evaluate_prints_table_and_writes_json(run_dir, tmp_path, capsys):
 
 
 def test_evaluate_bad_inputs(run_dir, tmp_path, capsys):
-    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(tmp_path / "nope.tsv")],
+    code, err = cli_exit(["evaluate", str(run_dir), "--similarity", str(tmp_path / "nope.tsv")],
                       capsys)
     assert code == 2 and "nope.tsv" in err
     bad = tmp_path / "bad.tsv"
     bad.write_text("cat\tdog\n")
-    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(bad)], capsys)
+    code, err = cli_exit(["evaluate", str(run_dir), "--similarity", str(bad)], capsys)
     assert code == 2 and "line 1" in err
-    code, err = _exit(["evaluate", str(tmp_path), "--similarity", str(bad)], capsys)
+    code, err = cli_exit(["evaluate", str(tmp_path), "--similarity", str(bad)], capsys)
     assert code == 2 and "no trained run" in err
 
 
@@ -71,7 +67,7 @@ def test_neighbors(run_dir, capsys):
     assert main(["neighbors", str(run_dir), "cat", "--k", "3", "--by", "variance"]) == 0
     out = capsys.readouterr().out
     assert len(out.strip().splitlines()) == 4  # header + 3
-    code, err = _exit(["neighbors", str(run_dir), "unicorn"], capsys)
+    code, err = cli_exit(["neighbors", str(run_dir), "unicorn"], capsys)
     assert code == 2 and "unicorn" in err
 
 
@@ -87,45 +83,45 @@ def test_train_native_engine_and_the_engines_of_before(corpus, tmp_path, capsys)
                         (["--fused"], "--engine fused is gone: use --engine native"),
                         (["--engine", "fused-step"],
                          "--engine fused-step is gone: use --engine keras")):
-        code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out",
+        code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out",
                            str(tmp_path / "x"), *TRAIN, *flags], capsys)
         assert code == 2 and line in err, err
     assert not (tmp_path / "x").exists()
 
 
 def test_train_bad_inputs(corpus, run_dir, tmp_path, capsys):
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(run_dir), *TRAIN],
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(run_dir), *TRAIN],
                       capsys)
     assert code == 2 and "--overwrite" in err
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    code, err = _exit(["train-corpus", "--corpus", str(empty), "--out", str(tmp_path / "a"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(empty), "--out", str(tmp_path / "a"),
                        *TRAIN], capsys)
     assert code == 2 and "no tokens" in err
     binary = tmp_path / "data.bin"
     binary.write_bytes(b"\x00\x01\x02abc")
-    code, err = _exit(["train-corpus", "--corpus", str(binary), "--out", str(tmp_path / "b"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(binary), "--out", str(tmp_path / "b"),
                        *TRAIN], capsys)
     assert code == 2 and "binary" in err
     latin = tmp_path / "latin.txt"
     latin.write_bytes("caf\xe9 na\xefve\n".encode("latin-1"))
-    code, err = _exit(["train-corpus", "--corpus", str(latin), "--out", str(tmp_path / "c"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(latin), "--out", str(tmp_path / "c"),
                        *TRAIN], capsys)
     assert code == 2 and "UTF-8" in err
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "d"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "d"),
                        *TRAIN, "--min-count", "1000"], capsys)
     assert code == 2 and "min_count" in err
-    code, err = _exit(["train-corpus", "--corpus", str(tmp_path / "missing.txt"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(tmp_path / "missing.txt"),
                        "--out", str(tmp_path / "e"), *TRAIN], capsys)
     assert code == 2 and "missing.txt" in err
-    code, err = _exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "f"),
+    code, err = cli_exit(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "f"),
                        *TRAIN, "--window", "0"], capsys)
     assert code == 2 and "--window" in err
     assert not any((tmp_path / n).exists() for n in "abcdef")
 
 
 def test_unknown_tfds_corpus(tmp_path, capsys):
-    code, err = _exit(["train-corpus", "--corpus", "tfds:no_such_dataset_xyz",
+    code, err = cli_exit(["train-corpus", "--corpus", "tfds:no_such_dataset_xyz",
                        "--out", str(tmp_path / "t"), *TRAIN], capsys)
     assert code == 2 and "no_such_dataset_xyz" in err
 
@@ -166,7 +162,7 @@ def test_evaluate_refuses_a_file_with_no_known_pair(run_dir, tmp_path, capsys):
     (run_dir / "eval.json").unlink(missing_ok=True)
     unknown = tmp_path / "unknown.tsv"
     unknown.write_text("unicorn\tgriffin\t5\nqwzx\tcat\t1\n")
-    code, err = _exit(["evaluate", str(run_dir), "--similarity", str(unknown)], capsys)
+    code, err = cli_exit(["evaluate", str(run_dir), "--similarity", str(unknown)], capsys)
     assert code == 2 and "unknown" in err and "none of its 2 pairs" in err
     assert not (run_dir / "eval.json").exists()
 
@@ -191,13 +187,6 @@ def _umask():
     umask = os.umask(0)
     os.umask(umask)
     return umask
-
-
-def _unset(**given):
-    import argparse
-
-    values = {"engine": None, "pairs": None, "batch_size": None, "learning_rate": None}
-    return argparse.Namespace(**{**values, **given})
 
 
 def test_the_learning_rate_rule_scales_the_recipe_rate_with_the_batch():
@@ -225,32 +214,26 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
     from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig
     from keras_gauss.pipelines.train import learning_rate_for_batch
 
-    args = _unset()
+    args = unset(GPU_SETTINGS)
     line = device_settings(args, gpu="Fake GPU")
     assert vars(args) == GPU_SETTINGS
     assert line.startswith("GPU Fake GPU: --engine keras, --pairs device")
     # a setting given is kept; --engine native is the CPU trainer with its defaults
     # a batch given gets the rate of the rule for it; a rate given is kept
-    args = _unset(batch_size=262144)
+    args = unset(GPU_SETTINGS, batch_size=262144)
     device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size, args.learning_rate) == (
         "keras", 262144, learning_rate_for_batch(262144))
-    args = _unset(batch_size=262144, learning_rate=0.3)
+    args = unset(GPU_SETTINGS, batch_size=262144, learning_rate=0.3)
     device_settings(args, gpu="Fake GPU")
     assert (args.batch_size, args.learning_rate) == (262144, 0.3)
-    args = _unset(batch_size=0)  # left to CorpusConfig.validate's one line
+    args = unset(GPU_SETTINGS, batch_size=0)  # left to CorpusConfig.validate's one line
     device_settings(args, gpu="Fake GPU")
     assert args.learning_rate == GPU_SETTINGS["learning_rate"]
     cpu = CorpusConfig()
-    for args, gpu in ((_unset(engine="native"), "Fake GPU"), (_unset(), None),
-                      (_unset(distribution="data"), "Fake GPU")):
-        if gpu is None:  # this machine: no GPU (or not KERAS_BACKEND=jax)
-            assert device_settings(args) is None
-        else:
-            assert device_settings(args, gpu=gpu) is None
-        assert {k: v for k, v in vars(args).items() if k != "distribution"} == {
-            "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
-            "learning_rate": cpu.learning_rate}
+    check_cpu_kept(device_settings, GPU_SETTINGS, {
+        "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
+        "learning_rate": cpu.learning_rate})
 
 
 def test_train_corpus_says_in_its_first_line_that_it_uses_the_gpu(corpus, tmp_path, capsys,

@@ -14,6 +14,7 @@ from keras_gauss.fused.native import native_available
 from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.train import CorpusConfig
 
+from run_files import weights_tree
 from test_pipelines_train import topic_corpus
 from zipf_ids import zipf_ids
 
@@ -198,17 +199,7 @@ def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, negat
     for variable, value in zip(model.trainable_variables, tables):
         variable.assign(value)
     model.save(tmp_path / "keras.keras")
-    import h5py
-
-    def tree(name):
-        with zipfile.ZipFile(name) as archive, archive.open("model.weights.h5") as f, \
-                h5py.File(f) as h5:
-            items = []
-            h5.visititems(lambda key, obj: items.append(
-                (key, dict(obj.attrs), getattr(obj, "shape", None))))
-            return items
-
-    assert tree(path) == tree(tmp_path / "keras.keras")
+    assert weights_tree(path) == weights_tree(tmp_path / "keras.keras")
 
 
 @needs_native

@@ -7,10 +7,8 @@ per kill point; the keras engine with pairs drawn on the device and the
 fixture of the refusals stop in this process right after the same
 checkpoint (`cli_process.interrupted`), which leaves the same files."""
 
-import json
 import shutil
 
-import numpy as np
 import pytest
 
 from cli_process import interrupted as interrupted_run
@@ -21,8 +19,8 @@ from keras_gauss.checkpoint import write_checkpoint
 from keras_gauss.cli import main
 from keras_gauss.fused.native import native_available
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE, corpus_digest
-from keras_gauss.runs import load_run
 from cli_errors import cli_error
+from run_files import assert_same_run
 
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1",
          "--sample", "0.2", "--batch-size", "128", "--seed", "3", "--quiet"]
@@ -67,16 +65,9 @@ def _killed(argv, out, env_name, count, engine="native"):
     return state
 
 
-def _tables(run):
-    return [w.numpy() for w in load_run(run).model.weights]
-
-
 def _same_run(first, second):
-    for a, b in zip(_tables(first), _tables(second)):
-        np.testing.assert_array_equal(a, b)
-    a, b = (json.loads((run / "metrics.json").read_text()) for run in (first, second))
-    for key in ("pairs", "tokens", "final_loss", "loss_per_epoch", "vocab_size", "config"):
-        assert a[key] == b[key], key
+    _, b = assert_same_run(first, second, ("pairs", "tokens", "final_loss", "loss_per_epoch",
+                                           "vocab_size", "config"))
     assert b["train_seconds"] > 0
 
 

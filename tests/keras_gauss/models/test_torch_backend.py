@@ -55,7 +55,7 @@ def test_a_model_saved_on_torch_loads_and_predicts_on_tensorflow(runs, name):
 
     out, _ = runs
     model = keras.saving.load_model(out / f"{name}.torch.keras")
-    probe, _ = torch_run.data(seed=1)
+    probe, _ = torch_run.ranking_data(seed=1)
     np.testing.assert_allclose(model.predict(probe, verbose=0),
                                np.load(out / f"{name}.torch.npz")["predictions"],
                                rtol=1e-5, atol=1e-5)

@@ -3,9 +3,9 @@
     KERAS_BACKEND=torch python torch_run.py OUT_DIR
 
 For each model of `MODELS`: starts from `OUT_DIR/NAME.start.npz` (the
-weights the parent wrote), fits two epochs on `data()` in order, saves
+weights the parent wrote), fits two epochs on `ranking_data()` in order, saves
 `OUT_DIR/NAME.torch.keras` and writes the trained weights, the losses and
-the predictions on `data(seed=1)` to `OUT_DIR/NAME.torch.npz`. The parent
+the predictions on `ranking_data(seed=1)` to `OUT_DIR/NAME.torch.npz`. The parent
 (`test_torch_backend.py`) does the same on TensorFlow and compares.
 """
 
@@ -19,35 +19,20 @@ import numpy as np  # noqa: E402
 
 import keras_gauss as kg  # noqa: E402
 
-VOCAB, DIM, NEGATIVES = 25, 6, 3
-
-
-def data(seed=0, n=32):
-    rng = np.random.default_rng(seed)
-    x = [rng.integers(0, VOCAB, (n, 1)).astype("int32"),
-         rng.integers(0, VOCAB, (n, 1 + NEGATIVES)).astype("int32")]
-    y = np.tile(np.eye(1, 1 + NEGATIVES, dtype="float32"), (n, 1))
-    return x, y
+# tests/keras_gauss, for the shared models (the child jobs have it on the path; a run by hand not)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ranking_models  # noqa: E402
+from ranking_models import DIM, NEGATIVES, VOCAB, ranking_data  # noqa: E402
 
 
 def el_two_tables():
-    words = kg.GaussianEmbedding(VOCAB, DIM, name="words")
-    contexts = kg.GaussianEmbedding(VOCAB, DIM, covariance="spherical", name="contexts")
-    word = keras.Input((1,), dtype="int32", name="word")
-    context = keras.Input((1 + NEGATIVES,), dtype="int32", name="context")
-    model = kg.GaussianModel([word, context], kg.ELEnergy(include_constant=False)(
-        *words(word), *contexts(context)))
+    model = kg.GaussianModel(*ranking_models.el_two_tables())
     model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking(margin=0.5))
     return model
 
 
 def kl_shared_table():
-    nodes = kg.GaussianEmbedding(VOCAB, DIM, name="nodes", max_norm=1.5, min_variance=0.2,
-                                 max_variance=3.0)
-    general = keras.Input((1,), dtype="int32", name="general")
-    specific = keras.Input((1 + NEGATIVES,), dtype="int32", name="specific")
-    model = kg.GaussianModel([general, specific], kg.KLEnergy()(*nodes(general),
-                                                                *nodes(specific)))
+    model = kg.GaussianModel(*ranking_models.kl_shared_table())
     model.compile(optimizer=kg.SparseAdagrad(0.3), loss=kg.MaxMarginRanking(margin=1.0))
     return model
 
@@ -71,9 +56,9 @@ def train(name, out_dir):
     model = MODELS[name]()
     start = np.load(os.path.join(out_dir, f"{name}.start.npz"))
     model.set_weights([start[f"w{i}"] for i in range(len(model.weights))])
-    x, y = data()
+    x, y = ranking_data()
     history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    probe, _ = data(seed=1)
+    probe, _ = ranking_data(seed=1)
     arrays = {f"w{i}": keras.ops.convert_to_numpy(w) for i, w in enumerate(model.weights)}
     arrays["loss"] = np.array(history.history["loss"])
     arrays["predictions"] = keras.ops.convert_to_numpy(model.predict(probe, verbose=0))
@@ -90,7 +75,7 @@ def _sparse_gradients(model):
 
     from keras_gauss.models.row_lookups import TorchRowLookups
 
-    x, y = data()
+    x, y = ranking_data()
     model.zero_grad()
     with TorchRowLookups():
         loss = model.compute_loss(x=x, y=y, y_pred=model(x, training=True))

@@ -250,6 +250,8 @@ def run_evaluate(args):
     for kind, flag in (("similarity", "similarity"), ("entailment", "entailment"),
                        ("graded", "hyperlex")):
         for name, result in results.get(kind, {}).items():
+            if not result["n_pairs"]:
+                raise CommandError(f"--{flag} {name}: the file holds no pairs; nothing to score.")
             if not result["n_covered"]:
                 raise CommandError(
                     f"--{flag} {name}: none of its {result['n_pairs']} pairs has both "

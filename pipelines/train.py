@@ -72,6 +72,9 @@ def learning_rate_for_batch(batch_size):
     return float(f"{rate:.3g}")
 
 
+# The settings a checkpoint written before them lacks, as it trained.
+RESUME_DEFAULTS = {"initial_accumulator": 1e-6}
+
 # `train-corpus` on a GPU (`keras_gauss.job.jax_gpu`), for the settings not
 # given: the keras engine on JAX with pairs drawn on the device, batch
 # 65,536, and the learning rate of `learning_rate_for_batch` for the batch
@@ -121,6 +124,9 @@ class CorpusConfig:
             (`None`: `learning_rate`, one rate for means and variances).
             Only the `"native"` engine has it (the keras engine refuses
             another value).
+        initial_accumulator: where every AdaGrad accumulator starts
+            (`SparseAdagrad`'s `initial_accumulator_value`, 1e-6; >= 0),
+            both engines.
         seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same;
             `keras_gauss.job.choose_engine` chooses):
@@ -171,6 +177,7 @@ class CorpusConfig:
     max_variance: float = 5.0
     init_variance: float = 1.0
     variance_learning_rate: float | None = None
+    initial_accumulator: float = 1e-6
     seed: int = 0
     engine: str = "native"
     threads: int = 0
@@ -190,6 +197,8 @@ class CorpusConfig:
                 math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
             raise ValueError("--variance-learning-rate must be a finite number > 0, got "
                              f"{self.variance_learning_rate}.")
+        if not self.initial_accumulator >= 0:
+            raise ValueError(f"--initial-accumulator must be >= 0, got {self.initial_accumulator}.")
         if self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
         check_engine(self.engine, {
@@ -407,7 +416,8 @@ def corpus_model(config, vocab_size):
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
         variance_initializer=keras.initializers.Constant(config.init_variance),
     )
-    model.compile(optimizer=SparseAdagrad(config.learning_rate),
+    model.compile(optimizer=SparseAdagrad(
+                      config.learning_rate, initial_accumulator_value=config.initial_accumulator),
                   loss=MaxMarginRanking(config.margin))
     return model
 
@@ -522,7 +532,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
-              verbose=verbose, distribution=distribution, batch_size=config.batch_size)
+              verbose=verbose, distribution=distribution, batch_size=config.batch_size,
+              defaults=RESUME_DEFAULTS)
 
     def engines(state):
         return choose_engine(config.engine, [

@@ -45,7 +45,7 @@ def add_parser(subparsers):
     for field in ("dim", "epochs", "window", "negatives", "min_count", "max_size",
                   "sample", "batch_size", "learning_rate", "margin", "max_norm",
                   "min_variance", "max_variance", "init_variance", "initial_accumulator",
-                  "seed"):
+                  "epsilon", "seed"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
         on_gpu = field in GPU_SETTINGS  # filled in by `device_settings`

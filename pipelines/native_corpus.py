@@ -558,7 +558,7 @@ class NativeEngine(Engine):
                     chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
                     keep=keep, window=config.window, dynamic_window=config.dynamic_window,
                     negatives=config.negatives, batch_size=config.batch_size,
-                    num_threads=threads, margin=config.margin, epsilon=1e-7,
+                    num_threads=threads, margin=config.margin, epsilon=config.epsilon,
                     energy=config.energy,
                     variance_learning_rate=config.variance_learning_rate)
                 pairs += chunk_pairs
@@ -596,7 +596,7 @@ class NativeEngine(Engine):
             len(self.words), config.dim, config.negatives, config.energy, config.covariance,
             config.max_norm, config.min_variance, config.max_variance, config.seed,
             config.init_variance, config.learning_rate, config.margin,
-            initial_accumulator=config.initial_accumulator)
+            epsilon=config.epsilon, initial_accumulator=config.initial_accumulator)
         arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
         accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
         write_corpus_model(directory / "model.keras", arrays, accumulators, model_config,

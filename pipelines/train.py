@@ -73,7 +73,7 @@ def learning_rate_for_batch(batch_size):
 
 
 # The settings a checkpoint written before them lacks, as it trained.
-RESUME_DEFAULTS = {"initial_accumulator": 1e-6}
+RESUME_DEFAULTS = {"initial_accumulator": 1e-6, "epsilon": 1e-7}
 
 # `train-corpus` on a GPU (`keras_gauss.job.jax_gpu`), for the settings not
 # given: the keras engine on JAX with pairs drawn on the device, batch
@@ -127,6 +127,8 @@ class CorpusConfig:
         initial_accumulator: where every AdaGrad accumulator starts
             (`SparseAdagrad`'s `initial_accumulator_value`, 1e-6; >= 0),
             both engines.
+        epsilon: AdaGrad's epsilon, added to the accumulator inside the
+            square root (1e-7; >= 0, with `initial_accumulator` > 0).
         seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same;
             `keras_gauss.job.choose_engine` chooses):
@@ -178,6 +180,7 @@ class CorpusConfig:
     init_variance: float = 1.0
     variance_learning_rate: float | None = None
     initial_accumulator: float = 1e-6
+    epsilon: float = 1e-7
     seed: int = 0
     engine: str = "native"
     threads: int = 0
@@ -199,6 +202,9 @@ class CorpusConfig:
                              f"{self.variance_learning_rate}.")
         if not self.initial_accumulator >= 0:
             raise ValueError(f"--initial-accumulator must be >= 0, got {self.initial_accumulator}.")
+        if not self.epsilon >= 0 or self.epsilon + self.initial_accumulator <= 0:
+            raise ValueError(f"--epsilon must be >= 0 (> 0 with --initial-accumulator 0), got "
+                             f"{self.epsilon}.")
         if self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
         check_engine(self.engine, {
@@ -417,7 +423,8 @@ def corpus_model(config, vocab_size):
         variance_initializer=keras.initializers.Constant(config.init_variance),
     )
     model.compile(optimizer=SparseAdagrad(
-                      config.learning_rate, initial_accumulator_value=config.initial_accumulator),
+                      config.learning_rate, initial_accumulator_value=config.initial_accumulator,
+                      epsilon=config.epsilon),
                   loss=MaxMarginRanking(config.margin))
     return model
 

@@ -256,7 +256,7 @@ def test_variance_learning_rate_reaches_the_trainer(tmp_path):
 
 
 @needs_native
-def test_initial_accumulator_reaches_the_trainer_and_the_model_file(tmp_path):
+def test_initial_accumulator_and_epsilon_reach_the_trainer_and_the_model_file(tmp_path):
     from keras_gauss.pipelines.train import train_corpus
     from keras_gauss.runs import load_run
 
@@ -264,17 +264,19 @@ def test_initial_accumulator_reaches_the_trainer_and_the_model_file(tmp_path):
     base = dict(dim=8, epochs=2, window=3, min_count=1, sample=0.0, batch_size=64,
                 learning_rate=0.2, threads=1)
     moved = {}
-    for name, acc in (("default", 1e-6), ("large", 1e4)):
-        config = CorpusConfig(**base, initial_accumulator=acc)
+    for name, acc, eps in (("default", 1e-6, 1e-7), ("acc", 1e4, 1e-7), ("eps", 0.0, 1e4)):
+        config = CorpusConfig(**base, initial_accumulator=acc, epsilon=eps)
         metrics = train_corpus(config, corpus, tmp_path / name, verbose=0, checkpoint_every=0)
-        assert metrics["config"]["initial_accumulator"] == acc
+        assert (metrics["config"]["initial_accumulator"], metrics["config"]["epsilon"]) == (
+            acc, eps)
         with zipfile.ZipFile(tmp_path / name / "model.keras") as f:
             optimizer = json.loads(f.read("config.json"))["compile_config"]["optimizer"]
-        assert optimizer["config"]["initial_accumulator_value"] == acc
+        assert (optimizer["config"]["initial_accumulator_value"],
+                optimizer["config"]["epsilon"]) == (acc, eps)
         means, _ = load_run(tmp_path / name).tables()
         moved[name] = np.abs(means).max()
     # Steps of lr * g / sqrt(1e4): the means stay near their start (|w| <= .05).
-    assert moved["default"] > 0.2 and moved["large"] < 0.06, moved
+    assert moved["default"] > 0.2 and moved["acc"] < 0.06 and moved["eps"] < 0.06, moved
 
 
 @needs_native

@@ -29,8 +29,9 @@
 # steps as single compiled steps (--no-scan), as before issue 32 (neither),
 # beside the hand-written JAX step (`gpu_jax.py --reference`); then ms/step at
 # vocabularies 10k to 10M (batch 65,536) and the training seconds until
-# WordSim353 >= .53 on news2017 (batch 65,536, learning rate 1.6, the rate
-# of `learning_rate_for_batch`; at most 20 epochs).
+# WordSim353 >= .53 on news2017 (batch 65,536 with `train-corpus`'s GPU
+# rate and AdaGrad floor for it, `learning_rate_for_batch` and
+# `adagrad_floor_for_batch`; at most 20 epochs).
 # Then the WordNet main job (`keras-gauss train-wordnet`: all nouns, its
 # GPU settings) with its wall and training seconds and metrics beside
 # the CPU run's. `run DIR quick` runs
@@ -97,7 +98,7 @@ run() {
                --quality-epochs 20 --quality-batch 65536 --target 0.53 --steps-per-execution 32)
     fi
     "$python" "$dir/gpu_jax.py" run --data "$dir/data" --similarity "$dir/similarity" \
-        --out "$out" --no-barrier --no-scan --reference --reference-updates unique shared dense --scaling-optimizers sparse --quality-lr 1.6 \
+        --out "$out" --no-barrier --no-scan --reference --reference-updates unique shared dense --scaling-optimizers sparse \
         "${sizes[@]}" 2>&1 | grep -v -e '^WARNING: All log messages' -e '^I0000' \
         | tee "$out/gpu_check.log"
     wordnet "$dir" "$size" "$out" "$python" 2>&1 | tee -a "$out/gpu_check.log"

@@ -207,6 +207,21 @@ def corpus_model(vocab_size, lr, seed, energy="el", margin=0.5, dim=50, max_norm
     return model
 
 
+def quality_optimizer(args):
+    """None (`SparseAdagrad(--quality-lr)`), or without --quality-lr the
+    optimizer `train-corpus` on a GPU trains --quality-batch with."""
+    if args.quality_lr is not None:
+        return None
+    from keras_gauss.optimizers import SparseAdagrad
+    from keras_gauss.pipelines.train import adagrad_floor_for_batch
+    from keras_gauss.pipelines.train import learning_rate_for_batch
+
+    floor = adagrad_floor_for_batch(args.quality_batch)
+    return SparseAdagrad(learning_rate_for_batch(args.quality_batch),
+                         initial_accumulator_value=floor["initial_accumulator"],
+                         epsilon=floor["epsilon"])
+
+
 def _sync(model):
     # model.fit may return before the device is done: wait for the tables
     # (reading one number, not copying a table to the host).
@@ -504,7 +519,8 @@ def quality(data, words_list, args, log):
         name: spearman(random_means, index, pairs)[0] for name, pairs in files.items()}})
     for energy in args.energies:
         for seed in args.seeds:
-            model = corpus_model(len(counts), args.quality_lr, seed, energy=energy)
+            model = corpus_model(len(counts), args.quality_lr, seed, energy=energy,
+                                 optimizer=quality_optimizer(args))
             rng = np.random.default_rng(seed)
             pairs_seen, seconds, reached, curve, clock = 0, 0.0, None, [], []
             start = time.perf_counter()
@@ -681,7 +697,11 @@ def main(argv=None):
                      help="score WordSim353 after every epoch: seconds until it reaches this")
     run.add_argument("--quality-epochs", type=int, default=20)
     run.add_argument("--quality-batch", type=int, default=16384)
-    run.add_argument("--quality-lr", type=float, default=0.4)
+    run.add_argument("--quality-lr", type=float, default=None,
+                     help="the quality run's learning rate, with SparseAdagrad's default "
+                          "floor (default: train-corpus's GPU rate and AdaGrad floor for "
+                          "--quality-batch, learning_rate_for_batch and "
+                          "adagrad_floor_for_batch)")
     run.add_argument("--energies", nargs="*", default=["el"])
     run.add_argument("--seeds", type=int, nargs="*", default=[0])
     args = parser.parse_args(argv)

@@ -12,12 +12,17 @@ def add_parser(subparsers):
     from keras_gauss.pipelines.train import LR_BASE
     from keras_gauss.pipelines.train import LR_BASE_BATCH
     from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
+    from keras_gauss.pipelines.train import LR_MAX
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
     # What `--learning-rate` is on a GPU when not given (`device_settings`).
-    gpu_rate = (f"{LR_BASE} x (batch size / {LR_BASE_BATCH}) ** {LR_BATCH_EXPONENT}, "
-                f"{GPU_SETTINGS['learning_rate']} at {GPU_SETTINGS['batch_size']}")
+    gpu_rate = (f"{LR_BASE} x (batch size / {LR_BASE_BATCH}) ** {LR_BATCH_EXPONENT}, at most "
+                f"{LR_MAX}: {GPU_SETTINGS['learning_rate']} at {GPU_SETTINGS['batch_size']}")
+    # ... and AdaGrad's floor (`adagrad_floor_for_batch`).
+    gpu_floor = {field: (f"{getattr(defaults, field)} x ({LR_BASE_BATCH} / batch size) ** 2, "
+                         f"{GPU_SETTINGS[field]} at {GPU_SETTINGS['batch_size']}")
+                 for field in ("initial_accumulator", "epsilon")}
     train = subparsers.add_parser(
         "train-corpus",
         help="learn Gaussian word embeddings from a text corpus (skip-gram, EL or KL)",
@@ -44,11 +49,13 @@ def add_parser(subparsers):
     checkpoint_arguments(train)
     for field in ("dim", "epochs", "window", "negatives", "min_count", "max_size",
                   "sample", "batch_size", "learning_rate", "margin", "max_norm",
-                  "min_variance", "max_variance", "init_variance", "seed"):
+                  "min_variance", "max_variance", "init_variance", "initial_accumulator",
+                  "epsilon", "seed"):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
         on_gpu = field in GPU_SETTINGS  # filled in by `device_settings`
         gpu = (f"; on a GPU {gpu_rate}" if field == "learning_rate"
+               else f"; on a GPU {gpu_floor[field]}" if field in gpu_floor
                else f"; {GPU_SETTINGS.get(field)} on a GPU")
         train.add_argument(f"--{field.replace('_', '-')}", type=kind,
                            default=None if on_gpu else default,
@@ -144,7 +151,9 @@ def device_settings(args, gpu=None):
     """Fills in the `train-corpus` settings left unset (None): on a GPU
     (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
     (the keras engine, pairs drawn on the device, the GPU batch, and for
-    the learning rate `learning_rate_for_batch` of the batch, given or not)
+    the learning rate and AdaGrad's initial accumulator and epsilon
+    `learning_rate_for_batch` and `adagrad_floor_for_batch` of the batch,
+    given or not)
     unless `--engine native` or a `--distribution` was asked for, else with
     `CorpusConfig`'s defaults (`keras_gauss.job.device_settings`). Returns
     the line that says the GPU is used, or None.
@@ -153,21 +162,23 @@ def device_settings(args, gpu=None):
 
     >>> import argparse
     >>> args = argparse.Namespace(engine=None, pairs=None, batch_size=None,
-    ...                           learning_rate=None)
+    ...                           learning_rate=None, initial_accumulator=None, epsilon=None)
     >>> device_settings(args, gpu="NVIDIA H200")
-    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 1.6 (--engine native: the C++ trainer on the CPU)'
+    'GPU NVIDIA H200: --engine keras, --pairs device, --batch-size 65536, --learning-rate 0.8, --initial-accumulator 6.25e-08, --epsilon 6.25e-09 (--engine native: the C++ trainer on the CPU)'
     >>> args.batch_size
     65536
     """
     from keras_gauss import job
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
+    from keras_gauss.pipelines.train import adagrad_floor_for_batch
     from keras_gauss.pipelines.train import learning_rate_for_batch
 
     settings = dict(GPU_SETTINGS)
     if isinstance(args.batch_size, int) and args.batch_size > 0:
-        # the rate of the batch given (a bad batch: CorpusConfig.validate says so)
+        # the rate and floor of the batch given (a bad batch: CorpusConfig.validate says so)
         settings["learning_rate"] = learning_rate_for_batch(args.batch_size)
+        settings.update(adagrad_floor_for_batch(args.batch_size))
     return job.device_settings(args, settings, CorpusConfig(), gpu)
 
 

@@ -25,7 +25,7 @@ from keras_gauss.keras_file import write_keras_file
 # `keras.saving.serialize_keras_object(model)` of the compiled corpus model
 # (EL, diagonal, 1 negative), with placeholders: @V rows, @D dimension, @K
 # negatives, @K1 1 + negatives, @SEED, @MINV, @MAXV, @INITV, @MAXNORM, @LR,
-# @MARGIN, @EPS.
+# @MARGIN, @EPS, @ACC0.
 _TEMPLATE = (
     '{"build_config":{"input_shape":null},"class_name":"GaussianModel","compile_config":{"jit'
     '_compile":false,"loss":{"class_name":"MaxMarginRanking","config":{"margin":"@MARGIN","na'
@@ -33,7 +33,7 @@ _TEMPLATE = (
     '.max_margin_ranking","registered_name":"keras_gauss>MaxMarginRanking"},"loss_weights":nu'
     'll,"metrics":null,"optimizer":{"class_name":"SparseAdagrad","config":{"clipnorm":null,"c'
     'lipvalue":null,"ema_momentum":0.99,"ema_overwrite_frequency":null,"epsilon":"@EPS","glob'
-    'al_clipnorm":null,"gradient_accumulation_steps":null,"initial_accumulator_value":1e-06,"'
+    'al_clipnorm":null,"gradient_accumulation_steps":null,"initial_accumulator_value":"@ACC0","'
     'learning_rate":"@LR","loss_scale_factor":null,"name":"sparse_adagrad","use_ema":false,"w'
     'eight_decay":null},"module":"keras_gauss.optimizers.sparse_adagrad","registered_name":"k'
     'eras_gauss>SparseAdagrad"},"run_eagerly":false,"steps_per_execution":1,"weighted_metrics'
@@ -99,9 +99,10 @@ _TEMPLATE = (
 
 def corpus_model_config(vocab_size, dim, negatives, energy, covariance, max_norm,
                         min_variance, max_variance, seed, init_variance, learning_rate,
-                        margin, epsilon=1e-7):
+                        margin, epsilon=1e-7, initial_accumulator=1e-6):
     """The `config.json` dict of `build_corpus_model` with these settings,
-    compiled with `SparseAdagrad(learning_rate)` and `MaxMarginRanking(margin)`
+    compiled with `SparseAdagrad(learning_rate, epsilon=epsilon,
+    initial_accumulator_value=initial_accumulator)` and `MaxMarginRanking(margin)`
     (the mean initializer `RandomUniform(-0.05, 0.05, seed)`, the variance
     initializer `Constant(init_variance)`, as `train_corpus` builds it).
 
@@ -120,7 +121,7 @@ def corpus_model_config(vocab_size, dim, negatives, energy, covariance, max_norm
         "@MAXV": float(max_variance), "@INITV": float(init_variance),
         "@MAXNORM": None if max_norm is None else float(max_norm),
         "@LR": float(np.float32(learning_rate)), "@MARGIN": float(margin),
-        "@EPS": float(epsilon),
+        "@EPS": float(epsilon), "@ACC0": float(initial_accumulator),
     }
 
     def fill(node):

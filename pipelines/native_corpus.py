@@ -506,14 +506,15 @@ class NativeEngine(Engine):
             rows, config.dim, seed=config.seed, init_variance=config.init_variance,
             spherical=config.covariance == "spherical",
             bounds=(config.max_norm, config.min_variance, config.max_variance))
-        for t in range(2):  # SparseAdagrad's initial_accumulator_value
+        acc = config.initial_accumulator  # SparseAdagrad's initial_accumulator_value
+        for t in range(2):
             means = self.tables_.means(t)
             norms = np.linalg.norm(means, axis=1, keepdims=True)
             if (norms > config.max_norm).any():  # as GaussianEmbedding starts: projected
                 means = means * np.minimum(1.0, config.max_norm / np.maximum(norms, 1e-30))
             self.tables_.set(t, means=means,
-                             mean_accumulator=np.full((rows, config.dim), 1e-6),
-                             variance_accumulator=np.full((rows, self.tables_.dv), 1e-6))
+                             mean_accumulator=np.full((rows, config.dim), acc),
+                             variance_accumulator=np.full((rows, self.tables_.dv), acc))
         if arrays is not None:
             _restore(self.tables_, arrays, job.out_dir)
         if job.verbose:
@@ -557,7 +558,7 @@ class NativeEngine(Engine):
                     chunk_ids, chunk_splits, seed, config.learning_rate, probs, alias,
                     keep=keep, window=config.window, dynamic_window=config.dynamic_window,
                     negatives=config.negatives, batch_size=config.batch_size,
-                    num_threads=threads, margin=config.margin, epsilon=1e-7,
+                    num_threads=threads, margin=config.margin, epsilon=config.epsilon,
                     energy=config.energy,
                     variance_learning_rate=config.variance_learning_rate)
                 pairs += chunk_pairs
@@ -594,7 +595,8 @@ class NativeEngine(Engine):
         model_config = corpus_model_config(
             len(self.words), config.dim, config.negatives, config.energy, config.covariance,
             config.max_norm, config.min_variance, config.max_variance, config.seed,
-            config.init_variance, config.learning_rate, config.margin)
+            config.init_variance, config.learning_rate, config.margin,
+            epsilon=config.epsilon, initial_accumulator=config.initial_accumulator)
         arrays = [tables.means(0), tables.variances(0), tables.means(1), tables.variances(1)]
         accumulators = [*tables.accumulators(0), *tables.accumulators(1)]
         write_corpus_model(directory / "model.keras", arrays, accumulators, model_config,

@@ -28,31 +28,43 @@ from keras_gauss.pipelines.corpus_run import corpus_run_info
 MAX_SEED = 2**23 - 1
 MAX_EPOCHS = 2**16 - 1
 MAX_WINDOW = 2**20
-# The learning rate of large-batch corpus training (`learning_rate_for_batch`):
-# `LR_BASE` at `LR_BASE_BATCH` pairs a step (the CPU recipe's), times the
-# batch's ratio to it to the power `LR_BATCH_EXPONENT`. Chosen on validation
-# pairs only (MEN and a fixed half of SimLex-999) by
-# research/lr_batch_sweep.py, 20 epochs of news2017 with the recipe's sample
-# 1e-3 and window 15 (benchmarks/README.md: at batch 262,144 rate 6.4,
-# exponent 1, scored above 12.8, exponent 1.25).
+# Large-batch corpus training (`learning_rate_for_batch`,
+# `adagrad_floor_for_batch`): at `LR_BASE_BATCH` pairs a step (the CPU
+# recipe's) the rate `LR_BASE` and AdaGrad's floor `ADAGRAD_FLOOR`
+# (`CorpusConfig`'s initial accumulator and epsilon); at a batch k times
+# that, the rate times k ** `LR_BATCH_EXPONENT` up to `LR_MAX`, and the
+# floor divided by k ** 2. Chosen on validation pairs only (MEN and a fixed
+# half of SimLex-999) by research/lr_batch_sweep.py, 20 epochs of news2017
+# with the recipe's sample 1e-3 and window 15 (research/lr_batch_sweep.md:
+# with the floor so scaled, rate 0.8 scored best at 65,536 and at 262,144,
+# 0.4 at 16,384).
 LR_BASE = 0.4
 LR_BASE_BATCH = 16384
-LR_BATCH_EXPONENT = 1.0
+LR_BATCH_EXPONENT = 0.5
+LR_MAX = 0.8
+ADAGRAD_FLOOR = {"initial_accumulator": 1e-6, "epsilon": 1e-7}
+
+
+def _check_batch(batch_size):
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+            or batch_size < 1):
+        raise ValueError(f"--batch-size must be a positive integer, got {batch_size!r}.")
 
 
 def learning_rate_for_batch(batch_size):
     """The `SparseAdagrad` learning rate for minibatches of `batch_size` pairs.
 
-    `LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT`, rounded
-    to 3 significant digits: the CPU recipe's 0.4 at 16,384 pairs a step,
-    scaled with the batch. A step is one AdaGrad update of every row it
-    touches with the gradient of the batch-mean loss, so a larger batch
-    makes fewer steps (and, for rows it holds once, smaller ones: AdaGrad's
-    initial accumulator outweighs their squared gradient); the rate makes
-    up for it. Chosen for many passes over a small corpus (20
-    epochs of news2017) at batches of 16,384 to 262,144
-    (`research/lr_batch_sweep.py`; `benchmarks/README.md`); `train-corpus`
-    on a GPU uses it for `--learning-rate` when that is not given.
+    `min(LR_MAX, LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT)`,
+    rounded to 3 significant digits: the CPU recipe's 0.4 at 16,384 pairs
+    a step, times the square root of the batch's ratio to it, at most 0.8
+    (reached at 65,536). It goes with AdaGrad's floor of the batch,
+    `adagrad_floor_for_batch`, which keeps a rare row's steps as at the
+    recipe's batch; the rate then need not grow with the batch as the
+    number of steps falls (with the recipe's floor, `0.4 x batch / 16384`
+    scored best and 262,144 fell short). Chosen for many passes over a
+    small corpus (20 epochs of news2017) at batches of 16,384 to 262,144
+    (`research/lr_batch_sweep.md`); `train-corpus` on a GPU uses it for
+    `--learning-rate` when that is not given.
 
     Args:
         batch_size: pairs a step, a positive int.
@@ -62,22 +74,57 @@ def learning_rate_for_batch(batch_size):
 
     Example:
 
-    >>> learning_rate_for_batch(16384)
-    0.4
+    >>> [learning_rate_for_batch(b) for b in (16384, 32768, 65536, 262144)]
+    [0.4, 0.566, 0.8, 0.8]
     """
-    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
-            or batch_size < 1):
-        raise ValueError(f"--batch-size must be a positive integer, got {batch_size!r}.")
-    rate = LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT
+    _check_batch(batch_size)
+    rate = min(LR_MAX, LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT)
     return float(f"{rate:.3g}")
 
 
+def adagrad_floor_for_batch(batch_size):
+    """AdaGrad's initial accumulator and epsilon for minibatches of
+    `batch_size` pairs: `ADAGRAD_FLOOR` (`CorpusConfig`'s 1e-6 and 1e-7)
+    times `(LR_BASE_BATCH / batch_size) ** 2`, each rounded to 6
+    significant digits.
+
+    A step's gradient is that of the batch-mean loss, so a row a batch k
+    times the recipe's holds once gets 1/k of its gradient there, whose
+    square sinks under a fixed floor: AdaGrad's step for it, `lr * g /
+    sqrt(accumulator + epsilon)`, then stays `lr * g / sqrt(floor)` and
+    never shrinks. The floor divided by k ** 2 keeps each squared gradient
+    against it as at the recipe's batch (AdaGrad on the loss summed over
+    units of 16,384 pairs). With `learning_rate_for_batch`; `train-corpus`
+    on a GPU uses both for the settings not given.
+
+    Args:
+        batch_size: pairs a step, a positive int.
+
+    Returns:
+        `{"initial_accumulator": float, "epsilon": float}`.
+
+    Example:
+
+    >>> adagrad_floor_for_batch(65536)
+    {'initial_accumulator': 6.25e-08, 'epsilon': 6.25e-09}
+    """
+    _check_batch(batch_size)
+    scale = (LR_BASE_BATCH / batch_size) ** 2
+    return {name: float(f"{value * scale:.6g}") for name, value in ADAGRAD_FLOOR.items()}
+
+
+# The settings a checkpoint written before them lacks, as it trained (the
+# values then, fixed: not `ADAGRAD_FLOOR`, which may change).
+RESUME_DEFAULTS = {"initial_accumulator": 1e-6, "epsilon": 1e-7}
+
 # `train-corpus` on a GPU (`keras_gauss.job.jax_gpu`), for the settings not
 # given: the keras engine on JAX with pairs drawn on the device, batch
-# 65,536, and the learning rate of `learning_rate_for_batch` for the batch
-# (given or not; `pipelines.cli.device_settings`).
+# 65,536, and the learning rate and AdaGrad floor of `learning_rate_for_batch`
+# and `adagrad_floor_for_batch` for the batch (given or not;
+# `pipelines.cli.device_settings`).
 GPU_SETTINGS = {"engine": "keras", "pairs": "device", "batch_size": 65536,
-                "learning_rate": learning_rate_for_batch(65536)}
+                "learning_rate": learning_rate_for_batch(65536),
+                **adagrad_floor_for_batch(65536)}
 
 # Where the keras engine draws its pairs (`CorpusConfig.pairs`).
 PAIRS = ("host", "device")
@@ -121,6 +168,11 @@ class CorpusConfig:
             (`None`: `learning_rate`, one rate for means and variances).
             Only the `"native"` engine has it (the keras engine refuses
             another value).
+        initial_accumulator: where every AdaGrad accumulator starts
+            (`SparseAdagrad`'s `initial_accumulator_value`, 1e-6; >= 0),
+            both engines.
+        epsilon: AdaGrad's epsilon, added to the accumulator inside the
+            square root (1e-7; >= 0, with `initial_accumulator` > 0).
         seed: random seed of the data stream and the initialisation (0).
         engine: how the steps run (the model and its run files are the same;
             `keras_gauss.job.choose_engine` chooses):
@@ -171,6 +223,8 @@ class CorpusConfig:
     max_variance: float = 5.0
     init_variance: float = 1.0
     variance_learning_rate: float | None = None
+    initial_accumulator: float = ADAGRAD_FLOOR["initial_accumulator"]
+    epsilon: float = ADAGRAD_FLOOR["epsilon"]
     seed: int = 0
     engine: str = "native"
     threads: int = 0
@@ -190,6 +244,11 @@ class CorpusConfig:
                 math.isfinite(self.variance_learning_rate) and self.variance_learning_rate > 0):
             raise ValueError("--variance-learning-rate must be a finite number > 0, got "
                              f"{self.variance_learning_rate}.")
+        if not self.initial_accumulator >= 0:
+            raise ValueError(f"--initial-accumulator must be >= 0, got {self.initial_accumulator}.")
+        if not self.epsilon >= 0 or self.epsilon + self.initial_accumulator <= 0:
+            raise ValueError(f"--epsilon must be >= 0 (> 0 with --initial-accumulator 0), got "
+                             f"{self.epsilon}.")
         if self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
         check_engine(self.engine, {
@@ -407,7 +466,9 @@ def corpus_model(config, vocab_size):
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
         variance_initializer=keras.initializers.Constant(config.init_variance),
     )
-    model.compile(optimizer=SparseAdagrad(config.learning_rate),
+    model.compile(optimizer=SparseAdagrad(
+                      config.learning_rate, initial_accumulator_value=config.initial_accumulator,
+                      epsilon=config.epsilon),
                   loss=MaxMarginRanking(config.margin))
     return model
 
@@ -522,7 +583,8 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
 
     job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
-              verbose=verbose, distribution=distribution, batch_size=config.batch_size)
+              verbose=verbose, distribution=distribution, batch_size=config.batch_size,
+              defaults=RESUME_DEFAULTS)
 
     def engines(state):
         return choose_engine(config.engine, [

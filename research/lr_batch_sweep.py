@@ -13,7 +13,9 @@ The choice is made on `val` = the mean of the two rhos (cosine of means).
 The test sets (WordSim353, the other SimLex half `simlex_test`, and the
 whole SimLex-999 the target is stated on) are scored only with `--test`,
 which is run once, for the chosen rule. One JSON line per run is appended
-to `--log`.
+to `--log`. A point `batch:lr:acc[:eps]` also sets AdaGrad's initial
+accumulator (`CorpusConfig.initial_accumulator`; default 1e-6) and epsilon
+(`CorpusConfig.epsilon`; 1e-7).
 
 `--engine native --threads 1` is the same large-batch step as the keras
 engine with device pairs (one AdaGrad update per touched row with the
@@ -79,7 +81,7 @@ def eval_files(directory):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("points", nargs="*", metavar="BATCH:LR")
+    parser.add_argument("points", nargs="*", metavar="BATCH:LR[:ACC[:EPS]]")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--engine", default="native", choices=("native", "keras"))
@@ -117,17 +119,19 @@ def main(argv=None):
     vocab = build_vocabulary(str(CORPUS), min_count=base.min_count, max_size=base.max_size)
     backend = os.environ.get("KERAS_BACKEND", "") if args.engine == "keras" else ""
     for point in args.points:
-        batch, lr = point.split(":")
+        batch, lr, *acc = point.split(":")
+        extra = dict(zip(("initial_accumulator", "epsilon"), map(float, acc)))
         for seed in args.seeds:
             config = dataclasses.replace(base, batch_size=int(batch), learning_rate=float(lr),
-                                         seed=seed)
-            run = (Path(args.keep) / f"{batch}_{lr}_s{seed}" if args.keep else tmp / "run")
+                                         seed=seed, **extra)
+            label = f"{batch}_{lr}" + "".join(f"_{k}{v}" for k, v in zip("ae", acc)) + f"_s{seed}"
+            run = (Path(args.keep) / label if args.keep else tmp / "run")
             start = time.perf_counter()
             metrics = train_corpus(config, str(CORPUS), run, overwrite=True, verbose=0,
                                    vocab=vocab)
             row = {"engine": args.engine + (f"/{backend}" if backend else ""),
                    "threads": config.threads, "epochs": args.epochs, "batch": int(batch),
-                   "lr": float(lr), "seed": seed,
+                   "lr": float(lr), **dict(zip(("acc", "eps"), map(float, acc))), "seed": seed,
                    "seconds": round(time.perf_counter() - start, 1),
                    "loss": round(metrics.get("final_loss", float("nan")), 4)}
             for name, path in files.items():

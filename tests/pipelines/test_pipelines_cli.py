@@ -192,21 +192,42 @@ def _umask():
 def test_the_learning_rate_rule_scales_the_recipe_rate_with_the_batch():
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
+    from keras_gauss.pipelines.train import LR_MAX
     from keras_gauss.pipelines.train import learning_rate_for_batch
 
     # the CPU recipe's rate at its batch; the values chosen on validation
     # pairs (research/lr_batch_sweep.py) pinned, so a change is seen
     assert learning_rate_for_batch(16384) == 0.4
-    assert [learning_rate_for_batch(b) for b in (65536, 262144)] == [1.6, 6.4]
+    assert [learning_rate_for_batch(b) for b in (32768, 65536, 262144)] == [0.566, 0.8, 0.8]
     assert GPU_SETTINGS["learning_rate"] == learning_rate_for_batch(GPU_SETTINGS["batch_size"])
-    # a power law: each 4x of the batch multiplies the rate by 4 ** exponent
-    for batch in (2048, 16384, 65536, 1 << 20):
+    # a power law up to LR_MAX: each 4x of the batch multiplies the rate by
+    # 4 ** exponent, then the rate stays
+    for batch in (1024, 2048, 4096, 16384):
         ratio = learning_rate_for_batch(4 * batch) / learning_rate_for_batch(batch)
         assert abs(ratio / 4 ** LR_BATCH_EXPONENT - 1) < 1e-2  # 3 significant digits
+    assert learning_rate_for_batch(65536) == learning_rate_for_batch(1 << 24) == LR_MAX
     assert learning_rate_for_batch(np.int64(16384)) == 0.4
     for bad in (0, -5, 1.5, True, "16384", None):
         with pytest.raises(ValueError, match="--batch-size must be a positive integer"):
             learning_rate_for_batch(bad)
+
+
+def test_the_adagrad_floor_rule_divides_the_recipe_floor_by_the_batch_ratio_squared():
+    from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig
+    from keras_gauss.pipelines.train import adagrad_floor_for_batch
+
+    # the recipe's (CorpusConfig's) floor at its batch; the chosen values pinned
+    defaults = CorpusConfig()
+    assert adagrad_floor_for_batch(16384) == {
+        "initial_accumulator": defaults.initial_accumulator, "epsilon": defaults.epsilon}
+    assert adagrad_floor_for_batch(262144) == {"initial_accumulator": 1e-6 / 256,
+                                               "epsilon": 1e-7 / 256}
+    assert {k: GPU_SETTINGS[k] for k in ("initial_accumulator", "epsilon")} == (
+        adagrad_floor_for_batch(GPU_SETTINGS["batch_size"]))
+    assert adagrad_floor_for_batch(100000)["initial_accumulator"] == 2.68435e-08  # 6 digits
+    for bad in (0, -5, 1.5, True, None):
+        with pytest.raises(ValueError, match="--batch-size must be a positive integer"):
+            adagrad_floor_for_batch(bad)
 
 
 def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
@@ -224,16 +245,19 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
     device_settings(args, gpu="Fake GPU")
     assert (args.engine, args.batch_size, args.learning_rate) == (
         "keras", 262144, learning_rate_for_batch(262144))
-    args = unset(GPU_SETTINGS, batch_size=262144, learning_rate=0.3)
+    assert (args.initial_accumulator, args.epsilon) == (1e-6 / 256, 1e-7 / 256)
+    args = unset(GPU_SETTINGS, batch_size=262144, learning_rate=0.3, epsilon=1e-7)
     device_settings(args, gpu="Fake GPU")
-    assert (args.batch_size, args.learning_rate) == (262144, 0.3)
+    assert (args.batch_size, args.learning_rate, args.initial_accumulator, args.epsilon) == (
+        262144, 0.3, 1e-6 / 256, 1e-7)
     args = unset(GPU_SETTINGS, batch_size=0)  # left to CorpusConfig.validate's one line
     device_settings(args, gpu="Fake GPU")
     assert args.learning_rate == GPU_SETTINGS["learning_rate"]
     cpu = CorpusConfig()
     check_cpu_kept(device_settings, GPU_SETTINGS, {
         "engine": "native", "pairs": cpu.pairs, "batch_size": cpu.batch_size,
-        "learning_rate": cpu.learning_rate})
+        "learning_rate": cpu.learning_rate, "initial_accumulator": cpu.initial_accumulator,
+        "epsilon": cpu.epsilon})
 
 
 def test_train_corpus_says_in_its_first_line_that_it_uses_the_gpu(corpus, tmp_path, capsys,

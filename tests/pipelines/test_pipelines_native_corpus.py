@@ -170,10 +170,11 @@ def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, negat
         max_norm=max_norm, min_variance=0.05, max_variance=5.0,
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=3),
         variance_initializer=keras.initializers.Constant(1.5))
-    model.compile(optimizer=SparseAdagrad(0.3), loss=MaxMarginRanking(0.5))
+    model.compile(optimizer=SparseAdagrad(0.3, initial_accumulator_value=0.25),
+                  loss=MaxMarginRanking(0.5))
     model.optimizer.build(model.trainable_variables)
     want = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
-    assert corpus_model_config(*settings) == want
+    assert corpus_model_config(*settings, initial_accumulator=0.25) == want
 
     rng = np.random.default_rng(0)
     dv = 1 if covariance == "spherical" else dim
@@ -181,8 +182,8 @@ def test_model_file_equals_what_keras_writes(tmp_path, energy, covariance, negat
     tables = [rng.random(s).astype("float32") + 0.1 for s in shapes]
     accumulators = [rng.random(s).astype("float32") for s in shapes]
     path = tmp_path / "model.keras"
-    write_corpus_model(path, tables, accumulators, corpus_model_config(*settings),
-                       iterations=17)
+    write_corpus_model(path, tables, accumulators,
+                       corpus_model_config(*settings, initial_accumulator=0.25), iterations=17)
     assert sorted(zipfile.ZipFile(path).namelist()) == [
         "config.json", "metadata.json", "model.weights.h5"]
     loaded = keras.saving.load_model(path)
@@ -243,6 +244,30 @@ def test_variance_learning_rate_reaches_the_trainer(tmp_path):
         moved[name] = (np.abs(variances - 1.0).max(), np.abs(means).max())
     assert moved["default"][0] > 0.1 and moved["slow"][0] < 0.01, moved
     assert moved["slow"][1] > 0.1  # the means still learn
+
+
+@needs_native
+def test_initial_accumulator_and_epsilon_reach_the_trainer_and_the_model_file(tmp_path):
+    from keras_gauss.pipelines.train import train_corpus
+    from keras_gauss.runs import load_run
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=200)
+    base = dict(dim=8, epochs=2, window=3, min_count=1, sample=0.0, batch_size=64,
+                learning_rate=0.2, threads=1)
+    moved = {}
+    for name, acc, eps in (("default", 1e-6, 1e-7), ("acc", 1e4, 1e-7), ("eps", 0.0, 1e4)):
+        config = CorpusConfig(**base, initial_accumulator=acc, epsilon=eps)
+        metrics = train_corpus(config, corpus, tmp_path / name, verbose=0, checkpoint_every=0)
+        assert (metrics["config"]["initial_accumulator"], metrics["config"]["epsilon"]) == (
+            acc, eps)
+        with zipfile.ZipFile(tmp_path / name / "model.keras") as f:
+            optimizer = json.loads(f.read("config.json"))["compile_config"]["optimizer"]
+        assert (optimizer["config"]["initial_accumulator_value"],
+                optimizer["config"]["epsilon"]) == (acc, eps)
+        means, _ = load_run(tmp_path / name).tables()
+        moved[name] = np.abs(means).max()
+    # Steps of lr * g / sqrt(1e4): the means stay near their start (|w| <= .05).
+    assert moved["default"] > 0.2 and moved["acc"] < 0.06 and moved["eps"] < 0.06, moved
 
 
 @needs_native

@@ -193,6 +193,22 @@ def test_engines_refuse_what_they_cannot_do_in_one_line_before_any_work(tmp_path
         assert not (tmp_path / str(i)).exists()
 
 
+def test_initial_accumulator_and_epsilon_are_checked_and_reach_the_keras_optimizer():
+    from keras_gauss.pipelines.train import corpus_model
+
+    CorpusConfig(initial_accumulator=0.0).validate()
+    CorpusConfig(epsilon=0.0).validate()
+    for bad in (-1e-6, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="--initial-accumulator"):
+            CorpusConfig(initial_accumulator=bad).validate()
+        with pytest.raises(ValueError, match="--epsilon"):
+            CorpusConfig(epsilon=bad).validate()
+    with pytest.raises(ValueError, match="--epsilon must be >= 0 \\(> 0 with"):
+        CorpusConfig(epsilon=0.0, initial_accumulator=0.0).validate()
+    model = corpus_model(CorpusConfig(dim=4, initial_accumulator=0.5, epsilon=0.25), 3)
+    assert (model.optimizer.initial_accumulator_value, model.optimizer.epsilon) == (0.5, 0.25)
+
+
 def test_variance_learning_rate_is_checked_and_refused_where_unsupported():
     CorpusConfig(variance_learning_rate=0.01).validate()
     for bad in (dict(variance_learning_rate=0.0), dict(variance_learning_rate=float("nan")),

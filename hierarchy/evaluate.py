@@ -762,6 +762,7 @@ def word_pair_scores(
         raise ValueError(f"the tables have {means.shape[0]} rows but the hierarchy has {hierarchy.num_nodes} nodes")
     if not (math.isfinite(sense_prior) and sense_prior >= 0):
         raise ValueError(f"sense_prior must be a finite number >= 0, got {sense_prior}")
+
     def log_probs(word, ids):
         return sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
 

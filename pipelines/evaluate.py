@@ -244,8 +244,7 @@ def _pair_ids(emb, pairs, log_probs=None):
     """
     from keras_gauss.hierarchy.evaluate import sense_pairs
 
-    return sense_pairs([(a, b) for a, b, *_ in pairs], lambda word: _rows(emb, word),
-                       log_probs)
+    return sense_pairs(pairs, lambda word: _rows(emb, word), log_probs)
 
 
 def _best_scores(emb, pairs, measure):

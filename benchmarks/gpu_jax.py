@@ -213,13 +213,12 @@ def quality_optimizer(args):
     if args.quality_lr is not None:
         return None
     from keras_gauss.optimizers import SparseAdagrad
-    from keras_gauss.pipelines.train import adagrad_floor_for_batch
-    from keras_gauss.pipelines.train import learning_rate_for_batch
+    from keras_gauss.pipelines.train import optimizer_for_batch
 
-    floor = adagrad_floor_for_batch(args.quality_batch)
-    return SparseAdagrad(learning_rate_for_batch(args.quality_batch),
-                         initial_accumulator_value=floor["initial_accumulator"],
-                         epsilon=floor["epsilon"])
+    settings = optimizer_for_batch(args.quality_batch)
+    return SparseAdagrad(settings["learning_rate"],
+                         initial_accumulator_value=settings["initial_accumulator"],
+                         epsilon=settings["epsilon"])
 
 
 def _sync(model):
@@ -700,8 +699,7 @@ def main(argv=None):
     run.add_argument("--quality-lr", type=float, default=None,
                      help="the quality run's learning rate, with SparseAdagrad's default "
                           "floor (default: train-corpus's GPU rate and AdaGrad floor for "
-                          "--quality-batch, learning_rate_for_batch and "
-                          "adagrad_floor_for_batch)")
+                          "--quality-batch, optimizer_for_batch)")
     run.add_argument("--energies", nargs="*", default=["el"])
     run.add_argument("--seeds", type=int, nargs="*", default=[0])
     args = parser.parse_args(argv)

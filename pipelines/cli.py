@@ -152,8 +152,7 @@ def device_settings(args, gpu=None):
     (`keras_gauss.job.jax_gpu`, or `gpu`, its name) with `GPU_SETTINGS`
     (the keras engine, pairs drawn on the device, the GPU batch, and for
     the learning rate and AdaGrad's initial accumulator and epsilon
-    `learning_rate_for_batch` and `adagrad_floor_for_batch` of the batch,
-    given or not)
+    `optimizer_for_batch` of the batch, given or not)
     unless `--engine native` or a `--distribution` was asked for, else with
     `CorpusConfig`'s defaults (`keras_gauss.job.device_settings`). Returns
     the line that says the GPU is used, or None.
@@ -171,14 +170,12 @@ def device_settings(args, gpu=None):
     from keras_gauss import job
     from keras_gauss.pipelines.train import GPU_SETTINGS
     from keras_gauss.pipelines.train import CorpusConfig
-    from keras_gauss.pipelines.train import adagrad_floor_for_batch
-    from keras_gauss.pipelines.train import learning_rate_for_batch
+    from keras_gauss.pipelines.train import optimizer_for_batch
 
     settings = dict(GPU_SETTINGS)
     if isinstance(args.batch_size, int) and args.batch_size > 0:
         # the rate and floor of the batch given (a bad batch: CorpusConfig.validate says so)
-        settings["learning_rate"] = learning_rate_for_batch(args.batch_size)
-        settings.update(adagrad_floor_for_batch(args.batch_size))
+        settings.update(optimizer_for_batch(args.batch_size))
     return job.device_settings(args, settings, CorpusConfig(), gpu)
 
 

@@ -113,18 +113,37 @@ def adagrad_floor_for_batch(batch_size):
     return {name: float(f"{value * scale:.6g}") for name, value in ADAGRAD_FLOOR.items()}
 
 
+def optimizer_for_batch(batch_size):
+    """`train-corpus`'s optimizer settings for minibatches of `batch_size`
+    pairs on a GPU: `learning_rate_for_batch`'s rate with
+    `adagrad_floor_for_batch`'s floor (the two go together), as
+    `CorpusConfig` fields.
+
+    Args:
+        batch_size: pairs a step, a positive int.
+
+    Returns:
+        `{"learning_rate", "initial_accumulator", "epsilon"}`.
+
+    Example:
+
+    >>> optimizer_for_batch(262144)
+    {'learning_rate': 0.8, 'initial_accumulator': 3.90625e-09, 'epsilon': 3.90625e-10}
+    """
+    return {"learning_rate": learning_rate_for_batch(batch_size),
+            **adagrad_floor_for_batch(batch_size)}
+
+
 # The settings a checkpoint written before them lacks, as it trained (the
 # values then, fixed: not `ADAGRAD_FLOOR`, which may change).
 RESUME_DEFAULTS = {"initial_accumulator": 1e-6, "epsilon": 1e-7}
 
 # `train-corpus` on a GPU (`keras_gauss.job.jax_gpu`), for the settings not
 # given: the keras engine on JAX with pairs drawn on the device, batch
-# 65,536, and the learning rate and AdaGrad floor of `learning_rate_for_batch`
-# and `adagrad_floor_for_batch` for the batch (given or not;
-# `pipelines.cli.device_settings`).
+# 65,536, and the learning rate and AdaGrad floor of `optimizer_for_batch`
+# for the batch (given or not; `pipelines.cli.device_settings`).
 GPU_SETTINGS = {"engine": "keras", "pairs": "device", "batch_size": 65536,
-                "learning_rate": learning_rate_for_batch(65536),
-                **adagrad_floor_for_batch(65536)}
+                **optimizer_for_batch(65536)}
 
 # Where the keras engine draws its pairs (`CorpusConfig.pairs`).
 PAIRS = ("host", "device")

@@ -230,6 +230,18 @@ def test_the_adagrad_floor_rule_divides_the_recipe_floor_by_the_batch_ratio_squa
             adagrad_floor_for_batch(bad)
 
 
+def test_a_batch_s_optimizer_settings_are_its_rate_and_its_floor_together():
+    from keras_gauss.pipelines.train import GPU_SETTINGS, adagrad_floor_for_batch
+    from keras_gauss.pipelines.train import learning_rate_for_batch, optimizer_for_batch
+
+    for batch in (1024, 16384, 65536, 262144):
+        assert optimizer_for_batch(batch) == {"learning_rate": learning_rate_for_batch(batch),
+                                              **adagrad_floor_for_batch(batch)}
+    assert GPU_SETTINGS == {**GPU_SETTINGS, **optimizer_for_batch(GPU_SETTINGS["batch_size"])}
+    with pytest.raises(ValueError, match="--batch-size must be a positive integer"):
+        optimizer_for_batch(0)
+
+
 def test_on_a_gpu_the_settings_not_given_are_the_gpu_recipe():
     from keras_gauss.pipelines.cli import device_settings
     from keras_gauss.pipelines.train import GPU_SETTINGS, CorpusConfig

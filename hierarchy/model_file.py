@@ -19,6 +19,8 @@ import numpy as np
 
 from keras_gauss import energies
 from keras_gauss.keras_file import write_keras_file
+from keras_gauss.optimizers.adagrad_floor import EPSILON
+from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 
 _LOSSES = {"ranking": ("MaxMarginRanking", "keras_gauss.losses.max_margin_ranking",
                        "max_margin_ranking"),
@@ -131,8 +133,8 @@ def hierarchy_model_config(config, rows, negatives, total_steps):
     if config.loss == "threshold":
         loss_config["threshold"] = float(config.threshold)
     optimizer = {"clipnorm": None, "clipvalue": None, "ema_momentum": 0.99,
-                 "ema_overwrite_frequency": None, "epsilon": 1e-07, "global_clipnorm": None,
-                 "gradient_accumulation_steps": None, "initial_accumulator_value": 1e-06,
+                 "ema_overwrite_frequency": None, "epsilon": EPSILON, "global_clipnorm": None,
+                 "gradient_accumulation_steps": None, "initial_accumulator_value": INITIAL_ACCUMULATOR,
                  "learning_rate": _learning_rate(config, total_steps),
                  "loss_scale_factor": None, "name": "sparse_adagrad", "use_ema": False,
                  "weight_decay": None}

@@ -28,7 +28,7 @@ SERIALIZABLE_MODULES = (
     "keras_gauss.layers",
     "keras_gauss.losses",
     "keras_gauss.models",
-    "keras_gauss.optimizers",
+    "keras_gauss.optimizers.sparse_adagrad",
 )
 # Registration waits until none of these is half-imported: Keras imports
 # TensorFlow (and `import tensorflow` imports Keras) part-way through.

@@ -21,6 +21,8 @@ import numpy as np
 
 from keras_gauss import energies
 from keras_gauss.keras_file import write_keras_file
+from keras_gauss.optimizers.adagrad_floor import EPSILON
+from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 
 # `keras.saving.serialize_keras_object(model)` of the compiled corpus model
 # (EL, diagonal, 1 negative), with placeholders: @V rows, @D dimension, @K
@@ -99,7 +101,8 @@ _TEMPLATE = (
 
 def corpus_model_config(vocab_size, dim, negatives, energy, covariance, max_norm,
                         min_variance, max_variance, seed, init_variance, learning_rate,
-                        margin, epsilon=1e-7, initial_accumulator=1e-6):
+                        margin, epsilon=EPSILON,
+                        initial_accumulator=INITIAL_ACCUMULATOR):
     """The `config.json` dict of `build_corpus_model` with these settings,
     compiled with `SparseAdagrad(learning_rate, epsilon=epsilon,
     initial_accumulator_value=initial_accumulator)` and `MaxMarginRanking(margin)`

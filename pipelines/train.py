@@ -19,6 +19,8 @@ from keras_gauss.job import Job
 from keras_gauss.job import check_engine
 from keras_gauss.job import choose_engine
 from keras_gauss.job import model_tables
+from keras_gauss.optimizers.adagrad_floor import EPSILON
+from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 from keras_gauss.pipelines import native_corpus
 from keras_gauss.pipelines.corpus_run import NO_PAIRS
 from keras_gauss.pipelines.corpus_run import corpus_metrics
@@ -42,7 +44,7 @@ LR_BASE = 0.4
 LR_BASE_BATCH = 16384
 LR_BATCH_EXPONENT = 0.5
 LR_MAX = 0.8
-ADAGRAD_FLOOR = {"initial_accumulator": 1e-6, "epsilon": 1e-7}
+ADAGRAD_FLOOR = {"initial_accumulator": INITIAL_ACCUMULATOR, "epsilon": EPSILON}
 
 
 def _check_batch(batch_size):

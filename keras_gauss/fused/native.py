@@ -32,6 +32,7 @@ import numpy as np
 from keras_gauss import energies
 from keras_gauss.checks import check_number
 from keras_gauss.fused import build as _build
+from keras_gauss.optimizers.adagrad_floor import EPSILON
 
 _LINE = 16  # floats in a 64-byte cache line
 _P = ctypes.c_void_p
@@ -326,7 +327,7 @@ class NativeTables:
 
     def train(self, tokens, row_splits, seed, learning_rate, negative_probs, negative_alias,
               keep=None, window=5, dynamic_window=True, negatives=1, batch_size=1,
-              shuffle=False, num_threads=0, margin=1.0, epsilon=1e-7, energy=energies.EL.name,
+              shuffle=False, num_threads=0, margin=1.0, epsilon=EPSILON, energy=energies.EL.name,
               variance_learning_rate=None):
         """Trains the tables on a chunk of sentences, in place.
 

@@ -32,6 +32,8 @@ import numpy as np
 from keras_gauss import energies
 
 from keras_gauss.fused import build as _build
+from keras_gauss.optimizers.adagrad_floor import EPSILON
+from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 
 _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
@@ -232,7 +234,7 @@ class NativePairTable:
 
     def __init__(self, rows, dim, spherical=False, energy=energies.KL.name, loss="ranking", margin=1.0,
                  threshold=0.0, learning_rate=0.1, schedule="constant", total_steps=1,
-                 max_norm=None, min_variance=None, max_variance=None, epsilon=1e-7):
+                 max_norm=None, min_variance=None, max_variance=None, epsilon=EPSILON):
         energy = energies.get(energy, engine="native-hierarchy", setting="`energy`")
         if loss not in LOSSES or schedule not in SCHEDULES:
             raise ValueError(f"unknown loss {loss!r} or schedule {schedule!r}")
@@ -251,7 +253,8 @@ class NativePairTable:
         self.variance_accumulator = np.zeros((self.rows, self.dv), np.float32)
 
     @classmethod
-    def initial(cls, rows, dim, seed=0, mean_range=0.05, initial_accumulator=1e-6, **kwargs):
+    def initial(cls, rows, dim, seed=0, mean_range=0.05,
+                initial_accumulator=INITIAL_ACCUMULATOR, **kwargs):
         """A table as `GaussianEmbedding` starts (NumPy's generator: not the
         Keras initialiser's numbers): means uniform in +-`mean_range` within
         the max norm, variances 1 (within their bounds), accumulators

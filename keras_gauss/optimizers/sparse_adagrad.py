@@ -10,6 +10,8 @@ from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import is_number
 from keras_gauss.constraints.norm_clip import NormClip
 from keras_gauss.constraints.variance_clip import VarianceClip
+from keras_gauss.optimizers.adagrad_floor import EPSILON
+from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")
@@ -52,7 +54,7 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         learning_rate: float or schedule (default 0.1).
         initial_accumulator_value: starting value of the accumulators
             (default 1e-6).
-        epsilon: small float added inside the square root.
+        epsilon: small float added inside the square root (default 1e-7).
         name: name of the optimizer.
         **kwargs: other `keras.optimizers.Optimizer` arguments.
 
@@ -70,8 +72,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
     def __init__(
         self,
         learning_rate=0.1,
-        initial_accumulator_value=1e-6,
-        epsilon=1e-7,
+        initial_accumulator_value=INITIAL_ACCUMULATOR,
+        epsilon=EPSILON,
         name="sparse_adagrad",
         **kwargs,
     ):

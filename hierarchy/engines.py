@@ -201,7 +201,7 @@ class HierarchyEngine(Engine):
         metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],
                         "reconstruction_queries": recon["num_queries"]})
         if self.hyperlex is not None:
-            scoring = evaluate.hyperlex_scoring(config.energy)
+            scoring = evaluate.hyperlex_scoring(config.energy, config.include_lemmas)
             result = evaluate.hyperlex_spearman(self.hyperlex, hierarchy, means, variances,
                                                 energy=config.energy, **scoring)
             metrics.update({"hyperlex_spearman": result["spearman"],

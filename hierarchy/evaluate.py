@@ -687,6 +687,10 @@ def _word_node_ids(
     return sorted(set(senses))
 
 
+def _has_lemma_nodes(hierarchy: Hierarchy) -> bool:
+    return hierarchy.num_synsets < hierarchy.num_nodes
+
+
 def word_pair_scores(
     pairs: Iterable[Sequence[str]],
     hierarchy: Hierarchy,
@@ -710,13 +714,17 @@ def word_pair_scores(
       `build_hierarchy(include_lemmas=True)` (node ids `>= num_synsets`).
     * `"synset"`: every noun synset of the hierarchy that has the word among
       its lemma names (WordNet's `lemma -> synsets`).
-    * `"auto"` (default): the lemma node if there is one, else the synsets.
+    * `"auto"` (default): word1 by its lemma node if there is one, word2 by
+      its synsets (by its lemma node only if it has none). A lemma node is a
+      leaf below all its word's senses, so it stands for the word as the
+      specific side, never as the general one: with lemma nodes on both
+      sides, HyperLex's rho was about 0 (.729 this way; `HYPERLEX_SCORING`).
 
     A pair is scored by `-KL(N_x || N_y)` reduced over all node pairs `x` of
     word1 and `y` of word2: `reduce="max"` takes the *best synset pair*, as
     in the density order embeddings (Athiwaratkun & Wilson, 2018) and HyperLex
     (Vulić et al., 2017) evaluations; `"mean"` averages them. With lemma nodes
-    there is one node per word, so both reductions agree. A pair with a word
+    there is one node per word and `"word"` mode, both reductions agree. A pair with a word
     that maps to no node is not covered: its score is NaN (never an error).
 
     With `sense_prior = lambda > 0` each synset pair's score gains
@@ -766,8 +774,13 @@ def word_pair_scores(
     def log_probs(word, ids):
         return sense_log_probs(word, [hierarchy.nodes[i] for i in ids], data_dir)
 
+    def general(word):
+        return (_word_node_ids(word, hierarchy, "synset", lemmas, data_dir)
+                or _word_node_ids(word, hierarchy, "word", lemmas, data_dir))
+
     senses = sense_pairs(pairs, lambda word: _word_node_ids(word, hierarchy, mode, lemmas, data_dir),
-                         log_probs if sense_prior else None)
+                         log_probs if sense_prior else None,
+                         general if mode == "auto" and _has_lemma_nodes(hierarchy) else None)
     scores = np.full(len(senses.counts), np.nan)
     covered = senses.covered
     if covered.any():
@@ -823,7 +836,8 @@ class SensePairs(NamedTuple):
         return np.add.reduceat(scores, self.starts) / self.counts[self.covered]
 
 
-def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None) -> SensePairs:
+def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None,
+                general_senses=None) -> SensePairs:
     """Spreads word pairs over their senses, the blocks that a best-sense-pair
     score reduces (`word_pair_scores`, and
     `keras_gauss.pipelines.evaluate.graded_scores` on a WordNet run).
@@ -834,6 +848,8 @@ def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None) -> Sense
         log_probs: optional `(word, rows) -> log p(row | word)` (e.g.
             `sense_log_probs`), asked once a word; default: no weights
             (`log_prior` all 0).
+        general_senses: optional `word -> rows` for word2, the general side
+            (a lemma node's word by its synsets); default `senses`.
 
     Returns:
         `SensePairs`.
@@ -846,19 +862,20 @@ def sense_pairs(pairs: Iterable[Sequence[str]], senses, log_probs=None) -> Sense
         >>> spread.reduce(np.array([-1.5, -0.5])).tolist()  # the best sense pair of dog-animal
         [-0.5]
     """
-    cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
 
-    def of(word: str) -> tuple[np.ndarray, np.ndarray]:
-        """The word's rows and their senses' log probabilities."""
-        if word not in cache:
-            rows = np.asarray(senses(word), np.int64)
-            cache[word] = rows, (np.zeros(len(rows)) if log_probs is None
-                                 else np.asarray(log_probs(word, rows), np.float64))
-        return cache[word]
+    def of(word: str, general: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The word's rows (as word2 when `general`) and their senses' log probabilities."""
+        if (word, general) not in cache:
+            rows = np.asarray((general_senses if general else senses)(word), np.int64)
+            cache[word, general] = rows, (np.zeros(len(rows)) if log_probs is None
+                                          else np.asarray(log_probs(word, rows), np.float64))
+        return cache[word, general]
 
+    general = general_senses is not None
     firsts, seconds, priors, counts = [], [], [], []
     for pair in pairs:
-        (a, log_a), (b, log_b) = of(pair[0]), of(pair[1])
+        (a, log_a), (b, log_b) = of(pair[0], False), of(pair[1], general)
         firsts.append(np.repeat(a, len(b)))
         seconds.append(np.tile(b, len(a)))
         priors.append(np.repeat(log_a, len(b)) + np.tile(log_b, len(a)))
@@ -899,26 +916,33 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 HYPERLEX_SCORING = {energies.KL.name: {"generality": 0.75, "sense_prior": 4.0}}
-"""`hyperlex_spearman`'s default `word_pair_scores` settings by energy (KL:
-the generality term 0.75 and the sense prior 4, chosen on HyperLex's
-upstream random training + dev nouns, `research/hyperlex_scores.py`; other
-energies: the best synset pair's energy alone)."""
+"""`hyperlex_spearman`'s default `word_pair_scores` settings by energy, for
+tables of synsets (KL: the generality term 0.75 and the sense prior 4,
+chosen on HyperLex's upstream random training + dev nouns,
+`research/hyperlex_scores.py`; other energies: the best synset pair's
+energy alone)."""
+
+HYPERLEX_LEMMA_SCORING = {energies.KL.name: {"generality": 0.1}}
+"""The same for tables with lemma nodes (`--lemmas`: word1's own node
+against word2's synsets): KL with the generality term 0.1 and no sense
+prior, chosen alike (`research/hyperlex_scores.py` on a `--lemmas` run)."""
 
 
-def hyperlex_scoring(energy: str) -> dict:
-    """`HYPERLEX_SCORING`'s `word_pair_scores` settings for `energy` (a new
-    dict; `{}` for an energy without settings): how HyperLex is scored by
+def hyperlex_scoring(energy: str, lemma_nodes: bool = False) -> dict:
+    """`HYPERLEX_SCORING`'s (`HYPERLEX_LEMMA_SCORING`'s) `word_pair_scores`
+    settings for `energy` (a new dict; `{}` for an energy without settings): how HyperLex is scored by
     `hyperlex_spearman`, `keras-gauss train-wordnet --hyperlex` and
     `keras-gauss evaluate --hyperlex`.
 
     Args:
         energy: a hierarchy energy's name (`"kl"`, `"containment"`).
+        lemma_nodes: whether the table has lemma nodes.
 
     Example:
-        >>> hyperlex_scoring("kl"), hyperlex_scoring("containment")
-        ({'generality': 0.75, 'sense_prior': 4.0}, {})
+        >>> hyperlex_scoring("kl"), hyperlex_scoring("containment"), hyperlex_scoring("kl", True)
+        ({'generality': 0.75, 'sense_prior': 4.0}, {}, {'generality': 0.1})
     """
-    return dict(HYPERLEX_SCORING.get(energy, {}))
+    return dict((HYPERLEX_LEMMA_SCORING if lemma_nodes else HYPERLEX_SCORING).get(energy, {}))
 
 
 def hyperlex_spearman(
@@ -964,7 +988,8 @@ def hyperlex_spearman(
         (1.0, 3)
     """
     rows = read_hyperlex(path)
-    scoring = {**hyperlex_scoring(scoring.get("energy", energies.KL.name)), **scoring}
+    scoring = {**hyperlex_scoring(scoring.get("energy", energies.KL.name),
+                                  _has_lemma_nodes(hierarchy)), **scoring}
     scores, covered = word_pair_scores(rows, hierarchy, means, variances, **scoring)
     gold = np.array([score for _, _, score in rows], dtype=np.float64)
     n_covered = int(covered.sum())

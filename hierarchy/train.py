@@ -91,7 +91,7 @@ def train_wordnet(config, out_dir, hyperlex=None, entailment=None,
             from keras_gauss.hierarchy.evaluate import hyperlex_scoring
             from keras_gauss.hierarchy.wordnet import read_sense_counts
 
-            if hyperlex_scoring(config.energy).get("sense_prior"):
+            if hyperlex_scoring(config.energy, config.include_lemmas).get("sense_prior"):
                 read_sense_counts()  # WordNet's counts, read before training
         if entailment is not None:
             read_entailment(entailment)

@@ -25,7 +25,9 @@ Measures, as in the paper (Section 6):
 
 All words are lowercased before lookup (the corpus tokenizer lowercases).
 A WordNet run's rows are synsets: a word stands for its synsets (or its
-lemma node) and a pair is scored by its best synset pair (`wordnet_senses`).
+lemma node) and a pair is scored by its best synset pair (`wordnet_senses`);
+in an entailment pair the general word2 stands for its synsets, never for
+its lemma node, a leaf below them (as `word_pair_scores`).
 """
 
 import dataclasses
@@ -55,6 +57,9 @@ class Embeddings:
             senses (a WordNet run's synsets, see `wordnet_senses`): a word
             pair is then scored by its best pair of senses. `None`: one row
             per word, looked up by name.
+        general_senses: optional `word -> row ids` of a word as the general
+            side of an entailment pair (a WordNet run with lemma nodes: its
+            synsets, `wordnet_senses(synsets_only=True)`); default `senses`.
         generality: the weight `beta >= 0` of a hierarchy run's generality
             term (`--generality`): the `"kl"` measure scores "a entails b"
             by `-KL(N_a || N_b) + beta * (log det Sigma_b - log det
@@ -77,6 +82,7 @@ class Embeddings:
     senses: dict | None = None
     generality: float = 0.0
     energy: str = energies.KL.name
+    general_senses: dict | None = None
 
     def __post_init__(self):
         energies.get(self.energy, task="hierarchy")
@@ -99,11 +105,13 @@ class Embeddings:
 
             run = load_run(run)
         means, variances = run.tables()
-        senses = wordnet_senses(run.words) if run.kind == "wordnet" else None
+        senses = general = None
+        if run.kind == "wordnet":
+            senses, general = wordnet_senses(run.words), general_senses(run.words)
         energy = (run.energy_name if run.energy_name in HIERARCHY_ENERGIES
                   else energies.KL.name)
         return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0),
-                   energy)
+                   energy, general)
 
     def id(self, word):
         """Row of `word` (lowercased); raises `KeyError` naming an unknown word."""
@@ -128,7 +136,7 @@ ENERGY_LABELS = {name: energies.get(name).label for name in HIERARCHY_ENERGIES}
 _SYNSET = re.compile(r".+\.[a-z]\.\d+$")
 
 
-def wordnet_senses(nodes, lemmas=None):
+def wordnet_senses(nodes, lemmas=None, synsets_only=False):
     """Maps words to the rows of a WordNet run's nodes (synsets, maybe lemmas).
 
     A word's rows are its own node when the table has one (a lemma node of
@@ -141,6 +149,8 @@ def wordnet_senses(nodes, lemmas=None):
         nodes: node names in row order (`dog.n.01`, `dog`, ...).
         lemmas: optional `word -> synset names` (lowercased words, `_` for
             spaces); default: read from WordNet when a node is a synset.
+        synsets_only: map each word to its synsets even where it has a node
+            of its own (the general side of an entailment pair).
 
     Returns:
         A dict `word -> tuple of row ids`.
@@ -158,13 +168,30 @@ def wordnet_senses(nodes, lemmas=None):
         from keras_gauss.hierarchy.wordnet import read_noun_lemmas
 
         lemmas = read_noun_lemmas()
-    lemmas, lemma_nodes = lemmas or {}, set(own.values())
+    lemmas, lemma_nodes = lemmas or {}, set() if synsets_only else set(own.values())
     senses = {}
-    for word in (*lemmas, *own):
+    for word in (*lemmas, *([] if synsets_only else own)):
         rows = word_senses(word, index, lemma_nodes, lemmas=lemmas)
         if rows:
             senses[word] = rows
     return senses
+
+
+def general_senses(nodes, lemmas=None):
+    """`Embeddings.general_senses` of a WordNet run's nodes: a word as the
+    general side of an entailment pair stands for its synsets, or for its
+    own node when it has none; None when no word has a node of its own
+    (`wordnet_senses` then serves both sides).
+
+    Example:
+
+    >>> lemmas = {"dog": ("dog.n.01",)}
+    >>> general_senses(["dog.n.01", "dog", "pup"], lemmas), wordnet_senses(["dog.n.01", "dog"], lemmas)
+    ({'dog': (0,), 'pup': (2,)}, {'dog': (1,)})
+    """
+    if all(_SYNSET.match(name) for name in nodes):
+        return None
+    return {**wordnet_senses(nodes, lemmas), **wordnet_senses(nodes, lemmas, synsets_only=True)}
 
 
 def as_embeddings(source):
@@ -227,24 +254,27 @@ def read_similarity(path):
 # --------------------------------------------------------------------------- scores
 
 
-def _rows(emb, word):
+def _rows(emb, word, general=False):
     if emb.senses is None:
         i = emb.index.get(word)
         return () if i is None else (i,)
-    return emb.senses.get("_".join(word.split()), ())
+    senses = emb.general_senses if general and emb.general_senses is not None else emb.senses
+    return senses.get("_".join(word.split()), ())
 
 
-def _pair_ids(emb, pairs, log_probs=None):
+def _pair_ids(emb, pairs, log_probs=None, entailment=False):
     """Row pairs of word pairs (`keras_gauss.hierarchy.evaluate.SensePairs`).
 
     Each covered pair contributes every (row of word1, row of word2), one
     block that starts at `starts[k]` (one row a word: blocks of one); with
     `log_probs` (`(word, rows) -> log p(row | word)`), `log_prior` holds
-    the senses' weights.
+    the senses' weights. With `entailment` ("word1 is-a word2"), word2
+    stands for `emb.general_senses`.
     """
     from keras_gauss.hierarchy.evaluate import sense_pairs
 
-    return sense_pairs(pairs, lambda word: _rows(emb, word), log_probs)
+    return sense_pairs(pairs, lambda word: _rows(emb, word), log_probs,
+                       (lambda word: _rows(emb, word, True)) if entailment else None)
 
 
 def _best_scores(emb, pairs, measure):
@@ -396,7 +426,7 @@ def entailment(source, path):
 
     emb = as_embeddings(source)
     rows = read_entailment(path)
-    ids = _pair_ids(emb, rows)
+    ids = _pair_ids(emb, rows, entailment=True)
     covered = ids.covered
     labels = np.array([label for _, _, label in rows], dtype=bool)[covered]
     result, undefined = {"energy": emb.energy}, {}
@@ -477,13 +507,14 @@ def graded_scores(emb, pairs):
     from keras_gauss.hierarchy.evaluate import hyperlex_scoring
     from keras_gauss.hierarchy.evaluate import sense_log_probs
 
-    scoring = hyperlex_scoring(emb.energy) if emb.senses is not None else {}
+    scoring = (hyperlex_scoring(emb.energy, emb.general_senses is not None)
+               if emb.senses is not None else {})
     prior = scoring.get("sense_prior", 0.0)
 
     def log_probs(word, rows):
         return sense_log_probs(word, [emb.words[i] for i in rows])
 
-    ids = _pair_ids(emb, pairs, log_probs if prior else None)
+    ids = _pair_ids(emb, pairs, log_probs if prior else None, entailment=True)
     if not len(ids.left):
         return np.zeros(0), ids.covered
     flat = pair_energy(emb.energy, emb.means[ids.left], emb.variances[ids.left],

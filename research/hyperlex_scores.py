@@ -12,6 +12,9 @@ Each pair "word1 is a type of word2" is scored over the synsets of both words
   counts plus one (`word_pair_scores(sense_prior=)`); the chosen pair is
   `HYPERLEX_SCORING`'s for KL (`keras_gauss.hierarchy.evaluate`).
 
+A run with word nodes (`train-wordnet --lemmas`) scores word1 by its own node
+against word2's synsets (`word_pair_scores`' rule), in every family.
+
 The family's weight is chosen on HyperLex's upstream random split, training
 plus dev parts (nouns), which nothing here trains on; the test part (nouns)
 is read once for the chosen weight, and the whole noun file is shown for the
@@ -23,10 +26,14 @@ on all nouns.
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
 from scipy.stats import spearmanr
+
+
+SYNSET = re.compile(r".+\.[a-z]\.\d+$")
 
 
 def read(path, nouns_only=True):
@@ -40,8 +47,14 @@ def read(path, nouns_only=True):
     return rows
 
 
+def synset_count(words):
+    """Rows before the first word node (a `--lemmas` run's word nodes follow its synsets)."""
+    return next((i for i, w in enumerate(words) if not SYNSET.match(w)), len(words))
+
+
 def pair_terms(rows, words, means, variances):
-    """Per covered pair: arrays over its synset pairs of (KL_xy, KL_yx, logdet_y - logdet_x)."""
+    """Per covered pair: arrays over its synset pairs of (KL_xy, KL_yx, logdet_y - logdet_x);
+    word1 by its word node where the run has one."""
     from keras_gauss.hierarchy.evaluate import _normalise, edge_scores
     from keras_gauss.hierarchy.wordnet import read_noun_lemmas
 
@@ -49,7 +62,10 @@ def pair_terms(rows, words, means, variances):
     index = {w: i for i, w in enumerate(words)}
     log_det = np.log(variances).sum(1)
 
-    def nodes(word):
+    def nodes(word, specific=False):
+        own = index.get(_normalise(word))
+        if specific and own is not None and own >= synset_count(words):
+            return [own]
         return [index[n] for n in lemmas.get(_normalise(word), ()) if n in index]
 
     def kl(a, b):  # KL(N_a || N_b) for id arrays: the product's energy, negated
@@ -57,7 +73,7 @@ def pair_terms(rows, words, means, variances):
 
     terms, gold = [], []
     for w1, w2, score in rows:
-        x, y = nodes(w1), nodes(w2)
+        x, y = nodes(w1, specific=True), nodes(w2)
         if not x or not y:
             continue
         a = np.repeat(x, len(y))
@@ -128,7 +144,7 @@ def prior_row(parts, words, means, variances):
 
     words = tuple(words)
     hierarchy = types.SimpleNamespace(nodes=words, node_ids={w: i for i, w in enumerate(words)},
-                                      num_synsets=len(words), num_nodes=len(words))
+                                      num_synsets=synset_count(words), num_nodes=len(words))
 
     def rho(rows, beta, prior):
         scores, covered = word_pair_scores(rows, hierarchy, means, variances, generality=beta,

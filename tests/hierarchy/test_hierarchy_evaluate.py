@@ -423,20 +423,24 @@ def test_word_pair_scores_best_synset_pair():
 
 def test_word_pair_scores_with_lemma_nodes():
     synsets = sorted(set(SYNSET_PARENTS) | {p for ps in SYNSET_PARENTS.values() for p in ps})
-    words = {"dog": ["dog.n.01", "dog.n.02"], "animal": ["animal.n.01"], "person": ["person.n.01"]}
+    words = {"dog": ["dog.n.01", "dog.n.02"], "animal": ["animal.n.01"], "person": ["person.n.01"],
+             "pup": ["dog.n.01"]}  # 'pup': a word node without synsets in LEMMAS
     h = hierarchy_from_parents(
         {**SYNSET_PARENTS, **words}, nodes=synsets + sorted(words), num_synsets=len(synsets)
     )
-    positions = {**POSITIONS, "animal": 0.5, "dog": 2.0, "person": 10.0}
+    positions = {**POSITIONS, "animal": 0.5, "dog": 2.0, "person": 10.0, "pup": 2.5}
     means = np.array([[positions[name]] for name in h.nodes])
     variances = np.ones_like(means)
-    pairs = [("dog", "animal"), ("dog", "organism")]  # 'organism' has no word node
+    pairs = [("dog", "animal"), ("dog", "organism"), ("dog", "pup")]  # 'organism': no word node
     auto = word_pair_scores(pairs, h, means, variances, lemmas=LEMMAS)
-    assert auto.covered.tolist() == [True, True]
-    assert auto.scores[0] == pytest.approx(-0.5 * 1.5**2)  # word nodes dog -> animal
+    assert auto.covered.tolist() == [True, True, True]
+    # word1 by its word node, word2 by its synsets (a word node is a leaf below them)
+    assert auto.scores[0] == pytest.approx(-0.5 * 2.0**2)  # word node dog -> synset animal.n.01
     assert auto.scores[1] == pytest.approx(-0.5 * 3.0**2)  # word node dog -> synset organism.n.01
+    assert auto.scores[2] == pytest.approx(-0.5 * 0.5**2)  # no synset: word node dog -> pup
     word = word_pair_scores(pairs, h, means, variances, mode="word", lemmas=LEMMAS)
-    assert word.covered.tolist() == [True, False] and word.scores[0] == auto.scores[0]
+    assert word.covered.tolist() == [True, False, True]
+    assert word.scores[0] == pytest.approx(-0.5 * 1.5**2)  # word nodes dog -> animal
     synset = word_pair_scores(pairs, h, means, variances, mode="synset", lemmas=LEMMAS)
     assert synset.scores[0] == pytest.approx(-4.5)  # best synset pair, as without lemma nodes
 

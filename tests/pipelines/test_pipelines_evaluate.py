@@ -268,6 +268,38 @@ def test_graded_scores_of_a_wordnet_table_are_the_hierarchys_word_pair_scores():
     np.testing.assert_allclose(scores, expected.scores[:5], rtol=1e-12)
 
 
+def test_graded_scores_with_lemma_nodes_are_the_hierarchys_word_pair_scores():
+    """A run with word nodes (`--lemmas`): word1 by its own node, word2 by
+    its synsets, with `HYPERLEX_LEMMA_SCORING`'s generality term, in both the
+    hierarchy's and the run's scoring."""
+    from keras_gauss.hierarchy import hierarchy_from_parents
+    from keras_gauss.hierarchy.evaluate import word_pair_scores
+    from keras_gauss.pipelines.evaluate import general_senses
+    from keras_gauss.pipelines.evaluate import graded_scores
+    from keras_gauss.pipelines.evaluate import wordnet_senses
+
+    lemmas = {"dog": ["dog.n.01", "frump.n.01"], "animal": ["animal.n.01"],
+              "person": ["person.n.01"], "organism": ["organism.n.01"]}
+    synsets = {"dog.n.01": ["animal.n.01"], "frump.n.01": ["person.n.01"],
+               "person.n.01": ["organism.n.01"], "animal.n.01": ["organism.n.01"]}
+    names = sorted(set(synsets) | {"organism.n.01"})
+    h = hierarchy_from_parents({**synsets, **lemmas}, nodes=names + sorted(lemmas),
+                               num_synsets=len(names))
+    rng = np.random.default_rng(0)
+    means, variances = rng.normal(size=(h.num_nodes, 3)), rng.uniform(0.3, 3.0, (h.num_nodes, 3))
+    emb = Embeddings(list(h.nodes), means, variances, senses=wordnet_senses(h.nodes, lemmas),
+                     general_senses=general_senses(h.nodes, lemmas))
+    pairs = [("dog", "animal"), ("dog", "person"), ("person", "dog"), ("animal", "organism")]
+    scores, covered = graded_scores(emb, pairs)
+    expected = word_pair_scores(pairs, h, means, variances, lemmas=lemmas, generality=0.1)
+    assert covered.all() and expected.covered.all()
+    np.testing.assert_allclose(scores, expected.scores, rtol=1e-12)
+    dog, animal = (list(h.nodes).index(name) for name in ("dog", "animal.n.01"))
+    generality = np.log(variances[animal]).sum() - np.log(variances[dog]).sum()
+    assert scores[0] == pytest.approx(-_kl(means[dog], variances[dog], means[animal],
+                                           variances[animal]) + 0.1 * generality)
+
+
 def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_path,
                                                                            two_topic_corpus,
                                                                            capsys):

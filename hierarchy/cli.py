@@ -85,7 +85,8 @@ def add_parser(subparsers):
     train.add_argument("--root", default=None,
                        help="embed only this synset's subtree, e.g. mammal.n.01")
     train.add_argument("--lemmas", dest="include_lemmas", action="store_true",
-                       help="add word nodes linked to their synsets")
+                       help="add word nodes linked to their synsets (word pairs are then "
+                            "scored from word 1's own node)")
     train.add_argument("--hyperlex", default=None, help="HyperLex nouns file to score")
     train.add_argument("--entailment", default=None,
                        help="Baroni 2012 style entailment file to score")

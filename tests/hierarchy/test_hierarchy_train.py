@@ -229,6 +229,18 @@ def test_demo_writes_figure_and_model(tmp_path, capsys):
     assert "edge accuracy" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flag, value, message", [
+    ("--seed", -4, "--seed must be >= 0, got -4."),  # before: numpy's traceback
+    ("--seed", 2**32, f"--seed must be <= {2**31 - 1}, got {2**32}."),
+    ("--epochs", 0, "--epochs must be >= 1, got 0."),
+])
+def test_demo_settings_are_one_line_before_anything_is_written(tmp_path, capsys, flag, value,
+                                                               message):
+    out = tmp_path / "demo"
+    assert cli_error(["demo", "--out", out, flag, value], capsys).endswith(message)
+    assert not out.exists()
+
+
 def _epoch_negatives(edges, known, epochs=2):
     from keras_gauss.hierarchy.dataset import make_dataset
 

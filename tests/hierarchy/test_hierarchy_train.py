@@ -145,8 +145,20 @@ def test_every_number_setting_is_checked_before_any_data_is_read(tmp_path, capsy
               *split, f"{flag}=-1"])
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
-    assert flag in err and "edges.tsv" not in err, err
+    assert f"{flag} must" in err and "edges.tsv" not in err, err  # that flag, not a list
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.tsv"]
+
+
+@pytest.mark.parametrize("flag", ["--val-size", "--test-size"])
+def test_a_size_above_1_is_a_whole_number_of_edges(tmp_path, capsys, flag):
+    # before: --val-size 1.5 held out 1 edge without a word
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("one column only\n")
+    err = cli_error(["train-hierarchy", "--edges", edges, "--out", tmp_path / "run",
+                     f"{flag}=1.5"], capsys)
+    assert err.endswith(f"{flag} must be a number of edges (1, 2, ...) or a fraction of them "
+                        "below 1, got 1.5.")
+    assert WordNetConfig(val_size=2.0, test_size=0.25).validate() is None
 
 
 class _FailingOutput:

@@ -232,6 +232,26 @@ def test_hyperlex_without_wordnets_sense_counts_fails_before_training(tmp_path, 
                  "--hyperlex", str(hyperlex)]) == 0
 
 
+@pytest.mark.parametrize("flag", ["--entailment", "--hyperlex"])
+def test_a_benchmark_file_that_names_no_node_fails_before_training(tmp_path, capsys,
+                                                                   monkeypatch, flag):
+    # before: trained, wrote the run and left baroni2012_ap out of the table without a word
+    from keras_gauss.hierarchy.engines import NativeHierarchyEngine
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(NativeHierarchyEngine, "build", never)
+    path = tmp_path / "music.txt"
+    path.write_text("piano\tmusic\tTrue\nsong\tpiano\tFalse\n" if flag == "--entailment" else
+                    "piano music N hyp-1 5.5 9.1 0.2\nsong piano N cohyp 1.0 1.5 0.2\n")
+    err = cli_error(["train-wordnet", "--out", tmp_path / "run", "--root", "mammal.n.01",
+                     flag, path], capsys)
+    assert err.endswith(f"{flag} {path}: none of its 2 pairs has both words in the hierarchy "
+                        "(1,182 nodes); nothing to score.")
+    assert not (tmp_path / "run").exists()
+
+
 def test_demo_writes_figure_and_model(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--epochs", "1"]) == 0

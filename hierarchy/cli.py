@@ -57,7 +57,7 @@ def add_parser(subparsers):
     )
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     demo.add_argument("--epochs", type=int, default=10, help="epochs of 50 steps (default: 10)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=int, default=0, help="(default: 0)")
     demo.add_argument("--overwrite", action="store_true",
                       help="replace an existing run in --out")
     demo.set_defaults(handler=run_demo)
@@ -223,10 +223,13 @@ def _add_training_flags(train, defaults):
 
 
 def run_demo(args):
-    from keras_gauss.checks import CommandError
+    from keras_gauss.checks import INT32_MAX, CommandError, check_number
 
-    if args.epochs < 1:
-        raise CommandError(f"--epochs must be >= 1, got {args.epochs}.")
+    try:  # every setting first, as the trainers check theirs
+        check_number(args.epochs, "--epochs", integer=True, at_least=1, at_most=INT32_MAX)
+        check_number(args.seed, "--seed", integer=True, at_least=0, at_most=INT32_MAX)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     from keras_gauss.hierarchy.synthetic import train_synthetic
     from keras_gauss.io import OutputExistsError, OutputNotWritableError, check_output_dir
 

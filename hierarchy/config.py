@@ -222,9 +222,13 @@ class WordNetConfig:
             raise ValueError(f"--pos must be 'n' (nouns) or 'v' (verbs), got {self.pos!r}.")
         if self.edges is not None and self.include_lemmas:
             raise ValueError("--lemmas adds WordNet words: it does not apply to --edges.")
-        sizes = [0.0 if v is None else v for v in (self.val_size, self.test_size)]
-        if min(sizes) < 0 or self.threshold < 0:
-            raise ValueError("--val-size, --test-size and --threshold must be >= 0.")
+        for flag, value in (("--val-size", self.val_size), ("--test-size", self.test_size),
+                            ("--threshold", self.threshold)):
+            if value is not None and value < 0:
+                raise ValueError(f"{flag} must be >= 0, got {value:g}.")
+            if flag != "--threshold" and value is not None and value >= 1 and value % 1:
+                raise ValueError(f"{flag} must be a number of edges (1, 2, ...) or a fraction "
+                                 f"of them below 1, got {value:g}.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         nodes = self.reconstruction_nodes

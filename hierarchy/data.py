@@ -122,10 +122,18 @@ def training_edges(hierarchy, split):
     With a split the sampler sees the closure of the training edges only, never
     a held-out edge, so its negatives are the ones it would draw if the
     held-out edges did not exist.
+
+    Raises:
+        ValueError: a training edge without any negative (`check_negatives`:
+            one line naming it).
     """
-    if split is None:
-        return hierarchy.edges, hierarchy.index
-    return split.train, split.train_index
+    from keras_gauss.hierarchy.negatives import check_negatives
+
+    edges, known = ((hierarchy.edges, hierarchy.index) if split is None
+                    else (split.train, split.train_index))
+    check_negatives(edges, known, hierarchy.nodes,
+                    drop_root=split is None or split.method != "given")
+    return edges, known
 
 
 def write_split(directory, split, nodes):

@@ -88,6 +88,13 @@ class HierarchyEngine(Engine):
             config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)
+        from keras_gauss.hierarchy.benchmark_data import read_entailment, read_hyperlex
+        from keras_gauss.hierarchy.evaluate import check_scorable
+
+        for flag, path, read in (("--hyperlex", self.hyperlex, read_hyperlex),
+                                 ("--entailment", self.entailment, read_entailment)):
+            if path is not None:  # a file that covers nothing: said now, not after training
+                check_scorable(flag, path, read(path), self.hierarchy)
         self.train_edges, self.known = training_edges(self.hierarchy, self.split)
         from keras_gauss.hierarchy.split import with_training_pairs  # NLTK: not at --help
 

@@ -945,6 +945,34 @@ def hyperlex_scoring(energy: str, lemma_nodes: bool = False) -> dict:
     return dict((HYPERLEX_LEMMA_SCORING if lemma_nodes else HYPERLEX_SCORING).get(energy, {}))
 
 
+def check_scorable(flag: str, path, rows, hierarchy: Hierarchy) -> None:
+    """Raises `ValueError` when no pair of a benchmark file has both words in
+    `hierarchy` (`word_pair_scores`'s words to nodes), before any training:
+    `train-wordnet --entailment FILE` scores it after training, and a file
+    that covers nothing would leave its figures out without a word.
+
+    Args:
+        flag: the option that named the file (`--entailment`).
+        path: the file.
+        rows: its pairs (`read_entailment`, `read_hyperlex`).
+        hierarchy: the hierarchy the run embeds.
+
+    Example:
+        >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
+        >>> h = hierarchy_from_parents({"dog.n.01": ["animal.n.01"]})
+        >>> check_scorable("--entailment", "pairs.tsv", [("piano", "music", True)], h)
+        Traceback (most recent call last):
+        ...
+        ValueError: --entailment pairs.tsv: none of its 1 pairs has both words in the hierarchy (2 nodes); nothing to score.
+    """
+    n = hierarchy.num_nodes
+    covered = word_pair_scores(rows, hierarchy, np.zeros((n, 1), np.float32),
+                               np.ones((n, 1), np.float32)).covered
+    if not covered.any():
+        raise ValueError(f"{flag} {path}: none of its {len(rows):,} pairs has both words in the "
+                         f"hierarchy ({n:,} nodes); nothing to score.")
+
+
 def hyperlex_spearman(
     path: str | os.PathLike,
     hierarchy: Hierarchy,

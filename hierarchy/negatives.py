@@ -6,13 +6,53 @@ import numpy as np
 
 from .closure import EdgeIndex, Hierarchy
 
-__all__ = ["sample_negatives", "sibling_negatives"]
+__all__ = ["check_negatives", "sample_negatives", "sibling_negatives"]
 
 _MAX_ROUNDS = 32  # rejection rounds before the exact fallback
 
 
 def _as_index(known: Hierarchy | EdgeIndex) -> EdgeIndex:
     return known.index if isinstance(known, Hierarchy) else known
+
+
+def check_negatives(edges: np.ndarray, known: Hierarchy | EdgeIndex, nodes, drop_root: bool = True):
+    """Raises `ValueError` naming the first training edge that has no negative.
+
+    A negative replaces one side of an edge by a node related to neither
+    (the paper's rule, `sample_negatives`). When both nodes of an edge are
+    an ancestor or a descendant of every node (the top of a hierarchy whose
+    top node has a single child: `mammal is-a animal` in `dog, cat -> mammal
+    -> animal`) there is none, and the trainers could not draw its
+    negatives; this says so before training, by the nodes' names.
+
+    Args:
+        edges: `(n, 2)` training `(specific, general)` ids.
+        known: what the sampler knows (`Hierarchy` or `EdgeIndex`).
+        nodes: the node names, by id.
+        drop_root: whether to suggest `--drop-root` when the general node is
+            a top node.
+
+    Example:
+        >>> from keras_gauss.hierarchy.closure import hierarchy_from_parents
+        >>> h = hierarchy_from_parents({"b": ["a"], "c": ["b"], "d": ["b"]})
+        >>> check_negatives(h.edges, h, h.nodes)
+        Traceback (most recent call last):
+        ...
+        ValueError: the is-a pair b -> a has no negative to train against: every node is an ancestor or a descendant of both b and a (a top node with a single child); give a node unrelated to them, or leave out the top node a (--drop-root a).
+    """
+    index = _as_index(known)
+    free = index.num_nodes - 1 - index.num_ancestors - index.num_descendants
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    stuck = np.flatnonzero((free[edges[:, 0]] <= 0) & (free[edges[:, 1]] <= 0))
+    if not len(stuck):
+        return
+    specific, general = (nodes[int(i)] for i in edges[stuck[0]])
+    remedy = "give a node unrelated to them"
+    if drop_root and index.num_ancestors[edges[stuck[0], 1]] == 0:
+        remedy += f", or leave out the top node {general} (--drop-root {general})"
+    raise ValueError(f"the is-a pair {specific} -> {general} has no negative to train against: "
+                     f"every node is an ancestor or a descendant of both {specific} and "
+                     f"{general} (a top node with a single child); {remedy}.")
 
 
 def sample_negatives(

@@ -264,7 +264,10 @@ def _pick_reduction(edges, candidates, degree, size, rng, what) -> np.ndarray:
     )
 
 
-def _random_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.ndarray:
+def _random_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng,
+                      repeats: bool = False) -> np.ndarray:
+    """One negative a positive (`exclude="edges"`), all distinct; `repeats`:
+    distinct where the hierarchy has enough of them, else some repeated."""
     index = hierarchy.index
     neg_s, neg_g = (a[:, 0].astype(np.int64) for a in sample_negatives(positives, index, rng=rng, exclude="edges"))
     for _ in range(_MAX_DEDUP_ROUNDS):  # resample repeated negatives (rare)
@@ -276,7 +279,11 @@ def _random_negatives(hierarchy: Hierarchy, positives: np.ndarray, rng) -> np.nd
         s, g = sample_negatives(positives[dup], index, rng=rng, exclude="edges")
         neg_s[dup], neg_g[dup] = s[:, 0], g[:, 0]
     else:
-        raise ValueError("could not draw distinct negatives; the hierarchy is too small for these sizes")
+        if not repeats:
+            raise ValueError(
+                f"could not draw {len(positives):,} distinct negatives for the {len(positives):,} "
+                "held-out edges: the hierarchy has too few pairs that are not is-a edges; hold "
+                "out fewer (--val-size, --test-size)")
     return np.stack([neg_s, neg_g], axis=1).astype(np.int32)
 
 
@@ -339,7 +346,8 @@ def with_training_pairs(split: EdgeSplit | None, hierarchy: Hierarchy, seed: int
     rng = np.random.default_rng([seed, len(split.val)])
     train = np.asarray(split.train, np.int32)
     pooled = {"val": np.concatenate([split.val, train]),
-              "val_neg": np.concatenate([split.val_neg, _random_negatives(hierarchy, train, rng)])}
+              "val_neg": np.concatenate([split.val_neg,
+                                         _random_negatives(hierarchy, train, rng, repeats=True)])}
     if split.val_sibling is not None:
         pooled["val_sibling"] = np.concatenate([split.val_sibling,
                                                 _sibling_negatives(hierarchy, train, rng)])

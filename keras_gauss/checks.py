@@ -203,7 +203,8 @@ def check_config(config, positive):
     """Validates the settings every trainer shares; errors name the flag.
 
     Every number must be finite (and an integer field at most 2^31 - 1),
-    the fields in `positive` `> 0`, and `min_variance <= max_variance`.
+    the fields in `positive` and `max_variance` `> 0`, and `min_variance <=
+    max_variance`.
 
     Args:
         config: a config dataclass with `min_variance`, `max_variance` and
@@ -227,7 +228,7 @@ def check_config(config, positive):
                 check_number(value, flag(field.name))
         except TypeError as error:
             raise ValueError(str(error)) from None
-    for name in positive:
+    for name in (*positive, "max_variance"):  # a variance bound is positive
         value = getattr(config, name)
         if isinstance(value, bool) or not value > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {value}.")

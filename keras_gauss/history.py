@@ -15,6 +15,7 @@ Example:
 
 import csv
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def read_history(run_dir):
 
 
 def draw_history(history, path):
-    """Draws the loss (left) and the validation scores (right) per epoch to `path`; returns it.
+    """Draws the loss (left) and the validation scores (right) per epoch to `path` (a
+    PNG; a name or a binary file object); returns it.
 
     Example: `draw_history(read_history("run"), "curves.png")` (see `write_history`).
     """
@@ -118,9 +120,9 @@ def draw_history(history, path):
         ax.set(xlabel="epoch", ylabel="validation score", title="validation")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)
-    return Path(path)
+    return Path(path) if isinstance(path, (str, os.PathLike)) else path
 
 
 def _nan(values):
@@ -145,17 +147,56 @@ def add_parser(subparsers):
         description=("Print the per-epoch loss and validation scores of a run (its "
                      f"{HISTORY_CSV}) and draw them to --out (default: RUN/{HISTORY_PNG})."))
     plot.add_argument("run_dir", metavar="RUN", help="a run directory")
-    plot.add_argument("--out", default=None, help=f"the PNG to write (default: RUN/{HISTORY_PNG})")
+    plot.add_argument("--out", default=None,
+                      help=f"the PNG to write, a name ending in .png (default: RUN/{HISTORY_PNG})")
+    plot.add_argument("--overwrite", action="store_true",
+                      help="replace an existing --out file (RUN/history.png is always redrawn)")
     plot.set_defaults(handler=run_plot)
+
+
+def plot_path(run_dir, out=None, overwrite=False):
+    """The PNG `keras-gauss plot` writes: `out`, else the run's own `history.png`.
+
+    Raises:
+        CommandError: one line naming `--out`: not a `.png` name, a directory,
+            a directory that does not exist, or an existing file without
+            `overwrite`.
+    """
+    from keras_gauss.checks import CommandError
+
+    if out is None:
+        return Path(run_dir) / HISTORY_PNG
+    path = Path(out)
+    if path.is_dir():
+        raise CommandError(f"--out {out} is a directory; give the PNG's file name, e.g. "
+                           f"{path / HISTORY_PNG}.")
+    if path.suffix.lower() != ".png":
+        raise CommandError(f"--out {out}: plot writes a PNG; give a name ending in .png.")
+    if not path.absolute().parent.is_dir():
+        raise CommandError(f"--out {out}: no such directory {path.absolute().parent}.")
+    if path.exists() and not overwrite:
+        raise CommandError(f"--out {out} already exists; pass --overwrite to replace it.")
+    return path
 
 
 def run_plot(args):
     from keras_gauss.checks import CommandError
+    from keras_gauss.io import atomic_file
 
+    out = plot_path(args.run_dir, args.out, args.overwrite)
     try:
         history = read_history(args.run_dir)
     except (OSError, ValueError, IndexError) as error:
         raise CommandError(str(error) or f"{args.run_dir}: unreadable {HISTORY_CSV}") from None
     print(format_history(history))
-    out = draw_history(history, args.out or Path(args.run_dir) / HISTORY_PNG)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CommandError("drawing needs matplotlib, which is not installed "
+                           "(pip install matplotlib).") from None
+    try:  # drawn beside it and renamed when complete: a failure leaves the old file as it was
+        with atomic_file(out, overwrite=True, mode="wb") as handle:
+            draw_history(history, handle)
+    except OSError as error:
+        raise CommandError(str(error)) from None
     print(f"figure: {out}")

@@ -272,10 +272,14 @@ class CorpusConfig:
                              f"{self.epsilon}.")
         if self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
+        if self.threads < 0:
+            raise ValueError(f"--threads must be >= 0, got {self.threads}.")
         check_engine(self.engine, {
-            "keras": self.variance_learning_rate is not None and (
+            "keras": (self.variance_learning_rate is not None and (
                 "has one learning rate for means and variances: --variance-learning-rate "
-                "needs the native engine"),
+                "needs the native engine")) or (self.threads != CorpusConfig.threads and (
+                    f"trains with model.fit, not threads of its own: --threads {self.threads} "
+                    "is the native engine's")),
             "native": self.pairs != CorpusConfig.pairs and (
                 f"draws its pairs itself: --pairs {self.pairs} needs the keras engine")})
         if self.max_size is not None and self.max_size < 1:
@@ -283,8 +287,6 @@ class CorpusConfig:
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
         energies.get(self.energy, task="corpus", setting="--energy")  # without Keras
-        if self.threads < 0:
-            raise ValueError(f"--threads must be >= 0, got {self.threads}.")
         # The native engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
         for name, value, top in (("seed", self.seed, MAX_SEED), ("epochs", self.epochs, MAX_EPOCHS),
                                  ("window", self.window, MAX_WINDOW)):

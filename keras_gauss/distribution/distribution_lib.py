@@ -112,6 +112,8 @@ def resolve(config, environ=None):
     """
     environ = os.environ if environ is None else environ
     check_timeout(config.timeout)
+    if config.num_processes is not None and config.num_processes < 1:
+        raise DistributionError(f"--num-processes must be >= 1, got {config.num_processes}.")
     if config.distribution is None:  # the job's flags alone mean nothing
         if ((config.num_processes or 1) > 1 or config.coordinator or config.model_shards != 1
                 or config.process_id):

@@ -94,7 +94,13 @@ def test_cycle_error_names_the_cycle_and_its_lines(tmp_path):
     *[(n, c, [], m) for n, c, m in BAD_FILES],
     ("tree", None, ["--root", "zebra"], "--root 'zebra' is not a node of"),
     ("tree", None, ["--root", "n64"], "empty subtree"),
-], ids=[b[0] for b in BAD_FILES] + ["unknown_root", "leaf_root"])
+    # the README's example: mammal and animal are related to every node, so the pair
+    # has no negative (the trainers failed on it after preparing, naming ids)
+    ("single_top_child", b"dog\tmammal\ncat\tmammal\nmammal\tanimal\n", [],
+     "the is-a pair mammal -> animal has no negative to train against: every node is an "
+     "ancestor or a descendant of both mammal and animal (a top node with a single child); "
+     "give a node unrelated to them, or leave out the top node animal (--drop-root animal)."),
+], ids=[b[0] for b in BAD_FILES] + ["unknown_root", "leaf_root", "single_top_child"])
 def test_train_hierarchy_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, name, content,
                                                               args, message):
     path = tmp_path / f"{name}.tsv"

@@ -112,3 +112,23 @@ def test_extra_negatives_share_the_positives(full, mammal, reduction):
 def test_bad_method(mammal):
     with pytest.raises(ValueError, match="--split"):
         split_edges(mammal, method="random")
+
+
+def test_a_tiny_taxonomy_chooses_on_its_training_edges_even_with_repeated_negatives():
+    # 4 training edges, too few pairs that are not edges for 4 distinct negatives: the
+    # training edges' negatives may repeat (before: "could not draw distinct negatives")
+    from keras_gauss.hierarchy.split import with_training_pairs
+
+    h = hierarchy_from_parents({"n1": ["n0"], "n2": ["n1"], "n3": ["n0"], "n4": ["n2"]})
+    split = split_edges(h, seed=0)
+    chosen_on, warning = with_training_pairs(split, h, 0)
+    assert len(chosen_on.val) == len(chosen_on.val_neg) == len(split.val) + len(split.train)
+    assert not h.index.contains(chosen_on.val_neg[:, 0], chosen_on.val_neg[:, 1]).any()
+    assert warning.startswith("warning: only")
+    # held-out edges still get distinct negatives, or one line naming the sizes
+    chain = hierarchy_from_parents({"n1": ["n0"], "n2": ["n1"], "n3": ["n2"], "n4": ["n3"],
+                                    "n5": ["n4"], "n6": ["n2"]})
+    with pytest.raises(ValueError, match=r"could not draw 12 distinct negatives for the 12 "
+                                         r"held-out edges: .*hold out fewer \(--val-size, "
+                                         r"--test-size\)"):
+        split_edges(chain, val_size=0.5, test_size=0.5, seed=0)

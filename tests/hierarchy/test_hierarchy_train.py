@@ -145,8 +145,20 @@ def test_every_number_setting_is_checked_before_any_data_is_read(tmp_path, capsy
               *split, f"{flag}=-1"])
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
-    assert flag in err and "edges.tsv" not in err, err
+    assert f"{flag} must" in err and "edges.tsv" not in err, err  # that flag, not a list
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.tsv"]
+
+
+@pytest.mark.parametrize("flag", ["--val-size", "--test-size"])
+def test_a_size_above_1_is_a_whole_number_of_edges(tmp_path, capsys, flag):
+    # before: --val-size 1.5 held out 1 edge without a word
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("one column only\n")
+    err = cli_error(["train-hierarchy", "--edges", edges, "--out", tmp_path / "run",
+                     f"{flag}=1.5"], capsys)
+    assert err.endswith(f"{flag} must be a number of edges (1, 2, ...) or a fraction of them "
+                        "below 1, got 1.5.")
+    assert WordNetConfig(val_size=2.0, test_size=0.25).validate() is None
 
 
 class _FailingOutput:
@@ -220,6 +232,26 @@ def test_hyperlex_without_wordnets_sense_counts_fails_before_training(tmp_path, 
                  "--hyperlex", str(hyperlex)]) == 0
 
 
+@pytest.mark.parametrize("flag", ["--entailment", "--hyperlex"])
+def test_a_benchmark_file_that_names_no_node_fails_before_training(tmp_path, capsys,
+                                                                   monkeypatch, flag):
+    # before: trained, wrote the run and left baroni2012_ap out of the table without a word
+    from keras_gauss.hierarchy.engines import NativeHierarchyEngine
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(NativeHierarchyEngine, "build", never)
+    path = tmp_path / "music.txt"
+    path.write_text("piano\tmusic\tTrue\nsong\tpiano\tFalse\n" if flag == "--entailment" else
+                    "piano music N hyp-1 5.5 9.1 0.2\nsong piano N cohyp 1.0 1.5 0.2\n")
+    err = cli_error(["train-wordnet", "--out", tmp_path / "run", "--root", "mammal.n.01",
+                     flag, path], capsys)
+    assert err.endswith(f"{flag} {path}: none of its 2 pairs has both words in the hierarchy "
+                        "(1,182 nodes); nothing to score.")
+    assert not (tmp_path / "run").exists()
+
+
 def test_demo_writes_figure_and_model(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--epochs", "1"]) == 0
@@ -227,6 +259,18 @@ def test_demo_writes_figure_and_model(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= metrics["edge_accuracy"] <= 1.0
     assert "edge accuracy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--seed", -4, "--seed must be >= 0, got -4."),  # before: numpy's traceback
+    ("--seed", 2**32, f"--seed must be <= {2**31 - 1}, got {2**32}."),
+    ("--epochs", 0, "--epochs must be >= 1, got 0."),
+])
+def test_demo_settings_are_one_line_before_anything_is_written(tmp_path, capsys, flag, value,
+                                                               message):
+    out = tmp_path / "demo"
+    assert cli_error(["demo", "--out", out, flag, value], capsys).endswith(message)
+    assert not out.exists()
 
 
 def _epoch_negatives(edges, known, epochs=2):

@@ -87,6 +87,9 @@ def test_resolve_reads_keras_environment_and_checks_the_job():
     (DistributionConfig("model", coordinator="h:1", num_processes=2, process_id=0),
      "--distribution model runs on the devices of one process"),
     (DistributionConfig("data", num_processes=0), "--num-processes"),
+    # without --distribution too (before: accepted without a word)
+    (DistributionConfig(None, num_processes=0), "--num-processes must be >= 1, got 0"),
+    (DistributionConfig(None, num_processes=-1), "--num-processes must be >= 1, got -1"),
 ])
 def test_bad_settings_name_the_flag(config, flag):
     with pytest.raises(DistributionError, match=flag) as info:

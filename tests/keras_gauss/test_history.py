@@ -56,3 +56,27 @@ def test_plot_of_a_run_without_history_is_one_line(tmp_path, capsys):
         main(["plot", str(tmp_path)])
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_plot_out_is_a_new_png_in_a_directory_that_exists_or_one_line(tmp_path, capsys):
+    # before: a traceback (a missing directory, `.txt`), "figure: curves" while matplotlib
+    # wrote curves.png, and any existing file replaced without a word
+    from cli_errors import cli_error
+
+    write_history(tmp_path, {"loss": [1.0, 0.5]})
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(b"a picture of mine")
+    (tmp_path / "notes").mkdir()
+    for out, message in [
+            (tmp_path / "missing" / "curves.png", "no such directory"),
+            (tmp_path / "curves.txt", "plot writes a PNG; give a name ending in .png"),
+            (tmp_path / "curves", "plot writes a PNG; give a name ending in .png"),
+            (tmp_path / "notes", "is a directory; give the PNG's file name"),
+            (mine, "already exists; pass --overwrite to replace it")]:
+        assert message in cli_error(["plot", tmp_path, "--out", out], capsys)
+    assert mine.read_bytes() == b"a picture of mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.csv", "history.png", "mine.png",
+                                                          "notes"]
+    assert main(["plot", str(tmp_path), "--out", str(mine), "--overwrite"]) == 0
+    assert mine.read_bytes().startswith(b"\x89PNG")
+    assert main(["plot", str(tmp_path)]) == 0  # the run's own history.png: redrawn

@@ -184,7 +184,11 @@ def test_engines_refuse_what_they_cannot_do_in_one_line_before_any_work(tmp_path
              (dict(engine="fused"), {}, "--engine fused is gone: use --engine native"),
              (dict(engine="fused-step"), {}, "--engine fused-step is gone: use --engine keras"),
              (dict(engine="gpu"), {}, "--engine must be native or keras, got 'gpu'."),
-             (dict(threads=-1), {}, "--threads must be >= 0")]
+             (dict(threads=-1), {}, "--threads must be >= 0"),
+             # before: the keras engine ignored --threads without a word
+             (dict(engine="keras", threads=2), {},
+              "--engine keras trains with model.fit, not threads of its own: --threads 2 is "
+              "the native engine's; use --engine native.")]
     for i, (settings, arguments, message) in enumerate(cases):
         with pytest.raises(ValueError) as error:
             train_corpus(tiny_config(**settings), corpus, tmp_path / str(i), verbose=0,

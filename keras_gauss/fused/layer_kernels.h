@@ -45,7 +45,13 @@ struct Side {
   const float* var;
   int64_t k;
   int64_t dv;
+  // The row of `mean` (and `var`) of each of the n * k occurrences when
+  // they hold each unique row once (KerasGaussTableEnergy's slots); none
+  // (nullptr) when they hold the occurrences' own rows, row o for occurrence o.
+  const int32_t* slot = nullptr;
   int64_t Row(int64_t n, int64_t j) const { return n * k + (k == 1 ? 0 : j); }
+  // The row of `mean` (and `var`) occurrence o reads.
+  int64_t At(int64_t o) const { return slot == nullptr ? o : slot[o]; }
 };
 
 // The (n, k) grid of pairs the energy kernels take, from the shapes of their
@@ -147,13 +153,35 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
   if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
+// Pairs ahead whose rows are fetched when they are read through slots
+// (Side::slot).
+constexpr int64_t kRowsAhead = 8;
+
+inline void PrefetchForRead(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
+  __builtin_prefetch(p + n - 1, 0, 3);
+}
+
+// Fetches the four rows of a pair: rows ra of side a, rb of side b.
+inline void PrefetchPairRows(int64_t d, const Side& a, const Side& b, int64_t ra, int64_t rb) {
+  PrefetchForRead(a.mean + ra * d, d);
+  PrefetchForRead(a.var + ra * a.dv, a.dv);
+  PrefetchForRead(b.mean + rb * d, d);
+  PrefetchForRead(b.var + rb * b.dv, b.dv);
+}
+
 template <bool SA, bool SB, typename ParallelFor>
 void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
                     const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
+  const bool slots = a.slot != nullptr || b.slot != nullptr;
   parallel_for(n * k, 12 * d + 20, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t row = p / k, j = p - row * k;
-      const int64_t ra = a.Row(row, j), rb = b.Row(row, j);
+      if (slots && p + kRowsAhead < end) {  // the rows of a pair ahead
+        const int64_t next = p + kRowsAhead, next_row = next / k, next_j = next - next_row * k;
+        PrefetchPairRows(d, a, b, a.At(a.Row(next_row, next_j)), b.At(b.Row(next_row, next_j)));
+      }
+      const int64_t ra = a.At(a.Row(row, j)), rb = b.At(b.Row(row, j));
       const float* ma = a.mean + ra * d;
       const float* va = a.var + ra * a.dv;
       const float* mb = b.mean + rb * d;
@@ -297,6 +325,14 @@ int64_t FirstBadId(const Index* ids, int64_t n, int64_t rows) {
   return -1;
 }
 
+// The slots (unique rows) of a batch of occurrences, as EnergySlotGrad reads
+// them: the slot of each occurrence and the first occurrence of each slot.
+struct SlotMap {
+  const int32_t* slot_of;
+  const int64_t* first;
+  int64_t size;
+};
+
 // The unique rows of a batch of occurrences, in order of first appearance,
 // and the slot (unique row) of every occurrence: one pass with a slot array
 // of one int per table row (O(occurrences), no sorting). Keep one per table
@@ -329,11 +365,14 @@ class RowSlots {
 
   int64_t size() const { return size_; }
   int64_t row(int64_t s) const { return unique_[s]; }
+  // The table rows of the slots, in slot order.
+  const int64_t* rows() const { return unique_.data(); }
   // The first occurrence of slot s and how many it has.
   int64_t first(int64_t s) const { return first_[s]; }
   int64_t count(int64_t s) const { return count_[s]; }
   const int32_t* slots() const { return slot_of_.data(); }
   int64_t occurrences() const { return static_cast<int64_t>(slot_of_.size()); }
+  SlotMap map() const { return SlotMap{slot_of_.data(), first_.data(), size_}; }
   // Scratch for the summed gradients, (size, c).
   float* Sums(int64_t c) {
     sums_.resize(size_ * c);
@@ -472,8 +511,10 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
 // ---------------------------------------------------------------------------
 // The energies' gradient summed by table row: for each side of the (n, k)
 // grid, the gradient of sum(grad * E) with respect to the table rows of its
-// unique ids (`slots_a` assigned from the n * a.k ids of side a, `slots_b`
-// likewise), each row's occurrences added in order of occurrence (a
+// unique ids (`slots_a` the slots of the n * a.k ids of side a, `slots_b`
+// likewise; the rows of `p` either the occurrences' own or, through
+// Side::slot, one per slot), each row's occurrences added in order of
+// occurrence (a
 // broadcast side's occurrence first sums its k pairs in order): the same
 // floats as EnergyBackward followed by AdagradSlots' sums, without the
 // per-occurrence rows. Outputs (slots, d) means and (slots, dv) variances.
@@ -482,16 +523,17 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
 // parts, 1.5 times the pairs' arithmetic); no atomics, the same sums
 // whatever the number of threads.
 template <bool SA, bool SB, typename ParallelFor>
-void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
-                     const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const SlotMap& slots_a,
+                     const SlotMap& slots_b, float* gma, float* gva, float* gmb, float* gvb,
                      const ParallelFor& parallel_for) {
   const int64_t n = p.n, k = p.k, d = p.d;
   const Side &a = p.a, &b = p.b;
   const int64_t parts =
       n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
-  const int64_t size_a = slots_a.size(), size_b = slots_b.size();
-  const int32_t* slot_a = slots_a.slots();
-  const int32_t* slot_b = slots_b.slots();
+  const int64_t size_a = slots_a.size, size_b = slots_b.size;
+  const int32_t* slot_a = slots_a.slot_of;
+  const int32_t* slot_b = slots_b.slot_of;
+  const bool slots = a.slot != nullptr || b.slot != nullptr;
   parallel_for(parts, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t a0 = begin_part * size_a / parts, a1 = end_part * size_a / parts;
     const int64_t b0 = begin_part * size_b / parts, b1 = end_part * size_b / parts;
@@ -511,19 +553,24 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
         if (!own_a && !own_b) continue;
         if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
           const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
-          const int64_t na = slot_a[a.Row(next_row, next_j)];
-          const int64_t nb = slot_b[b.Row(next_row, next_j)];
-          if (na >= a0 && na < a1) {
+          const int64_t next_a = a.Row(next_row, next_j), next_b = b.Row(next_row, next_j);
+          const int64_t na = slot_a[next_a];
+          const int64_t nb = slot_b[next_b];
+          const bool next_own_a = na >= a0 && na < a1, next_own_b = nb >= b0 && nb < b1;
+          if (next_own_a) {
             PrefetchRow(gma + na * d, d);
             PrefetchRow(gva + na * a.dv, a.dv);
           }
-          if (nb >= b0 && nb < b1) {
+          if (next_own_b) {
             PrefetchRow(gmb + nb * d, d);
             PrefetchRow(gvb + nb * b.dv, b.dv);
           }
+          if (slots && (next_own_a || next_own_b)) {
+            PrefetchPairRows(d, a, b, a.At(next_a), b.At(next_b));
+          }
         }
-        const bool first_a = own_a && slots_a.first(sa) == oa;
-        const bool first_b = own_b && slots_b.first(sb) == ob;
+        const bool first_a = own_a && slots_a.first[sa] == oa;
+        const bool first_b = own_b && slots_b.first[sb] == ob;
         // A later occurrence is written to `tmp` and added to its row's sum
         // when complete (not added to the sum pair by pair: the compiler
         // may fuse s + g * x into one rounding, which would change the sums).
@@ -533,10 +580,11 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
         float* vb_out = !own_b ? junk_b + d : first_b ? gvb + sb * b.dv : tmp_b + d;
         const bool add_a = own_a && a.k == 1 && j > 0, add_b = own_b && b.k == 1 && j > 0;
         const float g = grad[row * k + j];
-        const float* ma = a.mean + oa * d;
-        const float* va = a.var + oa * a.dv;
-        const float* mb = b.mean + ob * d;
-        const float* vb = b.var + ob * b.dv;
+        const int64_t ta = a.At(oa), tb = b.At(ob);
+        const float* ma = a.mean + ta * d;
+        const float* va = a.var + ta * a.dv;
+        const float* mb = b.mean + tb * d;
+        const float* vb = b.var + tb * b.dv;
         auto run = [&](auto add_a_tag, auto add_b_tag) {
           constexpr bool kAddA = decltype(add_a_tag)::value, kAddB = decltype(add_b_tag)::value;
           if (energy == Energy::kEL) {
@@ -570,8 +618,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
 }
 
 template <typename ParallelFor>
-void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
-                    const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const SlotMap& slots_a,
+                    const SlotMap& slots_b, float* gma, float* gva, float* gmb, float* gvb,
                     const ParallelFor& parallel_for) {
   const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
   if (sa && sb) {

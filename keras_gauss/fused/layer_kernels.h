@@ -637,6 +637,167 @@ void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const Slot
   }
 }
 
+// The occurrences of each slot, in order of occurrence (a counting sort of
+// `slot_of`): slot s's are occurrences()[offset(s) .. offset(s + 1)).
+class SlotLists {
+ public:
+  // False when a slot_of value is outside [0, size) or a slot has none.
+  bool Assign(const int32_t* slot_of, int64_t n, int64_t size) {
+    offsets_.assign(size + 1, 0);
+    for (int64_t o = 0; o < n; ++o) {
+      if (slot_of[o] < 0 || slot_of[o] >= size) return false;
+      ++offsets_[slot_of[o] + 1];
+    }
+    for (int64_t s = 0; s < size; ++s) {
+      if (offsets_[s + 1] == 0) return false;
+      offsets_[s + 1] += offsets_[s];
+    }
+    occurrences_.resize(n);
+    fill_.assign(offsets_.begin(), offsets_.end() - 1);
+    for (int64_t o = 0; o < n; ++o) occurrences_[fill_[slot_of[o]]++] = static_cast<int32_t>(o);
+    return true;
+  }
+  int64_t size() const { return static_cast<int64_t>(offsets_.size()) - 1; }
+  int64_t offset(int64_t s) const { return offsets_[s]; }
+  const int32_t* occurrences() const { return occurrences_.data(); }
+
+ private:
+  std::vector<int64_t> offsets_, fill_;
+  std::vector<int32_t> occurrences_;
+};
+
+// EnergySlotGrad slot by slot: for each side, each slot's occurrences in
+// order, the slot's gradient rows summed as EnergySlotGrad sums them (the
+// same floats) without reading or writing other rows of that side's sums.
+// Every pair is computed once per side (twice in all), but each pass reads
+// one row per pair at random (the other side's), its own slot's row and sums
+// staying in cache. The work is cut at slot boundaries into parts of about
+// equal pairs.
+template <bool SA, bool SB, typename ParallelFor>
+void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
+                          const SlotLists& lists_a, const SlotLists& lists_b, float* gma,
+                          float* gva, float* gmb, float* gvb, const ParallelFor& parallel_for) {
+  const int64_t k = p.k, d = p.d;
+  const Side &a = p.a, &b = p.b;
+  const SlotLists* lists[2] = {&lists_a, &lists_b};
+  const Side* sides[2] = {&a, &b};
+  float* means[2] = {gma, gmb};
+  float* vars[2] = {gva, gvb};
+  // Chunks: (side, first slot, end slot) of about `target` pairs each.
+  struct Chunk {
+    int side;
+    int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  const int64_t total = 2 * p.n * k;
+  const int64_t pieces = total < (1 << 12) ? 1 : 4 * std::max<int64_t>(1, parallel_for.threads());
+  const int64_t target = std::max<int64_t>(1, total / pieces);
+  for (int side = 0; side < 2; ++side) {
+    const int64_t per = sides[side]->k == 1 ? k : 1;  // pairs an occurrence covers
+    const SlotLists& l = *lists[side];
+    int64_t begin = 0, work = 0;
+    for (int64_t s = 0; s < l.size(); ++s) {
+      work += (l.offset(s + 1) - l.offset(s)) * per;
+      if (work >= target || s + 1 == l.size()) {
+        chunks.push_back(Chunk{side, begin, s + 1});
+        begin = s + 1;
+        work = 0;
+      }
+    }
+  }
+  parallel_for(static_cast<int64_t>(chunks.size()), target * (16 * d + 20),
+               [&](int64_t begin_chunk, int64_t end_chunk) {
+    std::vector<float> scratch(4 * (d + std::max(a.dv, b.dv)));
+    float* tmp = scratch.data();                   // a later occurrence's rows
+    float* junk = tmp + 2 * (d + std::max(a.dv, b.dv));  // the other side's
+    for (int64_t c = begin_chunk; c < end_chunk; ++c) {
+      const int side = chunks[c].side;
+      const Side& x = *sides[side];
+      const Side& y = *sides[1 - side];
+      const int64_t dvx = x.dv;
+      const int64_t per = x.k == 1 ? k : 1;
+      const int32_t* occ = lists[side]->occurrences();
+      constexpr int64_t kAhead = 8;
+      const int64_t last = lists[side]->offset(chunks[c].end);
+      for (int64_t s = chunks[c].begin; s < chunks[c].end; ++s) {
+        float* mean_out = means[side] + s * d;
+        float* var_out = vars[side] + s * dvx;
+        const int64_t first = lists[side]->offset(s), stop = lists[side]->offset(s + 1);
+        for (int64_t i = first; i < stop; ++i) {
+          if (i + kAhead < last) {  // the other side's rows of an occurrence ahead
+            const int64_t o = occ[i + kAhead];
+            const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+            for (int64_t j = j0; j < j0 + per; ++j) {
+              const int64_t r = y.At(y.Row(row, j));
+              PrefetchForRead(y.mean + r * d, d);
+              PrefetchForRead(y.var + r * y.dv, y.dv);
+            }
+          }
+          const int64_t o = occ[i];
+          const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+          const int64_t rx = x.At(o);
+          const float* mx = x.mean + rx * d;
+          const float* vx = x.var + rx * dvx;
+          float* mo = i == first ? mean_out : tmp;
+          float* vo = i == first ? var_out : tmp + d;
+          for (int64_t j = j0; j < j0 + per; ++j) {
+            const int64_t ry = y.At(y.Row(row, j));
+            const float* my = y.mean + ry * d;
+            const float* vy = y.var + ry * y.dv;
+            const float g = grad[row * k + j];
+            const bool add = x.k == 1 && j > 0;
+            auto run = [&](auto add_tag) {
+              constexpr bool kAdd = decltype(add_tag)::value;
+              if (side == 0) {
+                if (energy == Energy::kEL) {
+                  ElPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                } else {
+                  KlPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                }
+              } else {
+                if (energy == Energy::kEL) {
+                  ElPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                } else {
+                  KlPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                }
+              }
+            };
+            if (add) {
+              run(std::true_type{});
+            } else {
+              run(std::false_type{});
+            }
+          }
+          if (i != first) {
+            AddRow(mean_out, tmp, d);
+            AddRow(var_out, tmp + d, dvx);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename ParallelFor>
+void EnergySlotMajorGrad(Energy energy, const Pairs& p, const float* grad,
+                         const SlotLists& lists_a, const SlotLists& lists_b, float* gma,
+                         float* gva, float* gmb, float* gvb, const ParallelFor& parallel_for) {
+  const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
+  if (sa && sb) {
+    EnergySlotMajorGradT<true, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                     parallel_for);
+  } else if (sa) {
+    EnergySlotMajorGradT<true, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                      parallel_for);
+  } else if (sb) {
+    EnergySlotMajorGradT<false, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                      parallel_for);
+  } else {
+    EnergySlotMajorGradT<false, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                       parallel_for);
+  }
+}
+
 }  // namespace layers
 }  // namespace keras_gauss
 }  // namespace tensorflow

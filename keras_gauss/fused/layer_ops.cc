@@ -599,17 +599,14 @@ class TableEnergyGradOp : public OpKernel {
     OP_REQUIRES(ctx, grad.shape() == TensorShape({p.n, p.k}),
                 errors::InvalidArgument(kOp, ": grad must be (", p.n, ", ", p.k, "), got ",
                                         grad.shape().DebugString()));
-    // The first occurrence of each slot (the slots in range, each occurring).
-    std::vector<int64_t> first[2];
+    // Each slot's occurrences (the slots in range, each occurring).
     const Tensor* slots[2] = {&slots_a, &slots_b};
+    keras_gauss::layers::SlotLists lists[2];
     for (int side = 0; side < 2; ++side) {
-      first[side].assign(sizes[side], -1);
-      const int32_t* slot_of = slots[side]->flat<int32_t>().data();
-      const int64_t n = slots[side]->NumElements();
-      OP_REQUIRES_OK(ctx, IdsInRange(kOp, slot_of, n, sizes[side]));
-      for (int64_t o = n - 1; o >= 0; --o) first[side][slot_of[o]] = o;
-      OP_REQUIRES(ctx, std::find(first[side].begin(), first[side].end(), -1) == first[side].end(),
-                  errors::InvalidArgument(kOp, ": a row of side ", side, " has no slot"));
+      OP_REQUIRES(ctx, lists[side].Assign(slots[side]->flat<int32_t>().data(),
+                                          slots[side]->NumElements(), sizes[side]),
+                  errors::InvalidArgument(kOp, ": the slots of side ", side, " must lie in [0, ",
+                                          sizes[side], ") and each occur"));
     }
     float* outs[4];
     for (int i = 0; i < 4; ++i) {
@@ -617,12 +614,9 @@ class TableEnergyGradOp : public OpKernel {
       OP_REQUIRES_OK(ctx, ctx->allocate_output(i, rows[i]->shape(), &out));
       outs[i] = out->flat<float>().data();
     }
-    const keras_gauss::layers::SlotMap map_a{slots_a.flat<int32_t>().data(), first[0].data(),
-                                             sizes[0]};
-    const keras_gauss::layers::SlotMap map_b{slots_b.flat<int32_t>().data(), first[1].data(),
-                                             sizes[1]};
-    keras_gauss::layers::EnergySlotGrad(energy_, p, grad.flat<float>().data(), map_a, map_b,
-                                        outs[0], outs[1], outs[2], outs[3], ShardFor{ctx});
+    keras_gauss::layers::EnergySlotMajorGrad(energy_, p, grad.flat<float>().data(), lists[0],
+                                             lists[1], outs[0], outs[1], outs[2], outs[3],
+                                             ShardFor{ctx});
   }
 
  private:

@@ -154,8 +154,10 @@ def test_the_table_energy_names_an_id_outside_a_table_with_its_message():
     np.testing.assert_array_equal(out[8], [[0, 0], [1, 2]])
     rows = out[1:5]
     grad = np.ones((2, 2), "float32")
-    for slots_a, slots_b, expected in (([[0], [2]], [[0, 0], [1, 2]], "id 2 outside [0, 2)"),
-                                       ([[0], [1]], [[0, 0], [1, 1]], "has no slot"),
+    for slots_a, slots_b, expected in (([[0], [2]], [[0, 0], [1, 2]],
+                                        "slots of side 0 must lie in [0, 2) and each occur"),
+                                       ([[0], [1]], [[0, 0], [1, 1]],
+                                        "slots of side 1 must lie in [0, 3) and each occur"),
                                        ([[0, 1]], [[0, 0], [1, 2]], "(n, k_a) and (n, k_b)")):
         with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(expected)):
             library.keras_gauss_table_energy_grad(grad, *rows, np.array(slots_a, "int32"),
@@ -343,6 +345,34 @@ def test_lookup_energy_values_and_gradients_match_the_reference(kind, n, ka, kb,
         np.testing.assert_array_equal(grad.indices.numpy(), ids.numpy().ravel()[np.sort(first)])
         np.testing.assert_allclose(_dense(grad), _dense(ref), rtol=1e-4, atol=1e-5,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("kind, n, ka, kb, dv_a, dv_b", [
+    ("el", 9, 1, 4, 8, 8), ("kl", 7, 3, 3, 1, 8), ("kl", 6, 4, 1, 8, 1), ("el", 700, 1, 2, 8, 1),
+    ("kl", 4096, 2, 2, 8, 8),
+])
+def test_the_table_reads_change_no_bit(kind, n, ka, kb, dv_a, dv_b, monkeypatch):
+    """KerasGaussTableEnergy and its gradient (slot by slot) give the floats
+    of KerasGaussLookupEnergy on the gathered rows (pair by pair)."""
+    rng = np.random.default_rng(n + kb)
+    vocab, d = 50, 8
+    tables = [rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_a)).astype("float32"),
+              rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_b)).astype("float32")]
+    ids_a = tf.constant(zipf_ids(rng, vocab, n * ka).reshape(n, ka), "int32")
+    ids_b = tf.constant(zipf_ids(rng, vocab, n * kb).reshape(n, kb), "int32")
+    results = []
+    for table_reads in (True, False):
+        monkeypatch.setattr(tensorflow_kernels, "TABLE_READS", table_reads)
+        value, grads, types = _lookup_energies(kind, tables, ids_a, ids_b, True)
+        assert ("KerasGaussTableEnergy" in types) == table_reads
+        results.append((value, [(g.indices.numpy(), g.values.numpy()) for g in grads]))
+    (value, grads), (expected, expected_grads) = results
+    np.testing.assert_array_equal(value, expected)
+    for (indices, values), (expected_indices, expected_values) in zip(grads, expected_grads):
+        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_array_equal(values, expected_values)
 
 
 def test_lookup_energy_covers_only_distinct_tables_of_unchanged_rows():

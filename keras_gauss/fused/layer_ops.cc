@@ -602,9 +602,15 @@ class TableEnergyGradOp : public OpKernel {
     // Each slot's occurrences (the slots in range, each occurring).
     const Tensor* slots[2] = {&slots_a, &slots_b};
     keras_gauss::layers::SlotLists lists[2];
+    bool valid[2] = {false, false};
+    ShardFor{ctx}(2, 1 << 20, [&](int64_t begin, int64_t end) {  // the sides at once
+      for (int64_t side = begin; side < end; ++side) {
+        valid[side] = lists[side].Assign(slots[side]->flat<int32_t>().data(),
+                                         slots[side]->NumElements(), sizes[side]);
+      }
+    });
     for (int side = 0; side < 2; ++side) {
-      OP_REQUIRES(ctx, lists[side].Assign(slots[side]->flat<int32_t>().data(),
-                                          slots[side]->NumElements(), sizes[side]),
+      OP_REQUIRES(ctx, valid[side],
                   errors::InvalidArgument(kOp, ": the slots of side ", side, " must lie in [0, ",
                                           sizes[side], ") and each occur"));
     }

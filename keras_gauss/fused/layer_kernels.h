@@ -1,8 +1,9 @@
 // Kernels behind the layers' own ops: the EL and KL energies of ELEnergy /
 // KLEnergy and their gradients (per pair's rows, or summed by table row:
-// EnergySlotGrad), SparseAdagrad's row update (sum of repeated
-// ids, AdaGrad, row constraints, in one pass), and on JAX the row gather and
-// scatter-add of GaussianEmbedding. Plain C++ on raw float32 buffers, shared
+// EnergySlotGrad pair by pair, EnergySlotMajorGrad slot by slot),
+// SparseAdagrad's row update (sum of repeated ids, AdaGrad, row constraints,
+// in one pass), and on JAX the row gather and scatter-add of
+// GaussianEmbedding. Plain C++ on raw float32 buffers, shared
 // by the TensorFlow ops (layer_ops.cc) and the XLA FFI handlers of the JAX
 // backend (jax_ops.cc). Each batch-level kernel takes a
 // `parallel_for(total, cost_per_unit, fn(begin, end))` from its binding.

@@ -9,14 +9,19 @@ the ops do not cover (float64, shapes that broadcast another way, a
 
 When the four inputs of `energy` are rows of `lookup` (as in a train step
 of the README quick start: `GaussianEmbedding` then `ELEnergy` or
-`KLEnergy`), it runs `KerasGaussLookupEnergy` (`lookup_energy`): the same
-energies, whose gradient goes to the tables' unique rows, summed
-(`tf.IndexedSlices` with one row per table row, the sums of the
+`KLEnergy`), it runs `KerasGaussTableEnergy` (`lookup_energy`): the same
+energies, read from the tables themselves (each side's unique rows once,
+kept for the gradient), whose gradient goes to the tables' unique rows,
+summed (`tf.IndexedSlices` with one row per table row, the sums of the
 per-occurrence rows in the order `KerasGaussSparseAdagrad` adds them: the
 same floats), so the optimizer reads a row per table row, not one per
 occurrence. The rows themselves then get no gradient (a tape asked for the
 gradient of the rows, not of the tables, gets None); `LOOKUP_GRADIENTS =
-False` turns it off.
+False` turns it off. Nothing reads the gathers' rows then: TensorFlow still
+runs the gathers (an op that takes a variable is stateful, and every read
+of a variable runs before its update), which then only check the ids.
+`TABLE_READS = False` (or a grid whose `k` is not static) runs
+`KerasGaussLookupEnergy` on the gathered rows instead (the same floats).
 """
 
 import tensorflow as tf
@@ -119,11 +124,13 @@ def _gathered(tensor):
 
 def lookup_energy(kind, tensors, inputs, include_constant):
     """The energies of `inputs` (the `(n, k, d)` forms of `tensors`) by
-    `KerasGaussLookupEnergy` when all four are rows of `lookup` (each side's
-    mean and variance rows of the same ids, the two sides from different
-    tables), or None. Its gradient goes to the tables' unique rows, summed
-    (`tf.IndexedSlices`, one row per id), not to the rows: the optimizer
-    reads one row a table row, not one an occurrence."""
+    `KerasGaussTableEnergy` (reading the tables; `KerasGaussLookupEnergy`,
+    reading `inputs`, without `TABLE_READS` or a static `k`) when all four
+    are rows of `lookup` (each side's mean and variance rows of the same
+    ids, the two sides from different tables), or None. Its gradient goes
+    to the tables' unique rows, summed (`tf.IndexedSlices`, one row per id),
+    not to the rows: the optimizer reads one row a table row, not one an
+    occurrence. An id outside a table fails it with the gather's message."""
     if not LOOKUP_GRADIENTS:
         return None
     gathers = [_gathered(t) for t in tensors]

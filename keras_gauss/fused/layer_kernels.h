@@ -1,8 +1,9 @@
 // Kernels behind the layers' own ops: the EL and KL energies of ELEnergy /
 // KLEnergy and their gradients (per pair's rows, or summed by table row:
-// EnergySlotGrad), SparseAdagrad's row update (sum of repeated
-// ids, AdaGrad, row constraints, in one pass), and on JAX the row gather and
-// scatter-add of GaussianEmbedding. Plain C++ on raw float32 buffers, shared
+// EnergySlotGrad pair by pair, EnergySlotMajorGrad slot by slot),
+// SparseAdagrad's row update (sum of repeated ids, AdaGrad, row constraints,
+// in one pass), and on JAX the row gather and scatter-add of
+// GaussianEmbedding. Plain C++ on raw float32 buffers, shared
 // by the TensorFlow ops (layer_ops.cc) and the XLA FFI handlers of the JAX
 // backend (jax_ops.cc). Each batch-level kernel takes a
 // `parallel_for(total, cost_per_unit, fn(begin, end))` from its binding.
@@ -45,7 +46,13 @@ struct Side {
   const float* var;
   int64_t k;
   int64_t dv;
+  // The row of `mean` (and `var`) of each of the n * k occurrences when
+  // they hold each unique row once (KerasGaussTableEnergy's slots); none
+  // (nullptr) when they hold the occurrences' own rows, row o for occurrence o.
+  const int32_t* slot = nullptr;
   int64_t Row(int64_t n, int64_t j) const { return n * k + (k == 1 ? 0 : j); }
+  // The row of `mean` (and `var`) occurrence o reads.
+  int64_t At(int64_t o) const { return slot == nullptr ? o : slot[o]; }
 };
 
 // The (n, k) grid of pairs the energy kernels take, from the shapes of their
@@ -147,13 +154,35 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
   if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
+// Pairs ahead whose rows are fetched when they are read through slots
+// (Side::slot).
+constexpr int64_t kRowsAhead = 8;
+
+inline void PrefetchForRead(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 3);
+  __builtin_prefetch(p + n - 1, 0, 3);
+}
+
+// Fetches the four rows of a pair: rows ra of side a, rb of side b.
+inline void PrefetchPairRows(int64_t d, const Side& a, const Side& b, int64_t ra, int64_t rb) {
+  PrefetchForRead(a.mean + ra * d, d);
+  PrefetchForRead(a.var + ra * a.dv, a.dv);
+  PrefetchForRead(b.mean + rb * d, d);
+  PrefetchForRead(b.var + rb * b.dv, b.dv);
+}
+
 template <bool SA, bool SB, typename ParallelFor>
 void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
                     const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
+  const bool slots = a.slot != nullptr || b.slot != nullptr;
   parallel_for(n * k, 12 * d + 20, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t row = p / k, j = p - row * k;
-      const int64_t ra = a.Row(row, j), rb = b.Row(row, j);
+      if (slots && p + kRowsAhead < end) {  // the rows of a pair ahead
+        const int64_t next = p + kRowsAhead, next_row = next / k, next_j = next - next_row * k;
+        PrefetchPairRows(d, a, b, a.At(a.Row(next_row, next_j)), b.At(b.Row(next_row, next_j)));
+      }
+      const int64_t ra = a.At(a.Row(row, j)), rb = b.At(b.Row(row, j));
       const float* ma = a.mean + ra * d;
       const float* va = a.var + ra * a.dv;
       const float* mb = b.mean + rb * d;
@@ -297,6 +326,14 @@ int64_t FirstBadId(const Index* ids, int64_t n, int64_t rows) {
   return -1;
 }
 
+// The slots (unique rows) of a batch of occurrences, as EnergySlotGrad reads
+// them: the slot of each occurrence and the first occurrence of each slot.
+struct SlotMap {
+  const int32_t* slot_of;
+  const int64_t* first;
+  int64_t size;
+};
+
 // The unique rows of a batch of occurrences, in order of first appearance,
 // and the slot (unique row) of every occurrence: one pass with a slot array
 // of one int per table row (O(occurrences), no sorting). Keep one per table
@@ -329,11 +366,14 @@ class RowSlots {
 
   int64_t size() const { return size_; }
   int64_t row(int64_t s) const { return unique_[s]; }
+  // The table rows of the slots, in slot order.
+  const int64_t* rows() const { return unique_.data(); }
   // The first occurrence of slot s and how many it has.
   int64_t first(int64_t s) const { return first_[s]; }
   int64_t count(int64_t s) const { return count_[s]; }
   const int32_t* slots() const { return slot_of_.data(); }
   int64_t occurrences() const { return static_cast<int64_t>(slot_of_.size()); }
+  SlotMap map() const { return SlotMap{slot_of_.data(), first_.data(), size_}; }
   // Scratch for the summed gradients, (size, c).
   float* Sums(int64_t c) {
     sums_.resize(size_ * c);
@@ -472,8 +512,10 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
 // ---------------------------------------------------------------------------
 // The energies' gradient summed by table row: for each side of the (n, k)
 // grid, the gradient of sum(grad * E) with respect to the table rows of its
-// unique ids (`slots_a` assigned from the n * a.k ids of side a, `slots_b`
-// likewise), each row's occurrences added in order of occurrence (a
+// unique ids (`slots_a` the slots of the n * a.k ids of side a, `slots_b`
+// likewise; the rows of `p` either the occurrences' own or, through
+// Side::slot, one per slot), each row's occurrences added in order of
+// occurrence (a
 // broadcast side's occurrence first sums its k pairs in order): the same
 // floats as EnergyBackward followed by AdagradSlots' sums, without the
 // per-occurrence rows. Outputs (slots, d) means and (slots, dv) variances.
@@ -482,16 +524,17 @@ void ScatterAddRows(const Index* ids, int64_t n, const float* values, int64_t ro
 // parts, 1.5 times the pairs' arithmetic); no atomics, the same sums
 // whatever the number of threads.
 template <bool SA, bool SB, typename ParallelFor>
-void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
-                     const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const SlotMap& slots_a,
+                     const SlotMap& slots_b, float* gma, float* gva, float* gmb, float* gvb,
                      const ParallelFor& parallel_for) {
   const int64_t n = p.n, k = p.k, d = p.d;
   const Side &a = p.a, &b = p.b;
   const int64_t parts =
       n * k * d < (1 << 16) ? 1 : std::max<int64_t>(1, parallel_for.threads());
-  const int64_t size_a = slots_a.size(), size_b = slots_b.size();
-  const int32_t* slot_a = slots_a.slots();
-  const int32_t* slot_b = slots_b.slots();
+  const int64_t size_a = slots_a.size, size_b = slots_b.size;
+  const int32_t* slot_a = slots_a.slot_of;
+  const int32_t* slot_b = slots_b.slot_of;
+  const bool slots = a.slot != nullptr || b.slot != nullptr;
   parallel_for(parts, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t a0 = begin_part * size_a / parts, a1 = end_part * size_a / parts;
     const int64_t b0 = begin_part * size_b / parts, b1 = end_part * size_b / parts;
@@ -511,19 +554,24 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
         if (!own_a && !own_b) continue;
         if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
           const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
-          const int64_t na = slot_a[a.Row(next_row, next_j)];
-          const int64_t nb = slot_b[b.Row(next_row, next_j)];
-          if (na >= a0 && na < a1) {
+          const int64_t next_a = a.Row(next_row, next_j), next_b = b.Row(next_row, next_j);
+          const int64_t na = slot_a[next_a];
+          const int64_t nb = slot_b[next_b];
+          const bool next_own_a = na >= a0 && na < a1, next_own_b = nb >= b0 && nb < b1;
+          if (next_own_a) {
             PrefetchRow(gma + na * d, d);
             PrefetchRow(gva + na * a.dv, a.dv);
           }
-          if (nb >= b0 && nb < b1) {
+          if (next_own_b) {
             PrefetchRow(gmb + nb * d, d);
             PrefetchRow(gvb + nb * b.dv, b.dv);
           }
+          if (slots && (next_own_a || next_own_b)) {
+            PrefetchPairRows(d, a, b, a.At(next_a), b.At(next_b));
+          }
         }
-        const bool first_a = own_a && slots_a.first(sa) == oa;
-        const bool first_b = own_b && slots_b.first(sb) == ob;
+        const bool first_a = own_a && slots_a.first[sa] == oa;
+        const bool first_b = own_b && slots_b.first[sb] == ob;
         // A later occurrence is written to `tmp` and added to its row's sum
         // when complete (not added to the sum pair by pair: the compiler
         // may fuse s + g * x into one rounding, which would change the sums).
@@ -533,10 +581,11 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
         float* vb_out = !own_b ? junk_b + d : first_b ? gvb + sb * b.dv : tmp_b + d;
         const bool add_a = own_a && a.k == 1 && j > 0, add_b = own_b && b.k == 1 && j > 0;
         const float g = grad[row * k + j];
-        const float* ma = a.mean + oa * d;
-        const float* va = a.var + oa * a.dv;
-        const float* mb = b.mean + ob * d;
-        const float* vb = b.var + ob * b.dv;
+        const int64_t ta = a.At(oa), tb = b.At(ob);
+        const float* ma = a.mean + ta * d;
+        const float* va = a.var + ta * a.dv;
+        const float* mb = b.mean + tb * d;
+        const float* vb = b.var + tb * b.dv;
         auto run = [&](auto add_a_tag, auto add_b_tag) {
           constexpr bool kAddA = decltype(add_a_tag)::value, kAddB = decltype(add_b_tag)::value;
           if (energy == Energy::kEL) {
@@ -570,8 +619,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Row
 }
 
 template <typename ParallelFor>
-void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const RowSlots& slots_a,
-                    const RowSlots& slots_b, float* gma, float* gva, float* gmb, float* gvb,
+void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const SlotMap& slots_a,
+                    const SlotMap& slots_b, float* gma, float* gva, float* gmb, float* gvb,
                     const ParallelFor& parallel_for) {
   const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
   if (sa && sb) {
@@ -586,6 +635,167 @@ void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const RowS
   } else {
     EnergySlotGradT<false, false>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
                                   parallel_for);
+  }
+}
+
+// The occurrences of each slot, in order of occurrence (a counting sort of
+// `slot_of`): slot s's are occurrences()[offset(s) .. offset(s + 1)).
+class SlotLists {
+ public:
+  // False when a slot_of value is outside [0, size) or a slot has none.
+  bool Assign(const int32_t* slot_of, int64_t n, int64_t size) {
+    offsets_.assign(size + 1, 0);
+    for (int64_t o = 0; o < n; ++o) {
+      if (slot_of[o] < 0 || slot_of[o] >= size) return false;
+      ++offsets_[slot_of[o] + 1];
+    }
+    for (int64_t s = 0; s < size; ++s) {
+      if (offsets_[s + 1] == 0) return false;
+      offsets_[s + 1] += offsets_[s];
+    }
+    occurrences_.resize(n);
+    fill_.assign(offsets_.begin(), offsets_.end() - 1);
+    for (int64_t o = 0; o < n; ++o) occurrences_[fill_[slot_of[o]]++] = static_cast<int32_t>(o);
+    return true;
+  }
+  int64_t size() const { return static_cast<int64_t>(offsets_.size()) - 1; }
+  int64_t offset(int64_t s) const { return offsets_[s]; }
+  const int32_t* occurrences() const { return occurrences_.data(); }
+
+ private:
+  std::vector<int64_t> offsets_, fill_;
+  std::vector<int32_t> occurrences_;
+};
+
+// EnergySlotGrad slot by slot: for each side, each slot's occurrences in
+// order, the slot's gradient rows summed as EnergySlotGrad sums them (the
+// same floats) without reading or writing other rows of that side's sums.
+// Every pair is computed once per side (twice in all), but each pass reads
+// one row per pair at random (the other side's), its own slot's row and sums
+// staying in cache. The work is cut at slot boundaries into parts of about
+// equal pairs.
+template <bool SA, bool SB, typename ParallelFor>
+void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
+                          const SlotLists& lists_a, const SlotLists& lists_b, float* gma,
+                          float* gva, float* gmb, float* gvb, const ParallelFor& parallel_for) {
+  const int64_t k = p.k, d = p.d;
+  const Side &a = p.a, &b = p.b;
+  const SlotLists* lists[2] = {&lists_a, &lists_b};
+  const Side* sides[2] = {&a, &b};
+  float* means[2] = {gma, gmb};
+  float* vars[2] = {gva, gvb};
+  // Chunks: (side, first slot, end slot) of about `target` pairs each.
+  struct Chunk {
+    int side;
+    int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  const int64_t total = 2 * p.n * k;
+  const int64_t pieces = total < (1 << 12) ? 1 : 4 * std::max<int64_t>(1, parallel_for.threads());
+  const int64_t target = std::max<int64_t>(1, total / pieces);
+  for (int side = 0; side < 2; ++side) {
+    const int64_t per = sides[side]->k == 1 ? k : 1;  // pairs an occurrence covers
+    const SlotLists& l = *lists[side];
+    int64_t begin = 0, work = 0;
+    for (int64_t s = 0; s < l.size(); ++s) {
+      work += (l.offset(s + 1) - l.offset(s)) * per;
+      if (work >= target || s + 1 == l.size()) {
+        chunks.push_back(Chunk{side, begin, s + 1});
+        begin = s + 1;
+        work = 0;
+      }
+    }
+  }
+  parallel_for(static_cast<int64_t>(chunks.size()), target * (16 * d + 20),
+               [&](int64_t begin_chunk, int64_t end_chunk) {
+    std::vector<float> scratch(4 * (d + std::max(a.dv, b.dv)));
+    float* tmp = scratch.data();                   // a later occurrence's rows
+    float* junk = tmp + 2 * (d + std::max(a.dv, b.dv));  // the other side's
+    for (int64_t c = begin_chunk; c < end_chunk; ++c) {
+      const int side = chunks[c].side;
+      const Side& x = *sides[side];
+      const Side& y = *sides[1 - side];
+      const int64_t dvx = x.dv;
+      const int64_t per = x.k == 1 ? k : 1;
+      const int32_t* occ = lists[side]->occurrences();
+      constexpr int64_t kAhead = 8;
+      const int64_t last = lists[side]->offset(chunks[c].end);
+      for (int64_t s = chunks[c].begin; s < chunks[c].end; ++s) {
+        float* mean_out = means[side] + s * d;
+        float* var_out = vars[side] + s * dvx;
+        const int64_t first = lists[side]->offset(s), stop = lists[side]->offset(s + 1);
+        for (int64_t i = first; i < stop; ++i) {
+          if (i + kAhead < last) {  // the other side's rows of an occurrence ahead
+            const int64_t o = occ[i + kAhead];
+            const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+            for (int64_t j = j0; j < j0 + per; ++j) {
+              const int64_t r = y.At(y.Row(row, j));
+              PrefetchForRead(y.mean + r * d, d);
+              PrefetchForRead(y.var + r * y.dv, y.dv);
+            }
+          }
+          const int64_t o = occ[i];
+          const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+          const int64_t rx = x.At(o);
+          const float* mx = x.mean + rx * d;
+          const float* vx = x.var + rx * dvx;
+          float* mo = i == first ? mean_out : tmp;
+          float* vo = i == first ? var_out : tmp + d;
+          for (int64_t j = j0; j < j0 + per; ++j) {
+            const int64_t ry = y.At(y.Row(row, j));
+            const float* my = y.mean + ry * d;
+            const float* vy = y.var + ry * y.dv;
+            const float g = grad[row * k + j];
+            const bool add = x.k == 1 && j > 0;
+            auto run = [&](auto add_tag) {
+              constexpr bool kAdd = decltype(add_tag)::value;
+              if (side == 0) {
+                if (energy == Energy::kEL) {
+                  ElPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                } else {
+                  KlPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                }
+              } else {
+                if (energy == Energy::kEL) {
+                  ElPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                } else {
+                  KlPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                }
+              }
+            };
+            if (add) {
+              run(std::true_type{});
+            } else {
+              run(std::false_type{});
+            }
+          }
+          if (i != first) {
+            AddRow(mean_out, tmp, d);
+            AddRow(var_out, tmp + d, dvx);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename ParallelFor>
+void EnergySlotMajorGrad(Energy energy, const Pairs& p, const float* grad,
+                         const SlotLists& lists_a, const SlotLists& lists_b, float* gma,
+                         float* gva, float* gmb, float* gvb, const ParallelFor& parallel_for) {
+  const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
+  if (sa && sb) {
+    EnergySlotMajorGradT<true, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                     parallel_for);
+  } else if (sa) {
+    EnergySlotMajorGradT<true, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                      parallel_for);
+  } else if (sb) {
+    EnergySlotMajorGradT<false, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                      parallel_for);
+  } else {
+    EnergySlotMajorGradT<false, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
+                                       parallel_for);
   }
 }
 

@@ -9,14 +9,19 @@ the ops do not cover (float64, shapes that broadcast another way, a
 
 When the four inputs of `energy` are rows of `lookup` (as in a train step
 of the README quick start: `GaussianEmbedding` then `ELEnergy` or
-`KLEnergy`), it runs `KerasGaussLookupEnergy` (`lookup_energy`): the same
-energies, whose gradient goes to the tables' unique rows, summed
-(`tf.IndexedSlices` with one row per table row, the sums of the
+`KLEnergy`), it runs `KerasGaussTableEnergy` (`lookup_energy`): the same
+energies, read from the tables themselves (each side's unique rows once,
+kept for the gradient), whose gradient goes to the tables' unique rows,
+summed (`tf.IndexedSlices` with one row per table row, the sums of the
 per-occurrence rows in the order `KerasGaussSparseAdagrad` adds them: the
 same floats), so the optimizer reads a row per table row, not one per
 occurrence. The rows themselves then get no gradient (a tape asked for the
 gradient of the rows, not of the tables, gets None); `LOOKUP_GRADIENTS =
-False` turns it off.
+False` turns it off. Nothing reads the gathers' rows then: TensorFlow still
+runs the gathers (an op that takes a variable is stateful, and every read
+of a variable runs before its update), which then only check the ids.
+`TABLE_READS = False` (or a grid whose `k` is not static) runs
+`KerasGaussLookupEnergy` on the gathered rows instead (the same floats).
 """
 
 import tensorflow as tf
@@ -90,6 +95,8 @@ def _energy_gradient(op, grad):
 
 # Set False to give the energies' gradients to their rows, never to the tables.
 LOOKUP_GRADIENTS = True
+# Set False to have the lookup energy read the gathered rows, not the tables.
+TABLE_READS = True
 
 # Ops that hand on the rows of their input whole and in order (the last axis
 # unchanged: `_gathered` checks it).
@@ -97,9 +104,9 @@ _ROW_PRESERVING = frozenset({"Reshape", "ExpandDims", "Squeeze", "Identity"})
 
 
 def _gathered(tensor):
-    """`(table handle, ids)` when the graph tensor `tensor` holds the rows
-    `KerasGaussGather` read from the table (reshaped, the last axis the
-    table's columns throughout), else None."""
+    """The `KerasGaussGather` op whose rows the graph tensor `tensor` holds
+    (reshaped, the last axis the table's columns throughout; its inputs: the
+    table's handle and the ids), else None."""
     if not tf.is_symbolic_tensor(tensor) or tensor.shape.rank is None:
         return None
     columns = tensor.shape[-1]
@@ -108,7 +115,7 @@ def _gathered(tensor):
             return None
         op = tensor.op
         if op.type == "KerasGaussGather":
-            return op.inputs[0], op.inputs[1]
+            return op
         if op.type not in _ROW_PRESERVING:
             return None
         tensor = op.inputs[0]
@@ -117,20 +124,33 @@ def _gathered(tensor):
 
 def lookup_energy(kind, tensors, inputs, include_constant):
     """The energies of `inputs` (the `(n, k, d)` forms of `tensors`) by
-    `KerasGaussLookupEnergy` when all four are rows of `lookup` (each side's
-    mean and variance rows of the same ids, the two sides from different
-    tables), or None. Its gradient goes to the tables' unique rows, summed
-    (`tf.IndexedSlices`, one row per id), not to the rows: the optimizer
-    reads one row a table row, not one an occurrence."""
+    `KerasGaussTableEnergy` (reading the tables; `KerasGaussLookupEnergy`,
+    reading `inputs`, without `TABLE_READS` or a static `k`) when all four
+    are rows of `lookup` (each side's mean and variance rows of the same
+    ids, the two sides from different tables), or None. Its gradient goes
+    to the tables' unique rows, summed (`tf.IndexedSlices`, one row per id),
+    not to the rows: the optimizer reads one row a table row, not one an
+    occurrence. An id outside a table fails it with the gather's message."""
     if not LOOKUP_GRADIENTS:
         return None
-    sources = [_gathered(t) for t in tensors]
-    if any(s is None for s in sources):
+    gathers = [_gathered(t) for t in tensors]
+    if any(g is None for g in gathers):
         return None
-    (mean_a, ids_a), (var_a, ids_va), (mean_b, ids_b), (var_b, ids_vb) = sources
-    handles = [mean_a, var_a, mean_b, var_b]
+    handles = [g.inputs[0] for g in gathers]
+    ids_a, ids_va, ids_b, ids_vb = (g.inputs[1] for g in gathers)
     if ids_a is not ids_va or ids_b is not ids_vb or len({id(h) for h in handles}) < 4:
         return None  # a shared table keeps the rows' gradients (their sums' order)
+    ka, kb = inputs[0].shape[1], inputs[2].shape[1]
+    if (TABLE_READS and isinstance(ka, int) and isinstance(kb, int)
+            and inputs[1].shape[1] == ka and inputs[3].shape[1] == kb):
+        # The ids as the (n, k_a) / (n, k_b) grid of the rows (a row-preserving
+        # chain keeps their order): the gathers' rows are then read by nothing.
+        ids = [tf.reshape(ids_a, [-1, ka]), tf.reshape(ids_b, [-1, kb])]
+        if ids[0].dtype != ids[1].dtype:
+            ids = [tf.cast(i, tf.int64) for i in ids]
+        return _build.load().keras_gauss_table_energy(
+            *handles, *ids, energy=kind, include_constant=bool(include_constant),
+            messages=[g.get_attr("message") for g in gathers])[0]
     ids = [tf.reshape(ids_a, [-1]), tf.reshape(ids_b, [-1])]
     if ids[0].dtype != ids[1].dtype:
         ids = [tf.cast(i, tf.int64) for i in ids]
@@ -148,6 +168,16 @@ def _lookup_energy_gradient(op, grad):
     tables = [tf.IndexedSlices(values, ids, variable_shape(handle)) for values, ids, handle in
               zip((mean_a, var_a, mean_b, var_b), (ids_a, ids_a, ids_b, ids_b), handles)]
     return [None] * 4 + tables + [None, None]
+
+
+@tf.RegisterGradient("KerasGaussTableEnergy")
+def _table_energy_gradient(op, grad, *unused):
+    rows, unique, slots = op.outputs[1:5], op.outputs[5:7], op.outputs[7:9]
+    grads = _build.load().keras_gauss_table_energy_grad(grad, *rows, *slots,
+                                                       energy=op.get_attr("energy"))
+    tables = [tf.IndexedSlices(values, ids, variable_shape(handle)) for values, ids, handle in
+              zip(grads, (unique[0], unique[0], unique[1], unique[1]), op.inputs[:4])]
+    return tables + [None, None]
 
 
 def lookup(variable, ids, message=""):

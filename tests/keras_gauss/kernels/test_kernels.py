@@ -49,10 +49,17 @@ def test_kernels_are_in_the_train_step_and_the_env_var_removes_them(monkeypatch)
     model = kernel_checks.quick_start_model(60, 8, 1)
     model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
     types = _graph_op_types(model, x, y)
-    # The energy of the lookups' rows, its gradient summed by table row.
-    assert {"KerasGaussGather", "KerasGaussLookupEnergy", "KerasGaussLookupEnergyGrad",
+    # The energy of the lookups' rows read from the tables, its gradient
+    # summed by table row.
+    assert {"KerasGaussGather", "KerasGaussTableEnergy", "KerasGaussTableEnergyGrad",
             "KerasGaussSparseAdagrad"} <= types
-    assert "KerasGaussEnergyGrad" not in types
+    assert not {"KerasGaussEnergyGrad", "KerasGaussLookupEnergy"} & types
+    monkeypatch.setattr(tensorflow_kernels, "TABLE_READS", False)
+    model = kernel_checks.quick_start_model(60, 8, 1)
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+    types = _graph_op_types(model, x, y)
+    assert {"KerasGaussLookupEnergy", "KerasGaussLookupEnergyGrad"} <= types
+    assert "KerasGaussTableEnergy" not in types
     monkeypatch.setattr(tensorflow_kernels, "LOOKUP_GRADIENTS", False)
     model = kernel_checks.quick_start_model(60, 8, 1)
     model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
@@ -78,6 +85,83 @@ def test_the_train_steps_gather_checks_the_ids_with_the_layers_message():
                            match=r"GaussianEmbedding 'contexts': ids must lie in "
                                  rf"\[0, input_dim=60\) \(.*id {bad} outside \[0, 60\)"):
             model.train_on_batch(x, y)
+
+
+def test_the_train_steps_energy_reads_the_tables_and_its_gathers_only_check_the_ids():
+    """The quick start's energy op takes the tables and the ids, no rows; in
+    the graph TensorFlow runs, nothing reads the gathers' rows (the gathers
+    still run, TensorFlow runs every read of a variable, but only check the
+    ids); TABLE_READS = False reads them again."""
+    from tensorflow.python.eager import context
+
+    x, y = kernel_checks.corpus_data(60, 64, 1, 0)
+    data = (tf.nest.map_structure(tf.constant, x), tf.constant(y))
+    for table_reads in (True, False):
+        model = kernel_checks.quick_start_model(60, 8, 1)
+        model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking())
+        model.fit(x, y, batch_size=32, epochs=1, verbose=0)  # builds the optimizer
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tensorflow_kernels, "TABLE_READS", table_reads)
+            step = tf.function(model.train_step)
+            graph = step.get_concrete_function(data).graph
+            energies = [op for op in graph.get_operations()
+                        if op.type in ("KerasGaussTableEnergy", "KerasGaussLookupEnergy")]
+            assert [op.type for op in energies] == [
+                "KerasGaussTableEnergy" if table_reads else "KerasGaussLookupEnergy"]
+            inputs = [t.dtype for t in energies[0].inputs]
+            assert (tf.float32 not in inputs) == table_reads, inputs
+            ctx = context.context()
+            ctx.enable_graph_collection()
+            ctx.enable_run_metadata()
+            try:
+                step(data)
+                ran = context.export_run_metadata()
+            finally:
+                ctx.disable_run_metadata()
+                ctx.disable_graph_collection()
+        nodes = [node for function in ran.function_graphs
+                 for node in function.post_optimization_graph.node]
+        gathers = {node.name for node in nodes if node.op == "KerasGaussGather"}
+        assert len(gathers) == 4
+        rows_read = {i.split(":")[0] for node in nodes for i in node.input
+                     if not i.startswith("^")} & gathers
+        assert rows_read == (set() if table_reads else gathers)
+
+
+def test_the_table_energy_names_an_id_outside_a_table_with_its_message():
+    """Called past the gathers, an id outside a table fails the energy op
+    with that table's message (the gather's), or its own words without one;
+    its gradient op takes only slots in range, each occurring."""
+    library = fused_build.load()
+    tables = [tf.Variable(np.ones((5, 4), "float32")) for _ in range(4)]
+    handles = [t.handle for t in tables]
+    messages = ["words a", "words a var", "contexts b", "contexts b var"]
+    for ids_a, ids_b, expected in (
+            ([[0], [7]], [[0, 1], [2, 3]], r"(^|\} )words a \(.*id 7 outside \[0, 5\)\)"),
+            ([[0], [1]], [[0, 1], [2, -1]], r"(^|\} )contexts b \(.*id -1 outside \[0, 5\)\)")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=expected):
+            library.keras_gauss_table_energy(*handles, np.array(ids_a, "int32"),
+                                             np.array(ids_b, "int32"), messages=messages)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=re.escape("KerasGaussTableEnergy: id 5 outside [0, 5)")):
+        library.keras_gauss_table_energy(*handles, np.array([[5]], "int64"),
+                                         np.array([[0, 1]], "int64"))
+    out = library.keras_gauss_table_energy(*handles, np.array([[0], [3]], "int32"),
+                                           np.array([[3, 3], [0, 1]], "int32"))
+    assert out[0].shape == (2, 2)
+    np.testing.assert_array_equal(out[5], [0, 3])
+    np.testing.assert_array_equal(out[6], [3, 0, 1])
+    np.testing.assert_array_equal(out[8], [[0, 0], [1, 2]])
+    rows = out[1:5]
+    grad = np.ones((2, 2), "float32")
+    for slots_a, slots_b, expected in (([[0], [2]], [[0, 0], [1, 2]],
+                                        "slots of side 0 must lie in [0, 2) and each occur"),
+                                       ([[0], [1]], [[0, 0], [1, 1]],
+                                        "slots of side 1 must lie in [0, 3) and each occur"),
+                                       ([[0, 1]], [[0, 0], [1, 2]], "(n, k_a) and (n, k_b)")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(expected)):
+            library.keras_gauss_table_energy_grad(grad, *rows, np.array(slots_a, "int32"),
+                                                  np.array(slots_b, "int32"))
 
 
 def _graph_op_types(model, x, y):
@@ -227,6 +311,7 @@ def _dense(grad):
     return tf.convert_to_tensor(grad).numpy()
 
 
+@pytest.mark.parametrize("table_reads", [True, False])
 @pytest.mark.parametrize("kind, n, ka, kb, dv_a, dv_b, dtypes", [
     ("el", 9, 1, 4, 8, 8, ("int32", "int32")),      # the quick start's grid
     ("kl", 7, 3, 3, 1, 8, ("int64", "int64")),      # a side per pair, spherical a
@@ -234,7 +319,9 @@ def _dense(grad):
     ("el", 4096, 1, 2, 8, 8, ("int32", "int32")),   # large: split over the threads
 ])
 def test_lookup_energy_values_and_gradients_match_the_reference(kind, n, ka, kb, dv_a,
-                                                                 dv_b, dtypes):
+                                                                 dv_b, dtypes, table_reads,
+                                                                 monkeypatch):
+    monkeypatch.setattr(tensorflow_kernels, "TABLE_READS", table_reads)
     rng = np.random.default_rng(n + ka)
     vocab, d = 13, 8  # few rows: every row repeats
     tables = [rng.normal(size=(vocab, d)).astype("float32"),
@@ -246,7 +333,8 @@ def test_lookup_energy_values_and_gradients_match_the_reference(kind, n, ka, kb,
     with kernel_checks.counting() as calls:
         value, grads, types = _lookup_energies(kind, tables, ids_a, ids_b, True)
     assert calls.get("lookup_energy") == 1, calls
-    assert {"KerasGaussLookupEnergy", "KerasGaussLookupEnergyGrad"} <= types
+    kind_of_op = "KerasGaussTableEnergy" if table_reads else "KerasGaussLookupEnergy"
+    assert {kind_of_op, kind_of_op + "Grad"} <= types
     ref_value, ref_grads, _ = _lookup_energies(kind, tables, ids_a, ids_b, False)
     np.testing.assert_allclose(value, ref_value, rtol=1e-5, atol=1e-5)
     for name, grad, ref, ids in zip(("mean_a", "var_a", "mean_b", "var_b"), grads, ref_grads,
@@ -257,6 +345,34 @@ def test_lookup_energy_values_and_gradients_match_the_reference(kind, n, ka, kb,
         np.testing.assert_array_equal(grad.indices.numpy(), ids.numpy().ravel()[np.sort(first)])
         np.testing.assert_allclose(_dense(grad), _dense(ref), rtol=1e-4, atol=1e-5,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("kind, n, ka, kb, dv_a, dv_b", [
+    ("el", 9, 1, 4, 8, 8), ("kl", 7, 3, 3, 1, 8), ("kl", 6, 4, 1, 8, 1), ("el", 700, 1, 2, 8, 1),
+    ("kl", 4096, 2, 2, 8, 8),
+])
+def test_the_table_reads_change_no_bit(kind, n, ka, kb, dv_a, dv_b, monkeypatch):
+    """KerasGaussTableEnergy and its gradient (slot by slot) give the floats
+    of KerasGaussLookupEnergy on the gathered rows (pair by pair)."""
+    rng = np.random.default_rng(n + kb)
+    vocab, d = 50, 8
+    tables = [rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_a)).astype("float32"),
+              rng.normal(size=(vocab, d)).astype("float32"),
+              rng.uniform(0.3, 2.0, (vocab, dv_b)).astype("float32")]
+    ids_a = tf.constant(zipf_ids(rng, vocab, n * ka).reshape(n, ka), "int32")
+    ids_b = tf.constant(zipf_ids(rng, vocab, n * kb).reshape(n, kb), "int32")
+    results = []
+    for table_reads in (True, False):
+        monkeypatch.setattr(tensorflow_kernels, "TABLE_READS", table_reads)
+        value, grads, types = _lookup_energies(kind, tables, ids_a, ids_b, True)
+        assert ("KerasGaussTableEnergy" in types) == table_reads
+        results.append((value, [(g.indices.numpy(), g.values.numpy()) for g in grads]))
+    (value, grads), (expected, expected_grads) = results
+    np.testing.assert_array_equal(value, expected)
+    for (indices, values), (expected_indices, expected_values) in zip(grads, expected_grads):
+        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_array_equal(values, expected_values)
 
 
 def test_lookup_energy_covers_only_distinct_tables_of_unchanged_rows():
@@ -284,8 +400,10 @@ def test_lookup_energy_covers_only_distinct_tables_of_unchanged_rows():
         scaled.get_concrete_function(tf.TensorSpec([3, 1], tf.int32)).graph)
 
 
-def _train_quick_start(vocab, negatives, energy, batch, steps, lookup, monkeypatch, **bounds):
+def _train_quick_start(vocab, negatives, energy, batch, steps, lookup, monkeypatch,
+                       table_reads=True, **bounds):
     monkeypatch.setattr(tensorflow_kernels, "LOOKUP_GRADIENTS", lookup)
+    monkeypatch.setattr(tensorflow_kernels, "TABLE_READS", table_reads)
     keras.utils.set_random_seed(0)
     model = kernel_checks.quick_start_model(vocab, 8, negatives, energy, **bounds)
     kernel_checks._start(model, 7)
@@ -305,15 +423,19 @@ def _train_quick_start(vocab, negatives, energy, batch, steps, lookup, monkeypat
 def test_training_with_the_lookup_energy_changes_no_bit(monkeypatch, vocab, negatives, energy,
                                                         batch):
     """The tables after training with the lookup energy (gradients summed by
-    table row) are those of the per-occurrence gradients, bit for bit; the
-    bounds were active and hold after every step (ConstraintsHold)."""
+    table row; reading the tables or the gathered rows) are those of the
+    per-occurrence gradients, bit for bit; the bounds were active and hold
+    after every step (ConstraintsHold)."""
     bounds = {"max_norm": 0.6, "min_variance": 0.5, "max_variance": 1.5}
     summed = _train_quick_start(vocab, negatives, energy, batch, 3, True, monkeypatch,
                                 **bounds)
+    gathered = _train_quick_start(vocab, negatives, energy, batch, 3, True, monkeypatch,
+                                  table_reads=False, **bounds)
     rows = _train_quick_start(vocab, negatives, energy, batch, 3, False, monkeypatch,
                               **bounds)
-    for table, expected in zip(summed, rows):
+    for table, from_rows, expected in zip(summed, gathered, rows):
         np.testing.assert_array_equal(table, expected)
+        np.testing.assert_array_equal(from_rows, expected)
     means, variances = summed[0], summed[1]
     assert np.isclose(np.linalg.norm(means, axis=-1), 0.6, rtol=1e-5).sum() >= 5
     assert (variances == 0.5).sum() >= 5 and (variances == 1.5).sum() >= 5

@@ -234,6 +234,7 @@ def _load(run_dir, verbose=False):
 def run_evaluate(args):
     from keras_gauss.checks import CommandError
     from keras_gauss.pipelines.evaluate import evaluate
+    from keras_gauss.pipelines.evaluate import file_names
     from keras_gauss.pipelines.evaluate import format_table
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
@@ -257,12 +258,14 @@ def run_evaluate(args):
         raise CommandError(str(error)) from None
     for kind, flag in (("similarity", "similarity"), ("entailment", "entailment"),
                        ("graded", "hyperlex")):
+        paths = file_names(getattr(args, flag))  # each result's file, as given
         for name, result in results.get(kind, {}).items():
             if not result["n_pairs"]:
-                raise CommandError(f"--{flag} {name}: the file holds no pairs; nothing to score.")
+                raise CommandError(f"--{flag} {paths[name]}: the file holds no pairs; nothing "
+                                   "to score.")
             if not result["n_covered"]:
                 raise CommandError(
-                    f"--{flag} {name}: none of its {result['n_pairs']} pairs has both "
+                    f"--{flag} {paths[name]}: none of its {result['n_pairs']} pairs has both "
                     f"words in the vocabulary of {args.run}; nothing to score.")
     notes = undefined_notes(results)
     if not scored_anything(results):  # every measure undefined: nothing was scored

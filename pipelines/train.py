@@ -213,8 +213,10 @@ class CorpusConfig:
               callbacks, `distribution`.
         threads: threads of the `"native"` engine (0: the number of cores
             this process may use).
-        pairs: where the `"keras"` engine draws its pairs:
-            - `"host"` (default): the `tf.data` stream on the CPU
+        pairs: where the `"keras"` engine draws its pairs (`None`, the
+            default: `"host"`; the `"native"` engine refuses another value,
+            as it draws its pairs itself):
+            - `"host"`: the `tf.data` stream on the CPU
               (`make_skipgram_dataset`): a pass over the shuffled lines.
             - `"device"`: the corpus as token ids in a
               `keras_gauss.layers.SkipGramSampler` inside the compiled
@@ -249,7 +251,7 @@ class CorpusConfig:
     seed: int = 0
     engine: str = "native"
     threads: int = 0
-    pairs: str = "host"
+    pairs: str | None = None
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -270,7 +272,7 @@ class CorpusConfig:
         if not self.epsilon >= 0 or self.epsilon + self.initial_accumulator <= 0:
             raise ValueError(f"--epsilon must be >= 0 (> 0 with --initial-accumulator 0), got "
                              f"{self.epsilon}.")
-        if self.pairs not in PAIRS:
+        if self.pairs is not None and self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
         if self.threads < 0:
             raise ValueError(f"--threads must be >= 0, got {self.threads}.")
@@ -280,8 +282,8 @@ class CorpusConfig:
                 "needs the native engine")) or (self.threads != CorpusConfig.threads and (
                     f"trains with model.fit, not threads of its own: --threads {self.threads} "
                     "is the native engine's")),
-            "native": self.pairs != CorpusConfig.pairs and (
-                f"draws its pairs itself: --pairs {self.pairs} needs the keras engine")})
+            "native": self.pairs is not None and (
+                f"draws its pairs itself: --pairs {self.pairs} is the keras engine's")})
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -604,7 +606,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         check_engine(config.engine, {"native": callbacks and (
             "runs no Keras callbacks (it does not call model.fit)")})
 
-    job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
+    # The checkpoint's settings: --pairs not given is host (as checkpoints
+    # written when that was its default value say).
+    settings = {**dataclasses.asdict(config), "pairs": config.pairs or PAIRS[0]}
+    job = Job("corpus", out_dir, settings, check=check, data_name="corpus",
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
               defaults=RESUME_DEFAULTS)

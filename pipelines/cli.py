@@ -13,6 +13,7 @@ def add_parser(subparsers):
     from keras_gauss.pipelines.train import LR_BASE_BATCH
     from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
     from keras_gauss.pipelines.train import LR_MAX
+    from keras_gauss.pipelines.train import PAIRS
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -57,9 +58,10 @@ def add_parser(subparsers):
         gpu = (f"; on a GPU {gpu_rate}" if field == "learning_rate"
                else f"; on a GPU {gpu_floor[field]}" if field in gpu_floor
                else f"; {GPU_SETTINGS.get(field)} on a GPU")
+        shown = "no limit: every word seen --min-count times" if default is None else default
         train.add_argument(f"--{field.replace('_', '-')}", type=kind,
                            default=None if on_gpu else default,
-                           help=f"(default: {default}" + (gpu if on_gpu else "") + ")")
+                           help=f"(default: {shown}" + (gpu if on_gpu else "") + ")")
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
@@ -89,7 +91,9 @@ def add_parser(subparsers):
                        help="where --engine keras draws its pairs: host (the tf.data stream, "
                             "a pass over the shuffled lines) or device (the corpus as token "
                             "ids on the device, pairs drawn inside the compiled step at "
-                            "random positions by the same rules) (default: %(default)s)")
+                            "random positions by the same rules); --engine keras only "
+                            f"(default: {PAIRS[0]}; {GPU_SETTINGS['pairs']} on a GPU with "
+                            "KERAS_BACKEND=jax, where --engine keras is the default)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)

@@ -12,18 +12,24 @@ ENERGY_SETTINGS = ("negatives", "margin", "threshold", "max_norm", "min_variance
 
 
 def by_energy(field):
-    """The default of a setting for each hierarchy energy, in words.
+    """The default of a setting for each hierarchy energy, in words (one
+    value where every energy has the same).
 
     Example:
 
     >>> by_energy("margin")
     '20.0 with kl, 0.25 with containment'
+    >>> by_energy("negatives")
+    '10'
     """
     def word(value):
         return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
-    return ", ".join(f"{word(energies.get(name).loss_defaults[field])} with {name}"
-                     for name in energies.names(task="hierarchy"))
+    values = {name: word(energies.get(name).loss_defaults[field])
+              for name in energies.names(task="hierarchy")}
+    if len(set(values.values())) == 1:
+        return str(next(iter(values.values())))
+    return ", ".join(f"{value} with {name}" for name, value in values.items())
 
 
 def by_split(field):
@@ -176,7 +182,7 @@ def _add_training_flags(train, defaults):
                        help="constant (default): --learning-rate every step; linear or cosine: "
                             "decays from --learning-rate to 0 over all the run's steps")
     train.add_argument("--covariance", choices=("diagonal", "spherical"),
-                       default=defaults.covariance)
+                       default=defaults.covariance, help="(default: %(default)s)")
     train.add_argument("--energy", choices=energies.names(task="hierarchy"),
                        default=defaults.energy,
                        help="kl (default): the paper's -KL(N_specific || N_general); "

@@ -250,7 +250,7 @@ def hierarchy_from_parents(
     n = len(nodes)
     num_synsets = n if num_synsets is None else num_synsets
     if root is not None and root not in ids:
-        raise ValueError(f"unknown root node {root!r} (expected a synset name such as 'mammal.n.01')")
+        raise ValueError(f"unknown root node {root!r}")
 
     direct: list[tuple[int, ...]] = [()] * n
     for name, ps in parents.items():
@@ -374,10 +374,33 @@ def closure_index(edges: np.ndarray, num_nodes: int) -> EdgeIndex:
     return EdgeIndex(transitive_closure(edges, num_nodes), num_nodes)
 
 
+# WordNet's parts of speech (a synset name's middle letter) and a root of each to embed
+_POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "s": "adjective", "r": "adverb"}
+_ROOT_EXAMPLES = {"n": "mammal.n.01", "v": "change.v.01"}
+
+
+def _unknown_root(root, pos):
+    """The error of a `--root` that is not a synset of part of speech `pos`:
+    one of another part of speech (its name's middle letter), or none."""
+    kind, example = _POS_NAMES[pos], _ROOT_EXAMPLES[pos]
+    parts = root.rsplit(".", 2)
+    other = parts[1] if len(parts) == 3 and parts[2].isdigit() else None
+    if other in _POS_NAMES and other != pos:
+        switch = f", or --pos {other} to embed {_POS_NAMES[other]}s" if other in _ROOT_EXAMPLES \
+            else ""
+        return ValueError(f"--root {root!r} is {'an' if other in 'ar' else 'a'} "
+                          f"{_POS_NAMES[other]} synset, but --pos {pos} embeds WordNet's "
+                          f"{kind}s: give a {kind} synset such as {example!r}{switch}.")
+    return ValueError(f"--root {root!r} is not a WordNet {kind} synset (expected a synset "
+                      f"name such as {example!r}).")
+
+
 @functools.lru_cache(maxsize=8)
 def _build_cached(root, include_lemmas, data_dir, pos="n") -> Hierarchy:
     synsets = read_synsets(data_dir, pos)
     parents = {s.name: s.hypernyms for s in synsets}
+    if root is not None and root not in parents:
+        raise _unknown_root(root, pos)
     nodes = sorted(parents)
     if include_lemmas:
         words: dict[str, list[str]] = {}

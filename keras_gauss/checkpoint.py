@@ -61,6 +61,41 @@ def has_checkpoint(out_dir):
     return checkpoint_file(out_dir).is_file()
 
 
+def resume_command(out_dir):
+    """`keras-gauss COMMAND --resume OUT_DIR`: how to finish the interrupted run
+    in `out_dir`, its command read from the checkpoint (`train-corpus`,
+    `train-hierarchy` or `train-wordnet`); `None` without a checkpoint.
+
+    Example:
+
+    >>> resume_command("runs/x")  # doctest: +SKIP
+    'keras-gauss train-corpus --resume runs/x'
+    """
+    if not has_checkpoint(out_dir):
+        return None
+    try:  # the state alone (the tables are not read)
+        with np.load(checkpoint_file(out_dir), allow_pickle=False) as data:
+            state = json.loads(data["__state__"].tobytes().decode("utf-8"))
+        settings = state.get("settings") or {}
+        command = {"corpus": "train-corpus"}.get(state.get("kind")) or (
+            "train-hierarchy" if settings.get("edges") or settings.get("train_edges")
+            else "train-wordnet")
+    except Exception:  # damaged: the resuming command names it
+        command = "train-wordnet, train-hierarchy or train-corpus (its command)"
+    return f"keras-gauss {command} --resume {out_dir}"
+
+
+def interrupted_note(out_dir):
+    """The line of a run in `out_dir` whose training stopped before it was
+    written, and how to finish it; `None` without a checkpoint there."""
+    command = resume_command(out_dir)
+    if command is None:
+        return None
+    return (f"{out_dir} holds an interrupted run (its training stopped at the checkpoint in "
+            f"{DIRECTORY}/ before the run was written): finish it with `{command}` and the "
+            "settings it started with")
+
+
 def check_minutes(minutes):
     """Raises `ValueError` unless `minutes` is a finite number >= 0."""
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) \

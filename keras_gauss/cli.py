@@ -139,6 +139,24 @@ def _private_matplotlib_config():
     os.environ["MPLCONFIGDIR"] = directory
 
 
+def _interrupted(args):
+    """The line of a command stopped by Ctrl-C: with how to resume a training
+    command whose run directory holds a checkpoint."""
+    from keras_gauss.checkpoint import resume_command
+
+    run_dir = getattr(args, "resume", None) or getattr(args, "out", None)
+    command = None
+    if "resume" in vars(args) and run_dir is not None:
+        try:
+            command = resume_command(run_dir)
+        except OSError:  # (unreadable: no advice)
+            pass
+    if command is None:
+        return "interrupted"
+    return (f"interrupted; the latest checkpoint is in {run_dir}: continue with "
+            f"`{command}` and the same settings")
+
+
 def main(argv=None):
     quiet_backend_logs()
     parser = build_parser()
@@ -170,10 +188,10 @@ def main(argv=None):
             raise
         Phase.break_line()
         parser.exit(2, f"keras-gauss {args.command}: error: {BACKEND_MISSING}\n")
-    except KeyboardInterrupt:  # pragma: no cover - interactive
+    except KeyboardInterrupt:  # Ctrl-C
         Phase.break_line()
         distribution.job_failed("interrupted", 130)
-        parser.exit(130, "interrupted\n")
+        parser.exit(130, f"{_interrupted(args)}\n")
     except Exception as error:
         distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
         raise

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.checkpoint import interrupted_note
 from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import check_input_file
 from keras_gauss.numpy_ops import containment_rank
@@ -411,6 +412,9 @@ def load_run(run_dir):
 
     run_dir = Path(run_dir)
     if not all(os.path.lexists(run_dir / name) for name in (RUN_FILE, "model.keras")):
+        interrupted = interrupted_note(run_dir)
+        if interrupted is not None:
+            raise FileNotFoundError(f"{interrupted}.")
         raise FileNotFoundError(
             f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; "
             "create one with `keras-gauss train-wordnet` or `train-corpus`)."

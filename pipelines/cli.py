@@ -13,6 +13,7 @@ def add_parser(subparsers):
     from keras_gauss.pipelines.train import LR_BASE_BATCH
     from keras_gauss.pipelines.train import LR_BATCH_EXPONENT
     from keras_gauss.pipelines.train import LR_MAX
+    from keras_gauss.pipelines.train import PAIRS
     from keras_gauss.pipelines.train import CorpusConfig
 
     defaults = CorpusConfig()
@@ -57,9 +58,10 @@ def add_parser(subparsers):
         gpu = (f"; on a GPU {gpu_rate}" if field == "learning_rate"
                else f"; on a GPU {gpu_floor[field]}" if field in gpu_floor
                else f"; {GPU_SETTINGS.get(field)} on a GPU")
+        shown = "no limit: every word seen --min-count times" if default is None else default
         train.add_argument(f"--{field.replace('_', '-')}", type=kind,
                            default=None if on_gpu else default,
-                           help=f"(default: {default}" + (gpu if on_gpu else "") + ")")
+                           help=f"(default: {shown}" + (gpu if on_gpu else "") + ")")
     train.add_argument("--variance-learning-rate", type=float, default=None,
                        help="the variances' AdaGrad learning rate, --engine native only "
                             "(default: --learning-rate)")
@@ -89,7 +91,9 @@ def add_parser(subparsers):
                        help="where --engine keras draws its pairs: host (the tf.data stream, "
                             "a pass over the shuffled lines) or device (the corpus as token "
                             "ids on the device, pairs drawn inside the compiled step at "
-                            "random positions by the same rules) (default: %(default)s)")
+                            "random positions by the same rules); --engine keras only "
+                            f"(default: {PAIRS[0]}; {GPU_SETTINGS['pairs']} on a GPU with "
+                            "KERAS_BACKEND=jax, where --engine keras is the default)")
     from keras_gauss.distribution import add_arguments
 
     add_arguments(train)
@@ -234,6 +238,7 @@ def _load(run_dir, verbose=False):
 def run_evaluate(args):
     from keras_gauss.checks import CommandError
     from keras_gauss.pipelines.evaluate import evaluate
+    from keras_gauss.pipelines.evaluate import file_names
     from keras_gauss.pipelines.evaluate import format_table
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
@@ -257,12 +262,14 @@ def run_evaluate(args):
         raise CommandError(str(error)) from None
     for kind, flag in (("similarity", "similarity"), ("entailment", "entailment"),
                        ("graded", "hyperlex")):
+        paths = file_names(getattr(args, flag))  # each result's file, as given
         for name, result in results.get(kind, {}).items():
             if not result["n_pairs"]:
-                raise CommandError(f"--{flag} {name}: the file holds no pairs; nothing to score.")
+                raise CommandError(f"--{flag} {paths[name]}: the file holds no pairs; nothing "
+                                   "to score.")
             if not result["n_covered"]:
                 raise CommandError(
-                    f"--{flag} {name}: none of its {result['n_pairs']} pairs has both "
+                    f"--{flag} {paths[name]}: none of its {result['n_pairs']} pairs has both "
                     f"words in the vocabulary of {args.run}; nothing to score.")
     notes = undefined_notes(results)
     if not scored_anything(results):  # every measure undefined: nothing was scored

@@ -8,7 +8,23 @@ Example:
 
 import dataclasses
 
-NO_PAIRS = ("the corpus yields no (word, context) pairs: every line has fewer than two "
+
+
+def no_pairs(sample=0.0):
+    """The error of a corpus run without a pair: its lines have fewer than
+    two in-vocabulary tokens, or (subsampling with threshold `sample`) an
+    epoch kept fewer than two of every line.
+
+    Example:
+
+    >>> no_pairs()
+    'the corpus yields no (word, context) pairs: every line has fewer than two in-vocabulary tokens.'
+    """
+    if sample > 0:
+        return ("the corpus yields no (word, context) pairs: every line has fewer than two "
+                f"in-vocabulary tokens, or subsampling (--sample {sample}) kept fewer than two "
+                "of every line; give --sample 0 (subsampling off) or a larger corpus.")
+    return ("the corpus yields no (word, context) pairs: every line has fewer than two "
             "in-vocabulary tokens.")
 
 

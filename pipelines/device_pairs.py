@@ -65,8 +65,8 @@ def corpus_ids(corpus, vocab, chunk_lines=1024):
 
 def device_corpus(ids, lines, counts, window, dynamic_window, sample):
     """The `DeviceCorpus` of token ids: the expected kept tokens and pairs
-    of an epoch (`keras_gauss.layers.skipgram_sampler.expected_pairs`: each
-    line at its expected kept length, as `epoch_size` counts)."""
+    of an epoch (`keras_gauss.layers.skipgram_sampler.expected_pairs`, as
+    `epoch_size` counts them)."""
     from keras_gauss.layers.skipgram_sampler import expected_pairs
     from keras_gauss.pipelines.sampling import keep_probabilities
 

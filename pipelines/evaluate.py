@@ -649,17 +649,26 @@ def evaluate(source, similarity_files=(), entailment_files=(), graded_files=()):
     emb = as_embeddings(source)
     results = {
         "similarity": {name: similarity(emb, path)
-                       for name, path in _names(similarity_files).items()},
+                       for name, path in file_names(similarity_files).items()},
         "entailment": {name: entailment(emb, path)
-                       for name, path in _names(entailment_files).items()},
+                       for name, path in file_names(entailment_files).items()},
     }
     if graded_files:
         results["graded"] = {name: graded_entailment(emb, path)
-                             for name, path in _names(graded_files).items()}
+                             for name, path in file_names(graded_files).items()}
     return results
 
 
-def _names(paths):
+def file_names(paths):
+    """`{name: path}`: the name `evaluate`'s results and table give each of
+    `paths`, its file name without the extension (the path as given where
+    two files share a stem). Messages about a file name its path.
+
+    Example:
+
+    >>> file_names(["data/sim.tsv", "a/rg65.tsv", "b/rg65.tsv"])
+    {'sim': PosixPath('data/sim.tsv'), 'a/rg65.tsv': PosixPath('a/rg65.tsv'), 'b/rg65.tsv': PosixPath('b/rg65.tsv')}
+    """
     paths = [Path(p) for p in paths]
     stems = [p.stem for p in paths]
     names = {}

@@ -41,7 +41,7 @@ from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Table
-from keras_gauss.pipelines.corpus_run import NO_PAIRS
+from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
 from keras_gauss.pipelines.model_file import corpus_model_config
@@ -584,7 +584,7 @@ class NativeEngine(Engine):
 
     def metrics(self, job):
         if not self.pairs:
-            raise ValueError(NO_PAIRS)
+            raise ValueError(no_pairs(self.config.sample))
         tokens = int(self.counts.sum()) * self.config.epochs
         return corpus_metrics(self.config, self.train_seconds, self.pairs, tokens,
                               self.losses, len(self.words))

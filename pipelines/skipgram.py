@@ -109,13 +109,6 @@ def skipgram_pairs(
     return tf.concat(words, 0), tf.concat(contexts, 0)
 
 
-def _pairs_per_line(lengths: np.ndarray, window: int, dynamic_window: bool) -> np.ndarray:
-    """(Expected) number of pairs of lines of `lengths` tokens."""
-    offsets = np.arange(1, window + 1)
-    weights = (window - offsets + 1) / window if dynamic_window else np.ones(window)
-    return (2 * np.maximum(lengths[:, None] - offsets, 0) * weights).sum(axis=1)
-
-
 def token_ids(lines: tf.Tensor, vocab: Vocabulary, tokenizer: Tokenizer) -> tf.RaggedTensor:
     """The in-vocabulary ids of `lines` (unknown tokens dropped), one row a line."""
     ids = vocab.lookup(tokenizer(lines))
@@ -135,7 +128,7 @@ class EpochSize(NamedTuple):
     Attributes:
         tokens: In-vocabulary tokens kept (expected value under subsampling).
         pairs: (word, context) pairs; exact without subsampling, otherwise the
-            expectation computed from the expected kept length of every line.
+            estimate of `keras_gauss.layers.skipgram_sampler.line_pairs`.
     """
 
     tokens: int
@@ -158,7 +151,7 @@ def epoch_size(
     """Count tokens and pairs of one epoch with one tokenizing pass over the corpus.
 
     With `dynamic_window` the count is the exact expectation; with subsampling
-    it is an approximation (each line taken at its expected kept length).
+    it is an approximation (`keras_gauss.layers.skipgram_sampler.line_pairs`).
 
     Args:
         corpus, vocab, window, dynamic_window, sample, tokenizer: As for
@@ -176,17 +169,19 @@ def epoch_size(
         >>> size.steps(batch_size=3)  # 4 pairs: a-b, b-a, b-c, c-b
         2
     """
+    from keras_gauss.layers.skipgram_sampler import line_pairs
+
     keep = tf.constant(keep_probabilities(vocab.counts, sample), tf.float64)
 
-    def kept_lengths(lines):
-        ids = token_ids(lines, vocab, tokenizer)
-        return tf.reduce_sum(tf.gather(keep, ids), axis=1)
+    def kept_lengths(lines):  # each line's expected kept tokens, and P(none kept)
+        kept = tf.gather(keep, token_ids(lines, vocab, tokenizer))
+        return tf.reduce_sum(kept, axis=1), tf.exp(tf.reduce_sum(tf.math.log1p(-kept), axis=1))
 
     lengths = load_corpus(corpus).batch(chunk_lines).map(kept_lengths, num_parallel_calls=tf.data.AUTOTUNE)
     tokens = pairs = 0.0
-    for chunk in lengths.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
+    for chunk, none_kept in lengths.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
         tokens += chunk.sum()
-        pairs += _pairs_per_line(chunk, window, dynamic_window).sum()
+        pairs += line_pairs(chunk, none_kept, window, dynamic_window).sum()
     return EpochSize(round(tokens), round(pairs))
 
 

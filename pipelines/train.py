@@ -22,7 +22,7 @@ from keras_gauss.job import model_tables
 from keras_gauss.optimizers.adagrad_floor import EPSILON
 from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 from keras_gauss.pipelines import native_corpus
-from keras_gauss.pipelines.corpus_run import NO_PAIRS
+from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
 
@@ -213,8 +213,10 @@ class CorpusConfig:
               callbacks, `distribution`.
         threads: threads of the `"native"` engine (0: the number of cores
             this process may use).
-        pairs: where the `"keras"` engine draws its pairs:
-            - `"host"` (default): the `tf.data` stream on the CPU
+        pairs: where the `"keras"` engine draws its pairs (`None`, the
+            default: `"host"`; the `"native"` engine refuses another value,
+            as it draws its pairs itself):
+            - `"host"`: the `tf.data` stream on the CPU
               (`make_skipgram_dataset`): a pass over the shuffled lines.
             - `"device"`: the corpus as token ids in a
               `keras_gauss.layers.SkipGramSampler` inside the compiled
@@ -249,7 +251,7 @@ class CorpusConfig:
     seed: int = 0
     engine: str = "native"
     threads: int = 0
-    pairs: str = "host"
+    pairs: str | None = None
 
     def validate(self):
         """Raises `ValueError` naming the first bad setting."""
@@ -270,7 +272,7 @@ class CorpusConfig:
         if not self.epsilon >= 0 or self.epsilon + self.initial_accumulator <= 0:
             raise ValueError(f"--epsilon must be >= 0 (> 0 with --initial-accumulator 0), got "
                              f"{self.epsilon}.")
-        if self.pairs not in PAIRS:
+        if self.pairs is not None and self.pairs not in PAIRS:
             raise ValueError(f"--pairs must be {' or '.join(PAIRS)}, got {self.pairs!r}.")
         if self.threads < 0:
             raise ValueError(f"--threads must be >= 0, got {self.threads}.")
@@ -280,8 +282,8 @@ class CorpusConfig:
                 "needs the native engine")) or (self.threads != CorpusConfig.threads and (
                     f"trains with model.fit, not threads of its own: --threads {self.threads} "
                     "is the native engine's")),
-            "native": self.pairs != CorpusConfig.pairs and (
-                f"draws its pairs itself: --pairs {self.pairs} needs the keras engine")})
+            "native": self.pairs is not None and (
+                f"draws its pairs itself: --pairs {self.pairs} is the keras engine's")})
         if self.max_size is not None and self.max_size < 1:
             raise ValueError(f"--max-size must be >= 1, got {self.max_size}.")
         if not 0 <= self.sample < 1:
@@ -604,7 +606,10 @@ def train_corpus(config, corpus, out_dir, overwrite=False, verbose=1, callbacks=
         check_engine(config.engine, {"native": callbacks and (
             "runs no Keras callbacks (it does not call model.fit)")})
 
-    job = Job("corpus", out_dir, dataclasses.asdict(config), check=check, data_name="corpus",
+    # The checkpoint's settings: --pairs not given is host (as checkpoints
+    # written when that was its default value say).
+    settings = {**dataclasses.asdict(config), "pairs": config.pairs or PAIRS[0]}
+    job = Job("corpus", out_dir, settings, check=check, data_name="corpus",
               overwrite=overwrite, resume=resume, checkpoint_every=checkpoint_every,
               verbose=verbose, distribution=distribution, batch_size=config.batch_size,
               defaults=RESUME_DEFAULTS)
@@ -662,18 +667,33 @@ def line_digest(corpus):
 
 
 # The most tokens a step with pairs drawn on the device may look at
-# (candidates x scan, `keras_gauss.layers.skipgram_sampler.plan_draws`).
+# (candidates x scan, `keras_gauss.layers.skipgram_sampler.plan_draws`), and
+# the most positions it may draw.
 MAX_DEVICE_SCAN = 2**27
+MAX_DEVICE_DRAWS = 2**27
 
 
 def _check_device_step(config, data):
     """One line where a step of `--pairs device` would look at more than
-    `MAX_DEVICE_SCAN` tokens (a window of thousands, heavy subsampling)."""
+    `MAX_DEVICE_SCAN` tokens (a window of thousands, heavy subsampling) or
+    draw more than `MAX_DEVICE_DRAWS` positions (a corpus with few pairs
+    for its tokens, as heavy subsampling of a small corpus leaves)."""
     from keras_gauss.layers.skipgram_sampler import plan_draws
 
-    _, candidates, scan = plan_draws(config.batch_size, config.window, config.dynamic_window,
-                                     len(data.ids), data.kept_tokens, data.pairs,
-                                     data.longest_line)
+    draws, candidates, scan = plan_draws(config.batch_size, config.window, config.dynamic_window,
+                                         len(data.ids), data.kept_tokens, data.pairs,
+                                         data.longest_line)
+    if draws > MAX_DEVICE_DRAWS:
+        cause = (f"with --sample {config.sample} the corpus keeps about {data.pairs:.3g} "
+                 f"(word, context) pairs an epoch of its {len(data.ids):,} tokens"
+                 if config.sample > 0 else
+                 f"the corpus has {data.pairs:.0f} (word, context) pairs among its "
+                 f"{len(data.ids):,} tokens")
+        fixes = "--sample 0 (subsampling off), " if config.sample > 0 else ""
+        raise ValueError(
+            f"--pairs device: {cause}, so a step would draw {draws:,} positions for a batch "
+            f"of --batch-size {config.batch_size} (at most {MAX_DEVICE_DRAWS:,}); give "
+            f"{fixes}a smaller --batch-size, or --pairs host.")
     if candidates * scan > MAX_DEVICE_SCAN:
         raise ValueError(
             f"--pairs device with --window {config.window} and --batch-size "
@@ -735,7 +755,7 @@ class KerasEngine(Engine):
                                             config.dynamic_window, config.sample)
             reading.done()
             if not self.pairs_data.steps(config.batch_size):
-                raise ValueError(NO_PAIRS)
+                raise ValueError(no_pairs())  # (no line of two tokens: see line_pairs)
             _check_device_step(config, self.pairs_data)
         digest = native_corpus.corpus_digest(self.corpus) or line_digest(self.corpus)
         return Data(len(self.vocab), config.dim, tables=2, digest=digest)
@@ -784,7 +804,7 @@ class KerasEngine(Engine):
                     f"--batch-size {config.batch_size}: the corpus gives no full batch of "
                     "pairs to share over the devices and processes; give a smaller "
                     "--batch-size.")
-            raise ValueError(NO_PAIRS)
+            raise ValueError(no_pairs(self.config.sample))
         tokens = self.vocab.total * config.epochs
         metrics = corpus_metrics(config, self.train_seconds, self.pairs, tokens, self.losses,
                                  len(self.vocab))

@@ -196,8 +196,8 @@ def _enough(target, rate, z=6.0):
 
 def expected_pairs(lines, keep, window, dynamic_window):
     """`(kept_tokens, pairs)`: the expected tokens kept by subsampling and the
-    expected pairs of one pass over a corpus (each line at its expected kept
-    length, as `keras_gauss.pipelines.epoch_size` counts).
+    expected pairs of one pass over a corpus (`line_pairs` of every line, as
+    `keras_gauss.pipelines.epoch_size` counts).
 
     Args:
         lines: `(N,)` line of every token (non-decreasing).
@@ -213,14 +213,53 @@ def expected_pairs(lines, keep, window, dynamic_window):
     import numpy as np
 
     lines = np.asarray(lines)
-    lengths = np.bincount(lines, weights=np.asarray(keep, np.float64)) if len(lines) else \
-        np.zeros(0)
+    keep = np.asarray(keep, np.float64)
+    if not len(lines):
+        return 0.0, 0.0
+    lengths = np.bincount(lines, weights=keep)
+    with np.errstate(divide="ignore"):  # a token always kept: log(0), no line left empty
+        none_kept = np.exp(np.bincount(lines, weights=np.log1p(-keep)))
+    return float(lengths.sum()), float(line_pairs(lengths, none_kept, window,
+                                                  dynamic_window).sum())
+
+
+def line_pairs(lengths, none_kept, window, dynamic_window):
+    """The expected pairs of lines of expected kept length `lengths`, each
+    keeping none of its tokens with probability `none_kept`.
+
+    A line keeping `K` tokens has `2 * max(K - d, 0)` pairs at distance
+    `d`; the distance-1 term is taken exactly (`E[max(K - 1, 0)] =
+    E[K] - 1 + P(K = 0)`), the others at the expected length. So a corpus
+    whose lines have two tokens or more has pairs however heavy the
+    subsampling, as the streaming pipeline draws some (at the expected
+    length alone, lines keeping less than one token on average would have
+    none). Without subsampling (`none_kept` 0 on every line with a token)
+    the count is exact.
+
+    Args:
+        lengths: `(L,)` expected kept tokens of every line.
+        none_kept: `(L,)` probability that a line keeps no token (1 for an
+            empty line).
+        window, dynamic_window: as for `sample_skipgram`.
+
+    Returns:
+        `(L,)` float64 expected pairs of every line.
+
+    Example:
+
+    >>> import numpy as np
+    >>> line_pairs(np.array([3.0, 0.2]), np.array([0.0, 0.81]), 2, False).round(3).tolist()
+    [6.0, 0.02]
+    """
+    import numpy as np
+
+    lengths = np.asarray(lengths, np.float64)
     offsets = np.arange(1, window + 1)
     weights = (window - offsets + 1) / window if dynamic_window else np.ones(window)
-    pairs = 0.0
-    for offset, weight in zip(offsets, weights):  # (a loop: a window may be large)
-        pairs += 2 * weight * np.maximum(lengths - offset, 0).sum()
-    return float(lengths.sum()), float(pairs)
+    pairs = 2 * weights[0] * np.maximum(lengths - 1 + np.asarray(none_kept, np.float64), 0)
+    for offset, weight in zip(offsets[1:], weights[1:]):  # (a loop: a window may be large)
+        pairs = pairs + 2 * weight * np.maximum(lengths - offset, 0)
+    return pairs
 
 
 def plan_draws(batch_size, window, dynamic_window, tokens, kept_tokens, pairs,

@@ -110,7 +110,10 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--root", "no_such.n.01"], "no_such.n.01"),
+        (["--root", "no_such.n.01"], "--root 'no_such.n.01' is not a WordNet noun synset"),
+        (["--root", "dog.n.01", "--pos", "v"], "--root 'dog.n.01' is a noun synset, but --pos v "
+         "embeds WordNet's verbs: give a verb synset such as 'change.v.01', or --pos n"),
+        (["--root", "run.v.01"], "--root 'run.v.01' is a verb synset, but --pos n embeds"),
         (["--root", "puppy.n.01"], "empty subtree"),
         (["--dim", "0"], "--dim"),
         (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),

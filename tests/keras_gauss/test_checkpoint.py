@@ -100,6 +100,38 @@ def test_refuse_unfinished(tmp_path):
     checkpoint.refuse_unfinished(tmp_path, overwrite=True)
 
 
+@pytest.mark.parametrize("kind, settings, command", [
+    ("corpus", {"dim": 4}, "train-corpus"),
+    ("hierarchy", {"edges": "tree.tsv", "train_edges": None}, "train-hierarchy"),
+    ("hierarchy", {"root": "mammal.n.01", "edges": None}, "train-wordnet")])
+def test_an_interrupted_run_says_how_to_finish_it(tmp_path, capsys, monkeypatch, kind,
+                                                   settings, command):
+    # evaluate, export and neighbors said "holds no trained run ... create one
+    # with train-wordnet"; Ctrl-C said "interrupted" alone.
+    from cli_errors import cli_error, cli_exit
+
+    out = tmp_path / "run"
+    checkpoint.write_checkpoint(out, {"format": 2, "kind": kind, "settings": settings},
+                                {"table/0": np.zeros(1)})
+    resume = f"finish it with `keras-gauss {command} --resume {out}` and the settings it"
+    sims = tmp_path / "sim.tsv"
+    sims.write_text("cat\tdog\t1\n")
+    for argv in (["neighbors", out, "cat"], ["export", out, "--out", tmp_path / "x"],
+                 ["evaluate", out, "--similarity", sims]):
+        err = cli_error(argv, capsys)
+        assert f"{out} holds an interrupted run" in err and resume in err, err
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint, "run_training_command", stopped)
+    code, err = cli_exit(["train-corpus", "--resume", out], capsys)
+    assert code == 130 and err.startswith("interrupted; the latest checkpoint is in ") \
+        and f"`keras-gauss {command} --resume {out}`" in err, err
+    code, err = cli_exit(["train-corpus", "--out", tmp_path / "fresh"], capsys)
+    assert (code, err) == (130, "interrupted\n")  # no checkpoint to resume from
+
+
 def test_restore_variables_checks_count_and_shapes():
     variables = [keras.Variable(np.zeros((2, 3), "float32")), keras.Variable(np.zeros(4))]
     arrays = checkpoint.variable_arrays("table", [np.ones((2, 3), "float32"), np.ones(4)])

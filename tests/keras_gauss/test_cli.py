@@ -49,6 +49,27 @@ def test_help_of_every_subcommand_imports_no_backend():
     assert result.stdout.count("--quiet") >= len(_subcommands())
 
 
+def test_every_option_says_its_real_default_in_words():
+    # --pairs and --max-size said "(default: None)"; --negatives "(default: 10
+    # with kl, 10 with containment)"; train-wordnet's --covariance said nothing
+    import re
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    for command, subparser in action.choices.items():
+        for option in subparser._actions:
+            text = option.help and (option.help % {"default": option.default}
+                                    if "%(default)" in option.help else option.help)
+            name = f"{command} {'/'.join(option.option_strings) or option.dest}"
+            assert "None" not in (text or ""), (name, text)
+            for values in re.findall(r"(\S+) with \w+, (\S+) with \w+", text or ""):
+                assert values[0] != values[1], (name, text)
+            if option.choices and option.option_strings and option.default is not None:
+                assert "default" in (text or ""), (name, text)
+    pairs = next(a for a in action.choices["train-corpus"]._actions if a.dest == "pairs")
+    assert "(default: host; device on a GPU" in pairs.help
+
+
 # Makes `import tensorflow` fail as on an install without the extras.
 NO_TENSORFLOW = """
     import importlib.abc, sys

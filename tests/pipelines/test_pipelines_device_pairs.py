@@ -15,7 +15,8 @@ from test_pipelines_train import TOPICS, _cosine, tiny_config, topic_corpus
 from keras_gauss.layers import SkipGramSampler
 from keras_gauss.pipelines import Vocabulary
 from keras_gauss.pipelines.device_pairs import corpus_ids, device_corpus
-from keras_gauss.pipelines.skipgram import epoch_size, negative_table, skipgram_pairs
+from keras_gauss.pipelines.skipgram import (
+    epoch_size, make_skipgram_dataset, negative_table, skipgram_pairs)
 from keras_gauss.pipelines.train import train_corpus
 from keras_gauss.runs import load_run
 
@@ -160,3 +161,28 @@ def test_device_pairs_refuse_what_they_cannot_do_in_one_line(tmp_path):
         train_corpus(tiny_config(pairs="device", window=5000, batch_size=2**15), corpus,
                      tmp_path / "e", verbose=0)
     assert not any(tmp_path.glob("[abcde]"))
+
+
+def test_heavy_subsampling_leaves_device_pairs_as_it_leaves_host_pairs(write_corpus, tmp_path):
+    # 300 short lines of 30 words: --sample 1e-4 keeps about one token in 17,
+    # under one a line on average. The stream still draws pairs (lines
+    # keeping two tokens); the device's epoch counted none ("every line has
+    # fewer than two in-vocabulary tokens", which was not so).
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)]
+    path = write_corpus([" ".join(rng.choice(words, 8)) for _ in range(300)])
+    vocab = Vocabulary(words, np.bincount([int(w[1:]) for w in path.read_text().split()],
+                                          minlength=30))
+    ids, lines = corpus_ids(path, vocab)
+    data = device_corpus(ids, lines, vocab.counts, 10, True, 1e-4)
+    streamed = [sum(len(y) for _, y in make_skipgram_dataset(
+        path, vocab, window=10, dynamic_window=True, sample=1e-4, seed=seed)
+        .as_numpy_iterator()) for seed in range(4)]
+    assert data.steps(2048) == 1 and 0.5 < data.pairs / np.mean(streamed) < 2
+    assert round(data.pairs) == epoch_size(path, vocab, window=10, dynamic_window=True,
+                                           sample=1e-4).pairs
+    # a corpus of one two-token line: too few pairs to draw a batch from
+    single = write_corpus(["cat dog"], "one.txt")
+    with pytest.raises(ValueError, match="--sample 0.0001 the corpus keeps about .*--sample 0"):
+        train_corpus(tiny_config(pairs="device", sample=1e-4, batch_size=2048), single,
+                     tmp_path / "one", verbose=0)

@@ -336,12 +336,12 @@ def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_p
     unknown = tmp_path / "hyperlex.txt"
     unknown.write_text("qwzx vbnm N hyp-1 5 5 .1\n")
     err = cli_error(["evaluate", run, "--hyperlex", unknown], capsys)
-    assert err.endswith("--hyperlex hyperlex: none of its 1 pairs has both words in the "
+    assert err.endswith(f"--hyperlex {unknown}: none of its 1 pairs has both words in the "
                         f"vocabulary of {run}; nothing to score.")
     empty = tmp_path / "empty.txt"
     empty.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD SCORES..\n")
     err = cli_error(["evaluate", run, "--hyperlex", empty], capsys)
-    assert err.endswith("--hyperlex empty: the file holds no pairs; nothing to score.")
+    assert err.endswith(f"--hyperlex {empty}: the file holds no pairs; nothing to score.")
 
 
 @pytest.fixture(scope="module")

@@ -188,13 +188,29 @@ def test_engines_refuse_what_they_cannot_do_in_one_line_before_any_work(tmp_path
              # before: the keras engine ignored --threads without a word
              (dict(engine="keras", threads=2), {},
               "--engine keras trains with model.fit, not threads of its own: --threads 2 is "
-              "the native engine's; use --engine native.")]
+              "the native engine's; use --engine native."),
+             # before: the native engine ignored --pairs host without a word
+             (dict(engine="native", pairs="host"), {},
+              "--engine native draws its pairs itself: --pairs host is the keras engine's; "
+              "use --engine keras.")]
     for i, (settings, arguments, message) in enumerate(cases):
         with pytest.raises(ValueError) as error:
             train_corpus(tiny_config(**settings), corpus, tmp_path / str(i), verbose=0,
                          **arguments)
         assert str(error.value).startswith(message) and "\n" not in str(error.value)
         assert not (tmp_path / str(i)).exists()
+
+
+def test_native_engine_refuses_pairs_host_on_the_command_line(tmp_path, capsys):
+    # it trained, ignoring --pairs host; the default (not given) still trains
+    from cli_errors import cli_error
+
+    corpus = topic_corpus(tmp_path / "corpus.txt", n=20)
+    argv = ["train-corpus", "--corpus", corpus, "--out", tmp_path / "run", "--engine", "native"]
+    assert cli_error([*argv, "--pairs", "host"], capsys) == (
+        "keras-gauss train-corpus: error: --engine native draws its pairs itself: --pairs "
+        "host is the keras engine's; use --engine keras.")
+    assert not (tmp_path / "run").exists()
 
 
 def test_initial_accumulator_and_epsilon_are_checked_and_reach_the_keras_optimizer():

@@ -171,6 +171,23 @@ inline void PrefetchPairRows(int64_t d, const Side& a, const Side& b, int64_t ra
   PrefetchForRead(b.var + rb * b.dv, b.dv);
 }
 
+// Calls run(SA, SB) with each side's spherical variance (one column while
+// d > 1) as a std::integral_constant, so the pair kernels are instantiated
+// for the four cases: the one dispatch of the grid kernels below.
+template <typename Run>
+void WithSphericalSides(const Side& a, const Side& b, int64_t d, const Run& run) {
+  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
+  if (sa && sb) {
+    run(std::true_type{}, std::true_type{});
+  } else if (sa) {
+    run(std::true_type{}, std::false_type{});
+  } else if (sb) {
+    run(std::false_type{}, std::true_type{});
+  } else {
+    run(std::false_type{}, std::false_type{});
+  }
+}
+
 template <bool SA, bool SB, typename ParallelFor>
 void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
                     const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
@@ -201,16 +218,10 @@ void EnergyForward(Energy energy, bool include_constant, int64_t n, int64_t k, i
   const float constant = energy == Energy::kEL && include_constant
                              ? 0.5f * static_cast<float>(d) * static_cast<float>(kLog2Pi)
                              : 0.0f;
-  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
-  if (sa && sb) {
-    EnergyForwardT<true, true>(energy, constant, n, k, d, a, b, out, parallel_for);
-  } else if (sa) {
-    EnergyForwardT<true, false>(energy, constant, n, k, d, a, b, out, parallel_for);
-  } else if (sb) {
-    EnergyForwardT<false, true>(energy, constant, n, k, d, a, b, out, parallel_for);
-  } else {
-    EnergyForwardT<false, false>(energy, constant, n, k, d, a, b, out, parallel_for);
-  }
+  WithSphericalSides(a, b, d, [&](auto sa, auto sb) {
+    EnergyForwardT<decltype(sa)::value, decltype(sb)::value>(energy, constant, n, k, d, a, b,
+                                                             out, parallel_for);
+  });
 }
 
 template <bool SA, bool SB, typename ParallelFor>
@@ -266,17 +277,10 @@ template <typename ParallelFor>
 void EnergyBackward(Energy energy, int64_t n, int64_t k, int64_t d, const Side& a,
                     const Side& b, const float* grad, float* gma, float* gva, float* gmb,
                     float* gvb, const ParallelFor& parallel_for) {
-  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
-  if (sa && sb) {
-    EnergyBackwardT<true, true>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
-  } else if (sa) {
-    EnergyBackwardT<true, false>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
-  } else if (sb) {
-    EnergyBackwardT<false, true>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb, parallel_for);
-  } else {
-    EnergyBackwardT<false, false>(energy, n, k, d, a, b, grad, gma, gva, gmb, gvb,
-                                  parallel_for);
-  }
+  WithSphericalSides(a, b, d, [&](auto sa, auto sb) {
+    EnergyBackwardT<decltype(sa)::value, decltype(sb)::value>(energy, n, k, d, a, b, grad, gma,
+                                                              gva, gmb, gvb, parallel_for);
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -622,20 +626,10 @@ template <typename ParallelFor>
 void EnergySlotGrad(Energy energy, const Pairs& p, const float* grad, const SlotMap& slots_a,
                     const SlotMap& slots_b, float* gma, float* gva, float* gmb, float* gvb,
                     const ParallelFor& parallel_for) {
-  const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
-  if (sa && sb) {
-    EnergySlotGradT<true, true>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
-                                parallel_for);
-  } else if (sa) {
-    EnergySlotGradT<true, false>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
-                                 parallel_for);
-  } else if (sb) {
-    EnergySlotGradT<false, true>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
-                                 parallel_for);
-  } else {
-    EnergySlotGradT<false, false>(energy, p, grad, slots_a, slots_b, gma, gva, gmb, gvb,
-                                  parallel_for);
-  }
+  WithSphericalSides(p.a, p.b, p.d, [&](auto sa, auto sb) {
+    EnergySlotGradT<decltype(sa)::value, decltype(sb)::value>(energy, p, grad, slots_a, slots_b,
+                                                              gma, gva, gmb, gvb, parallel_for);
+  });
 }
 
 // The occurrences of each slot, in order of occurrence (a counting sort of
@@ -783,20 +777,10 @@ template <typename ParallelFor>
 void EnergySlotMajorGrad(Energy energy, const Pairs& p, const float* grad,
                          const SlotLists& lists_a, const SlotLists& lists_b, float* gma,
                          float* gva, float* gmb, float* gvb, const ParallelFor& parallel_for) {
-  const bool sa = p.a.dv == 1 && p.d > 1, sb = p.b.dv == 1 && p.d > 1;
-  if (sa && sb) {
-    EnergySlotMajorGradT<true, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
-                                     parallel_for);
-  } else if (sa) {
-    EnergySlotMajorGradT<true, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
-                                      parallel_for);
-  } else if (sb) {
-    EnergySlotMajorGradT<false, true>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
-                                      parallel_for);
-  } else {
-    EnergySlotMajorGradT<false, false>(energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb,
-                                       parallel_for);
-  }
+  WithSphericalSides(p.a, p.b, p.d, [&](auto sa, auto sb) {
+    EnergySlotMajorGradT<decltype(sa)::value, decltype(sb)::value>(
+        energy, p, grad, lists_a, lists_b, gma, gva, gmb, gvb, parallel_for);
+  });
 }
 
 }  // namespace layers

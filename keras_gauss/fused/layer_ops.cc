@@ -95,17 +95,18 @@ Energy EnergyAttr(OpKernelConstruction* ctx) {
 
 // The (n, k) energies of an (n, k_a, d) / (n, k_b, d) grid (inputs 0 and 2),
 // k_a or k_b 1 (broadcast).
+// The grid's k from its sides' k_a and k_b (1: broadcast, or k).
+shape_inference::DimensionHandle GridK(shape_inference::InferenceContext* c,
+                                       shape_inference::DimensionHandle ka,
+                                       shape_inference::DimensionHandle kb) {
+  if (c->ValueKnown(ka) && c->Value(ka) != 1) return ka;
+  if (c->ValueKnown(kb) && c->Value(kb) != 1) return kb;
+  if (c->ValueKnown(ka) && c->ValueKnown(kb)) return ka;
+  return c->UnknownDim();
+}
+
 absl::Status EnergyGridShape(shape_inference::InferenceContext* c) {
-  auto ka = c->Dim(c->input(0), 1);
-  auto kb = c->Dim(c->input(2), 1);
-  shape_inference::DimensionHandle k = c->UnknownDim();
-  if (c->ValueKnown(ka) && c->Value(ka) != 1) {
-    k = ka;
-  } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
-    k = kb;
-  } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
-    k = ka;
-  }
+  auto k = GridK(c, c->Dim(c->input(0), 1), c->Dim(c->input(2), 1));
   c->set_output(0, c->Matrix(c->Dim(c->input(0), 0), k));
   return absl::OkStatus();
 }
@@ -448,17 +449,7 @@ REGISTER_OP("KerasGaussTableEnergy")
       shape_inference::ShapeHandle ids_a, ids_b;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(4), 2, &ids_a));
       TF_RETURN_IF_ERROR(c->WithRank(c->input(5), 2, &ids_b));
-      auto ka = c->Dim(ids_a, 1);
-      auto kb = c->Dim(ids_b, 1);
-      shape_inference::DimensionHandle k = c->UnknownDim();
-      if (c->ValueKnown(ka) && c->Value(ka) != 1) {
-        k = ka;
-      } else if (c->ValueKnown(kb) && c->Value(kb) != 1) {
-        k = kb;
-      } else if (c->ValueKnown(ka) && c->ValueKnown(kb)) {
-        k = ka;
-      }
-      c->set_output(0, c->Matrix(c->Dim(ids_a, 0), k));
+      c->set_output(0, c->Matrix(c->Dim(ids_a, 0), GridK(c, c->Dim(ids_a, 1), c->Dim(ids_b, 1))));
       shape_inference::DimensionHandle unique[2] = {c->UnknownDim(), c->UnknownDim()};
       for (int i = 0; i < 4; ++i) c->set_output(1 + i, c->Matrix(unique[i / 2], c->UnknownDim()));
       c->set_output(5, c->Vector(unique[0]));

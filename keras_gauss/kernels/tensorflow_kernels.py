@@ -141,19 +141,19 @@ def lookup_energy(kind, tensors, inputs, include_constant):
     if ids_a is not ids_va or ids_b is not ids_vb or len({id(h) for h in handles}) < 4:
         return None  # a shared table keeps the rows' gradients (their sums' order)
     ka, kb = inputs[0].shape[1], inputs[2].shape[1]
-    if (TABLE_READS and isinstance(ka, int) and isinstance(kb, int)
-            and inputs[1].shape[1] == ka and inputs[3].shape[1] == kb):
-        # The ids as the (n, k_a) / (n, k_b) grid of the rows (a row-preserving
-        # chain keeps their order): the gathers' rows are then read by nothing.
-        ids = [tf.reshape(ids_a, [-1, ka]), tf.reshape(ids_b, [-1, kb])]
-        if ids[0].dtype != ids[1].dtype:
-            ids = [tf.cast(i, tf.int64) for i in ids]
+    # With table reads the ids are the (n, k_a) / (n, k_b) grid of the rows (a
+    # row-preserving chain keeps their order): the gathers' rows are then read
+    # by nothing.
+    table_reads = (TABLE_READS and isinstance(ka, int) and isinstance(kb, int)
+                   and inputs[1].shape[1] == ka and inputs[3].shape[1] == kb)
+    shapes = ([-1, ka], [-1, kb]) if table_reads else ([-1], [-1])
+    ids = [tf.reshape(ids_a, shapes[0]), tf.reshape(ids_b, shapes[1])]
+    if ids[0].dtype != ids[1].dtype:
+        ids = [tf.cast(i, tf.int64) for i in ids]
+    if table_reads:
         return _build.load().keras_gauss_table_energy(
             *handles, *ids, energy=kind, include_constant=bool(include_constant),
             messages=[g.get_attr("message") for g in gathers])[0]
-    ids = [tf.reshape(ids_a, [-1]), tf.reshape(ids_b, [-1])]
-    if ids[0].dtype != ids[1].dtype:
-        ids = [tf.cast(i, tf.int64) for i in ids]
     return _build.load().keras_gauss_lookup_energy(
         *inputs, *handles, *ids, energy=kind, include_constant=bool(include_constant))
 

@@ -107,7 +107,8 @@ class Embeddings:
         means, variances = run.tables()
         senses = general = None
         if run.kind == "wordnet":
-            senses, general = wordnet_senses(run.words), general_senses(run.words)
+            senses = wordnet_senses(run.words)
+            general = general_senses(run.words, senses)
         energy = (run.energy_name if run.energy_name in HIERARCHY_ENERGIES
                   else energies.KL.name)
         return cls(run.words, means, variances, senses, getattr(run, "generality", 0.0),
@@ -177,21 +178,23 @@ def wordnet_senses(nodes, lemmas=None, synsets_only=False):
     return senses
 
 
-def general_senses(nodes, lemmas=None):
+def general_senses(nodes, senses, lemmas=None):
     """`Embeddings.general_senses` of a WordNet run's nodes: a word as the
     general side of an entailment pair stands for its synsets, or for its
     own node when it has none; None when no word has a node of its own
-    (`wordnet_senses` then serves both sides).
+    (`senses`, the nodes' `wordnet_senses(nodes, lemmas)`, then serve both
+    sides).
 
     Example:
 
-    >>> lemmas = {"dog": ("dog.n.01",)}
-    >>> general_senses(["dog.n.01", "dog", "pup"], lemmas), wordnet_senses(["dog.n.01", "dog"], lemmas)
-    ({'dog': (0,), 'pup': (2,)}, {'dog': (1,)})
+    >>> nodes, lemmas = ["dog.n.01", "dog", "pup"], {"dog": ("dog.n.01",)}
+    >>> senses = wordnet_senses(nodes, lemmas)
+    >>> general_senses(nodes, senses, lemmas), senses
+    ({'dog': (0,), 'pup': (2,)}, {'dog': (1,), 'pup': (2,)})
     """
     if all(_SYNSET.match(name) for name in nodes):
         return None
-    return {**wordnet_senses(nodes, lemmas), **wordnet_senses(nodes, lemmas, synsets_only=True)}
+    return {**senses, **wordnet_senses(nodes, lemmas, synsets_only=True)}
 
 
 def as_embeddings(source):

@@ -287,8 +287,9 @@ def test_graded_scores_with_lemma_nodes_are_the_hierarchys_word_pair_scores():
                                num_synsets=len(names))
     rng = np.random.default_rng(0)
     means, variances = rng.normal(size=(h.num_nodes, 3)), rng.uniform(0.3, 3.0, (h.num_nodes, 3))
-    emb = Embeddings(list(h.nodes), means, variances, senses=wordnet_senses(h.nodes, lemmas),
-                     general_senses=general_senses(h.nodes, lemmas))
+    senses = wordnet_senses(h.nodes, lemmas)
+    emb = Embeddings(list(h.nodes), means, variances, senses=senses,
+                     general_senses=general_senses(h.nodes, senses, lemmas))
     pairs = [("dog", "animal"), ("dog", "person"), ("person", "dog"), ("animal", "organism")]
     scores, covered = graded_scores(emb, pairs)
     expected = word_pair_scores(pairs, h, means, variances, lemmas=lemmas, generality=0.1)

@@ -171,21 +171,26 @@ inline void PrefetchPairRows(int64_t d, const Side& a, const Side& b, int64_t ra
   PrefetchForRead(b.var + rb * b.dv, b.dv);
 }
 
-// Calls run(SA, SB) with each side's spherical variance (one column while
-// d > 1) as a std::integral_constant, so the pair kernels are instantiated
-// for the four cases: the one dispatch of the grid kernels below.
+// Calls run(X, Y) with the flags x and y as std::integral_constants, so a
+// kernel is instantiated for the four cases: the one dispatch of the grid
+// kernels' compile-time flags below.
 template <typename Run>
-void WithSphericalSides(const Side& a, const Side& b, int64_t d, const Run& run) {
-  const bool sa = a.dv == 1 && d > 1, sb = b.dv == 1 && d > 1;
-  if (sa && sb) {
+inline void WithFlags(bool x, bool y, const Run& run) {
+  if (x && y) {
     run(std::true_type{}, std::true_type{});
-  } else if (sa) {
+  } else if (x) {
     run(std::true_type{}, std::false_type{});
-  } else if (sb) {
+  } else if (y) {
     run(std::false_type{}, std::true_type{});
   } else {
     run(std::false_type{}, std::false_type{});
   }
+}
+
+// run(SA, SB): each side's spherical variance (one column while d > 1).
+template <typename Run>
+void WithSphericalSides(const Side& a, const Side& b, int64_t d, const Run& run) {
+  WithFlags(a.dv == 1 && d > 1, b.dv == 1 && d > 1, run);
 }
 
 template <bool SA, bool SB, typename ParallelFor>
@@ -250,13 +255,7 @@ void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side&
                                          outs[3]);
       }
     };
-    if (add_a) {
-      run(std::true_type{}, std::false_type{});
-    } else if (add_b) {
-      run(std::false_type{}, std::true_type{});
-    } else {
-      run(std::false_type{}, std::false_type{});
-    }
+    WithFlags(add_a, add_b, run);
   };
   if (a.k == k && b.k == k) {  // every pair has its own rows
     parallel_for(n * k, 16 * d + 20, [&](int64_t begin, int64_t end) {
@@ -600,15 +599,7 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Slo
                                              vb_out);
           }
         };
-        if (add_a && add_b) {
-          run(std::true_type{}, std::true_type{});
-        } else if (add_a) {
-          run(std::true_type{}, std::false_type{});
-        } else if (add_b) {
-          run(std::false_type{}, std::true_type{});
-        } else {
-          run(std::false_type{}, std::false_type{});
-        }
+        WithFlags(add_a, add_b, run);
         if (own_a && !first_a && (a.k != 1 || j == k - 1)) {
           AddRow(gma + sa * d, tmp_a, d);
           AddRow(gva + sa * a.dv, tmp_a + d, a.dv);

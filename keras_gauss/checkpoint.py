@@ -87,7 +87,13 @@ def resume_command(out_dir):
 
 def interrupted_note(out_dir):
     """The line of a run in `out_dir` whose training stopped before it was
-    written, and how to finish it; `None` without a checkpoint there."""
+    written, and how to finish it; `None` without a checkpoint there.
+
+    Example:
+
+    >>> interrupted_note("runs/never-trained") is None  # no checkpoint there
+    True
+    """
     command = resume_command(out_dir)
     if command is None:
         return None

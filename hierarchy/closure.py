@@ -189,6 +189,30 @@ class Hierarchy:
         """Return the int32 ids of the given node names (`KeyError` for unknown names)."""
         return np.array([self.node_ids[name] for name in names], dtype=np.int32)
 
+    @cached_property
+    def synsets_only(self) -> Hierarchy:
+        """The hierarchy of the synset nodes alone, with the same ids: itself
+        without lemma nodes (`build_hierarchy(include_lemmas=False)`'s
+        hierarchy; word nodes are leaves, so no synset edge passes through
+        one). Held-out edges, their negatives and reconstruction are drawn
+        from it, so a run with word nodes is scored as the synset run is.
+
+        Example:
+            >>> h = hierarchy_from_parents({"b": ["a"], "w": ["b"]}, nodes=["a", "b", "w"],
+            ...                            num_synsets=2)
+            >>> h.synsets_only.nodes, h.synsets_only.edges.tolist()
+            (('a', 'b'), [[1, 0]])
+        """
+        k = self.num_synsets
+        if k == self.num_nodes:
+            return self
+
+        def among_synsets(edges):
+            return _readonly(np.ascontiguousarray(edges[edges[:, 0] < k]))  # words are never parents
+
+        return Hierarchy(self.nodes[:k], among_synsets(self.edges), among_synsets(self.basic_edges),
+                         k, self.root)
+
     def __repr__(self) -> str:
         return (
             f"Hierarchy(root={self.root!r}, num_nodes={self.num_nodes}, num_synsets={self.num_synsets}, "
@@ -403,6 +427,8 @@ def _build_cached(root, include_lemmas, data_dir, pos="n") -> Hierarchy:
         raise _unknown_root(root, pos)
     nodes = sorted(parents)
     if include_lemmas:
+        if root is not None:
+            _build_cached(root, False, data_dir, pos)  # a root without synsets below: "empty subtree"
         words: dict[str, list[str]] = {}
         for s in synsets:
             for lemma in s.lemmas:

@@ -202,7 +202,9 @@ class HierarchyEngine(Engine):
                 if kind in metrics["evaluation"]["model"]:
                     metrics[f"test_{kind}_accuracy"] = \
                         metrics["evaluation"]["model"][kind]["test_accuracy"]
-        recon = evaluate.reconstruction(hierarchy, means, variances,
+        synsets = hierarchy.synsets_only  # word nodes (--lemmas) are not ranked
+        recon = evaluate.reconstruction(synsets, means[:synsets.num_nodes],
+                                        variances[:synsets.num_nodes],
                                         max_nodes=config.reconstruction_nodes, seed=config.seed,
                                         generality=config.generality, energy=config.energy)
         metrics.update({"mean_rank": recon["mean_rank"], "map": recon["map"],

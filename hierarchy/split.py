@@ -186,6 +186,11 @@ def split_edges(
         seed: Seed of the split and of the negatives.
         method: `"closure"` or `"reduction"`.
 
+    With word nodes (`build_hierarchy(include_lemmas=True)`), the held-out
+    edges and their negatives are those of the synsets alone
+    (`Hierarchy.synsets_only`, the same as without word nodes) and every
+    word edge trains.
+
     Returns:
         An `EdgeSplit` (train edges keep the closure's sorted order).
 
@@ -201,6 +206,11 @@ def split_edges(
     """
     edges = hierarchy.edges
     n = hierarchy.num_nodes
+    if hierarchy.synsets_only is not hierarchy:
+        split = split_edges(hierarchy.synsets_only, val_size=val_size, test_size=test_size,
+                            seed=seed, method=method)
+        held_out = _keys(np.concatenate([split.val, split.test]), n)
+        return replace(split, train=edges[~np.isin(_keys(edges, n), held_out)], num_nodes=n)
     rng = np.random.default_rng(seed)
     if method == "closure":
         candidates = _closure_candidates(hierarchy)

@@ -169,3 +169,17 @@ def test_lemma_nodes():
     assert (h.edges[:, 1] < h.num_synsets).all()
     synset_edges = h.edges[h.edges[:, 0] < h.num_synsets]
     assert named(h, synset_edges) == named(build_hierarchy("mammal.n.01"), build_hierarchy("mammal.n.01").edges)
+
+
+def test_synsets_only_is_the_hierarchy_without_word_nodes():
+    words, synsets = build_hierarchy("mammal.n.01", include_lemmas=True), build_hierarchy("mammal.n.01")
+    only = words.synsets_only
+    assert only.nodes == synsets.nodes and only.num_synsets == synsets.num_nodes
+    for field in ("edges", "basic_edges"):
+        assert np.array_equal(getattr(only, field), getattr(synsets, field)), field
+    assert synsets.synsets_only is synsets
+
+
+def test_a_root_with_only_words_below_is_an_empty_subtree():
+    with pytest.raises(ValueError, match="empty subtree"):  # not a tree of its own words
+        build_hierarchy("toy_poodle.n.01", include_lemmas=True)

@@ -132,3 +132,20 @@ def test_a_tiny_taxonomy_chooses_on_its_training_edges_even_with_repeated_negati
                                          r"held-out edges: .*hold out fewer \(--val-size, "
                                          r"--test-size\)"):
         split_edges(chain, val_size=0.5, test_size=0.5, seed=0)
+
+
+@pytest.mark.parametrize("method", ["closure", "reduction"])
+def test_with_word_nodes_the_held_out_edges_are_the_synset_runs(method):
+    from keras_gauss.hierarchy.closure import build_hierarchy
+
+    words, synsets = build_hierarchy("mammal.n.01", include_lemmas=True), build_hierarchy("mammal.n.01")
+    with_words = split_edges(words, seed=3, method=method)
+    alone = split_edges(synsets, seed=3, method=method)
+    for part in ("val", "test", "val_neg", "test_neg", "val_sibling", "test_sibling"):
+        assert np.array_equal(getattr(with_words, part), getattr(alone, part)), part
+    # every other edge trains: the synsets' training edges and every word edge
+    held_out = keys(words, np.concatenate([alone.val, alone.test]))
+    assert np.array_equal(keys(words, with_words.train),
+                          np.setdiff1d(keys(words, words.edges), held_out))
+    assert with_words.num_nodes == words.num_nodes and with_words.eligible == alone.eligible
+

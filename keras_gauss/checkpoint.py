@@ -176,8 +176,12 @@ def read_checkpoint(out_dir):
     return state, arrays
 
 
+# Settings whose flag is not their name with dashes.
+FLAGS = {"include_lemmas": "--lemmas"}
+
+
 def _flag(name):
-    return "--" + name.replace("_", "-")
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 def load_for_resume(out_dir, kind, settings, defaults=None):
@@ -216,12 +220,14 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
                               f"not a {kind} run.")
     saved = {**(defaults or {}), **state.get("settings", {})}
     settings = json.loads(json.dumps(settings))  # tuples as lists, as saved
-    for name in sorted(set(saved) | set(settings)):
-        if saved.get(name) != settings.get(name):
-            raise CheckpointError(
-                f"--resume {out_dir}: the run was started with {_flag(name)} "
-                f"{saved.get(name)}, this command has {settings.get(name)}; resume with "
-                "the same settings.")
+    differ = [name for name in sorted(set(saved) | set(settings))
+              if saved.get(name) != settings.get(name)]
+    if differ:
+        raise CheckpointError(
+            f"--resume {out_dir}: the run was started with "
+            f"{' and '.join(f'{_flag(name)} {saved.get(name)}' for name in differ)}, this "
+            f"command has {' and '.join(str(settings.get(name)) for name in differ)}; resume "
+            "with the same settings.")
     return state, arrays
 
 

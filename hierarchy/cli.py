@@ -34,19 +34,24 @@ def by_energy(field):
 
 def by_split(field):
     """The defaults of a setting that a split sets for an energy
-    (`SPLIT_DEFAULTS`), in words after a `; `, or `""`.
+    (`SPLIT_DEFAULTS`, then `WORD_NODES`: with word nodes), in words after
+    a `; `, or `""`.
 
     Example:
 
     >>> by_split("learning_rate")
     '; 0.003 with kl on --split reduction'
+    >>> by_split("epochs")
+    '; 3 with kl on --split reduction; 3 with kl on --split closure with word nodes (--lemmas)'
     >>> by_split("dim")
     ''
     """
-    from keras_gauss.hierarchy.config import SPLIT_DEFAULTS
+    from keras_gauss.hierarchy.config import SPLIT_DEFAULTS, WORD_NODES
 
-    return "".join(f"; {values[field]} with {energy} on --split {split}"
-                   for (split, energy), values in SPLIT_DEFAULTS.items() if field in values)
+    return "".join(f"; {values[field]} with {energy} on --split {split}{words}"
+                   for table, words in ((SPLIT_DEFAULTS, ""),
+                                        (WORD_NODES, " with word nodes (--lemmas)"))
+                   for (split, energy), values in table.items() if field in values)
 
 
 def add_parser(subparsers):
@@ -90,9 +95,12 @@ def add_parser(subparsers):
                        help="part of speech: n (nouns, default) or v (verbs)")
     train.add_argument("--root", default=None,
                        help="embed only this synset's subtree, e.g. mammal.n.01")
-    train.add_argument("--lemmas", dest="include_lemmas", action="store_true",
-                       help="add word nodes linked to their synsets (word pairs are then "
-                            "scored from word 1's own node)")
+    train.add_argument("--lemmas", dest="include_lemmas", default=None,
+                       action=argparse.BooleanOptionalAction,
+                       help="add a node per noun lemma below its synsets (word pairs are then "
+                            "scored from word 1's own node; held-out edges stay the synsets'). "
+                            "Default: on with kl on --split closure of the nouns (the main job, "
+                            "3 epochs), else off; --no-lemmas: synsets only")
     train.add_argument("--hyperlex", default=None, help="HyperLex nouns file to score")
     train.add_argument("--entailment", default=None,
                        help="Baroni 2012 style entailment file to score")

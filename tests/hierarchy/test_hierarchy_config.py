@@ -61,7 +61,8 @@ def test_a_setting_given_wins_over_the_split_default(flag, field, value):
 
 
 @pytest.mark.parametrize("fields, expected", [
-    ({}, ("tree", 5.0, 0.3, 0.0, 10, 0)),
+    ({"include_lemmas": False}, ("tree", 5.0, 0.3, 0.0, 10, 0)),
+    ({}, ("tree", 5.0, 0.3, 0.1, 3, 0)),  # word nodes (WORD_NODES)
     ({"split": "closure", "energy": "containment"}, ("uniform", 5.0, 0.3, 0.0, 10, 0)),
     ({"split": "reduction", "energy": "containment"}, ("uniform", 5.0, 0.3, 0.0, 20, 5)),
     ({"split": "reduction", "val_size": 0, "test_size": 0}, ("tree", 5.0, 0.3, 0.0, 10, 0)),
@@ -89,7 +90,7 @@ def _old_checkpoint(out, **changed):
     `WordNetConfig()` had as defaults before they were `None`."""
     old = {**dataclasses.asdict(WordNetConfig().resolved()), "learning_rate": 0.3,
            "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0,
-           "sibling_negatives": 0.0, **changed}
+           "sibling_negatives": 0.0, "include_lemmas": False, **changed}
     old.pop("generality")
     write_checkpoint(out, {"format": 2, "kind": "hierarchy", "settings": old},
                      {"table/0": np.zeros(1)})
@@ -97,12 +98,17 @@ def _old_checkpoint(out, **changed):
 
 def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
     _old_checkpoint(tmp_path)
-    load_for_resume(tmp_path, "hierarchy",
-                    checkpoint_settings(WordNetConfig(sibling_negatives=0.0).resolved()),
-                    RESUME_DEFAULTS)
+    load_for_resume(tmp_path, "hierarchy", checkpoint_settings(
+        WordNetConfig(sibling_negatives=0.0, include_lemmas=False).resolved()), RESUME_DEFAULTS)
     # without its old --sibling-negatives 0 (KL's closure default is now 0.1): one line
     with pytest.raises(CheckpointError, match="started with --sibling-negatives 0.0, this "
                                               "command has 0.1"):
+        load_for_resume(tmp_path, "hierarchy", checkpoint_settings(
+            WordNetConfig(include_lemmas=False).resolved()), RESUME_DEFAULTS)
+    # with today's defaults (word nodes, 3 epochs): one line naming every difference
+    with pytest.raises(CheckpointError, match=r"started with --epochs 10 and --lemmas False and "
+                                              r"--sibling-negatives 0.0, this command has 3 and "
+                                              r"True and 0.1; resume"):
         load_for_resume(tmp_path, "hierarchy", checkpoint_settings(WordNetConfig().resolved()),
                         RESUME_DEFAULTS)
     # an old reduction run trained with those values: resumed when they are given
@@ -110,10 +116,27 @@ def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
     given = WordNetConfig(split="reduction", init="tree", max_variance=5.0, learning_rate=0.3,
                           epochs=20).resolved()
     load_for_resume(tmp_path, "hierarchy", checkpoint_settings(given), RESUME_DEFAULTS)
-    with pytest.raises(CheckpointError, match="started with --epochs 20, this command has 3"):
+    with pytest.raises(CheckpointError, match="started with --epochs 20 and --init tree and "
+                                              "--learning-rate 0.3 and --max-variance 5.0, this "
+                                              "command has 3 and tree-size and 0.003 and 50.0;"):
         load_for_resume(tmp_path, "hierarchy",
                         checkpoint_settings(WordNetConfig(split="reduction").resolved()),
                         RESUME_DEFAULTS)
+
+
+def test_the_main_job_adds_word_nodes_and_no_other_run_does():
+    config = _command().resolved()
+    assert (config.include_lemmas, config.epochs, config.generality) == (True, 3, 0.1)
+    for flags in (["--energy", "containment"], ["--split", "reduction"], ["--pos", "v"],
+                  ["--split", "ganea", "--non-basic-percent", "10"], ["--val-size", "0",
+                  "--test-size", "0"], ["--drop-root", "entity.n.01"], ["--no-lemmas"]):
+        assert not _command(*flags).resolved().include_lemmas, flags
+    assert not WordNetConfig(edges="taxonomy.tsv").resolved().include_lemmas
+    config = _command("--no-lemmas").resolved()  # the synset run, as before word nodes
+    assert (config.epochs, config.generality, config.sibling_negatives) == (10, 0.0, 0.1)
+    given = _command("--lemmas", "--epochs", "5", "--generality", "0").resolved()
+    assert (given.include_lemmas, given.epochs, given.generality) == (True, 5, 0.0)
+    assert _command("--lemmas", "--energy", "containment").resolved().epochs == 10
 
 
 def test_kl_on_the_closure_split_draws_a_tenth_of_its_negatives_as_siblings():

@@ -14,7 +14,7 @@ from cli_errors import cli_error
 from gpu_settings import check_cpu_kept, unset
 
 SMALL = dict(root="mammal.n.01", dim=5, epochs=2, batch_size=256, val_size=0.05,
-             test_size=0.05, learning_rate=0.3)
+             test_size=0.05, learning_rate=0.3, include_lemmas=False)
 
 
 HYPERLEX = ("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD\n"
@@ -75,6 +75,25 @@ def test_evaluate_scores_hyperlex_on_a_saved_run_as_training_did(mammal_run, tmp
     graded = json.loads((run / "eval.json").read_text())["graded"]["hl"]
     assert graded["n_covered"] == 4 and graded["n_pairs"] == 5
     assert graded["spearman"] == pytest.approx(metrics["hyperlex_spearman"], abs=1e-12)
+
+
+def test_a_run_with_word_nodes_is_scored_on_the_synsets(tmp_path):
+    from keras_gauss.hierarchy import evaluate
+    from keras_gauss.hierarchy.closure import build_hierarchy
+
+    (tmp_path / "hl.txt").write_text(HYPERLEX)
+    config = WordNetConfig(**{**SMALL, "include_lemmas": None, "epochs": 1})  # the default: words
+    metrics = train_wordnet(config, tmp_path / "run", hyperlex=tmp_path / "hl.txt", verbose=0)
+    synsets = build_hierarchy("mammal.n.01")
+    assert metrics["num_nodes"] == 3446 and metrics["config"]["include_lemmas"]
+    held_out = [line.split("\t")[:2] for part in ("val", "test")
+                for line in (tmp_path / "run" / "split" / f"{part}.tsv").read_text().splitlines()]
+    assert {name for pair in held_out for name in pair} <= set(synsets.nodes)
+    means, variances = load_run(tmp_path / "run").tables()
+    alone = evaluate.reconstruction(synsets, means[:1182], variances[:1182], max_nodes=2000,
+                                    seed=0, generality=0.1)  # words are not ranked
+    assert (metrics["map"], metrics["reconstruction_queries"]) == (alone["map"], 1181)
+    assert metrics["hyperlex_scoring"] == {"generality": 0.1}  # word 1's node, no sense prior
 
 
 def test_saved_run_reloads_with_the_trained_tables(mammal_run):
@@ -227,7 +246,7 @@ def test_hyperlex_without_wordnets_sense_counts_fails_before_training(tmp_path, 
     with monkeypatch.context() as patch:
         patch.setattr(train_module, "NativeHierarchyEngine", never)
         err = cli_error(["train-wordnet", "--out", tmp_path / "run", "--root", "mammal.n.01",
-                         "--hyperlex", hyperlex], capsys)
+                         "--no-lemmas", "--hyperlex", hyperlex], capsys)
     assert "index.sense" in err and not (tmp_path / "run").exists()
     # containment's HyperLex score has no sense prior: it never reads them
     assert main(["train-wordnet", "--out", str(tmp_path / "box"), "--root", "mammal.n.01",
@@ -251,7 +270,7 @@ def test_a_benchmark_file_that_names_no_node_fails_before_training(tmp_path, cap
     err = cli_error(["train-wordnet", "--out", tmp_path / "run", "--root", "mammal.n.01",
                      flag, path], capsys)
     assert err.endswith(f"{flag} {path}: none of its 2 pairs has both words in the hierarchy "
-                        "(1,182 nodes); nothing to score.")
+                        "(3,446 nodes); nothing to score.")  # synsets and words
     assert not (tmp_path / "run").exists()
 
 

@@ -176,7 +176,7 @@ def _add_training_flags(train, defaults):
         elif field in ("val_size", "test_size"):
             shown = "the smaller of 4000 and 10%% of the eligible edges"
         elif field in ENERGY_SETTINGS:
-            shown = by_energy(field)
+            shown = f"{by_energy(field)}{by_split(field)}"
             kind = int if field == "negatives" else float
         elif field == "batch_size":
             shown = (f"{default}; {GPU_SETTINGS[field]} on a GPU; with fewer than 100 "

@@ -110,6 +110,8 @@ def make_split(hierarchy, config, given=None):
             "reduction": "edges of the transitive reduction (implied by no training edge)"}
     line = (f"--split {config.split}: {len(split.val):,} validation + {len(split.test):,} test "
             f"{what[config.split]}")
+    if hierarchy.synsets_only is not hierarchy:
+        line += ", between synsets (every word edge trains)"
     if config.val_size is None or config.test_size is None:
         line += (f"; default size: the smaller of {DEFAULT_HELD_OUT:,} and 10% of "
                  f"{split.eligible:,} eligible edges")

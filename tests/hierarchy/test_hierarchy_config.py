@@ -88,9 +88,9 @@ def test_containment_on_the_reduction_split_takes_no_generality_term():
 def _old_checkpoint(out, **changed):
     """A checkpoint whose settings hold the concrete values that
     `WordNetConfig()` had as defaults before they were `None`."""
-    old = {**dataclasses.asdict(WordNetConfig().resolved()), "learning_rate": 0.3,
-           "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0,
-           "sibling_negatives": 0.0, "include_lemmas": False, **changed}
+    old = {**dataclasses.asdict(WordNetConfig(include_lemmas=False).resolved()),
+           "learning_rate": 0.3, "max_variance": 5.0, "init": "tree", "epochs": 10, "patience": 0,
+           "sibling_negatives": 0.0, **changed}
     old.pop("generality")
     write_checkpoint(out, {"format": 2, "kind": "hierarchy", "settings": old},
                      {"table/0": np.zeros(1)})
@@ -105,10 +105,11 @@ def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
                                               "command has 0.1"):
         load_for_resume(tmp_path, "hierarchy", checkpoint_settings(
             WordNetConfig(include_lemmas=False).resolved()), RESUME_DEFAULTS)
-    # with today's defaults (word nodes, 3 epochs): one line naming every difference
+    # with today's defaults (word nodes and their settings): one line naming every difference
     with pytest.raises(CheckpointError, match=r"started with --epochs 10 and --lemmas False and "
-                                              r"--sibling-negatives 0.0, this command has 3 and "
-                                              r"True and 0.1; resume"):
+                                              r"--min-variance 0.01 and --sibling-negatives 0.0 "
+                                              r"and --threshold 20.0, this command has 3 and "
+                                              r"True and 0.05 and 0.1 and 40.0; resume"):
         load_for_resume(tmp_path, "hierarchy", checkpoint_settings(WordNetConfig().resolved()),
                         RESUME_DEFAULTS)
     # an old reduction run trained with those values: resumed when they are given
@@ -126,14 +127,16 @@ def test_a_checkpoint_of_the_old_concrete_defaults_resumes(tmp_path):
 
 def test_the_main_job_adds_word_nodes_and_no_other_run_does():
     config = _command().resolved()
-    assert (config.include_lemmas, config.epochs, config.generality) == (True, 3, 0.1)
+    assert (config.include_lemmas, config.epochs, config.generality, config.threshold,
+            config.min_variance) == (True, 3, 0.1, 40.0, 0.05)
     for flags in (["--energy", "containment"], ["--split", "reduction"], ["--pos", "v"],
                   ["--split", "ganea", "--non-basic-percent", "10"], ["--val-size", "0",
                   "--test-size", "0"], ["--drop-root", "entity.n.01"], ["--no-lemmas"]):
         assert not _command(*flags).resolved().include_lemmas, flags
     assert not WordNetConfig(edges="taxonomy.tsv").resolved().include_lemmas
     config = _command("--no-lemmas").resolved()  # the synset run, as before word nodes
-    assert (config.epochs, config.generality, config.sibling_negatives) == (10, 0.0, 0.1)
+    assert (config.epochs, config.generality, config.sibling_negatives, config.threshold,
+            config.min_variance) == (10, 0.0, 0.1, 20.0, 0.01)
     given = _command("--lemmas", "--epochs", "5", "--generality", "0").resolved()
     assert (given.include_lemmas, given.epochs, given.generality) == (True, 5, 0.0)
     assert _command("--lemmas", "--energy", "containment").resolved().epochs == 10

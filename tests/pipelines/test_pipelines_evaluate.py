@@ -292,13 +292,13 @@ def test_graded_scores_with_lemma_nodes_are_the_hierarchys_word_pair_scores():
                      general_senses=general_senses(h.nodes, senses, lemmas))
     pairs = [("dog", "animal"), ("dog", "person"), ("person", "dog"), ("animal", "organism")]
     scores, covered = graded_scores(emb, pairs)
-    expected = word_pair_scores(pairs, h, means, variances, lemmas=lemmas, generality=0.1)
+    expected = word_pair_scores(pairs, h, means, variances, lemmas=lemmas, generality=0.3)
     assert covered.all() and expected.covered.all()
     np.testing.assert_allclose(scores, expected.scores, rtol=1e-12)
     dog, animal = (list(h.nodes).index(name) for name in ("dog", "animal.n.01"))
     generality = np.log(variances[animal]).sum() - np.log(variances[dog]).sum()
     assert scores[0] == pytest.approx(-_kl(means[dog], variances[dog], means[animal],
-                                           variances[animal]) + 0.1 * generality)
+                                           variances[animal]) + 0.3 * generality)
 
 
 def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_path,

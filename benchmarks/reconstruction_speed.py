@@ -41,7 +41,7 @@ def main():
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--jax", action="store_true", help="also time the JAX path")
     args = parser.parse_args()
-    hierarchy, *_ = load_data(WordNetConfig().resolved())
+    hierarchy, *_ = load_data(WordNetConfig(include_lemmas=False).resolved())  # the synsets
     rng = np.random.default_rng(0)
     n = hierarchy.num_nodes
     cases = [("random", energy, rng.normal(size=(n, 50)) * 0.3, rng.uniform(0.1, 2, size=(n, 50)))

@@ -123,7 +123,8 @@ class WordNetConfig:
             0 with `test_size` 0 trains on every edge.
         test_size: held-out test edges (count, fraction or `None`).
         reconstruction_nodes: query nodes sampled for mean rank / MAP
-            (`None`: all; the full hierarchy has 82,115).
+            (`None`: all; the full hierarchy has 82,115 synsets; word nodes are
+            not ranked).
         seed: random seed of the split, negatives and initialisation.
         engine: `"native"` (default: the C++ trainer, no TensorFlow;
             `keras_gauss.hierarchy.native_training`; where the native library

@@ -116,24 +116,38 @@ inline float Plus(float dst, float v) {
 
 // Adds g * dE/d(inputs) of one pair to the four gradient rows (AddA / AddB
 // false: writes them, the side's first term, so its rows need no clearing).
-template <bool SA, bool SB, bool AddA = true, bool AddB = true>
+// WantA / WantB false: that side's rows are neither computed nor written
+// (its pointers may be null); the other side's floats are the same.
+template <bool SA, bool SB, bool AddA = true, bool AddB = true, bool WantA = true,
+          bool WantB = true>
 inline void ElPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
   ForLanes(d, [&](int64_t i, int64_t j) {
     const float inv = 1.0f / (va[SA ? 0 : i] + vb[SB ? 0 : i]);
     const float delta = (ma[i] - mb[i]) * inv;
-    gma[i] = Plus<AddA>(gma[i], -(g * delta));
-    gmb[i] = Plus<AddB>(gmb[i], g * delta);
+    if (WantA) gma[i] = Plus<AddA>(gma[i], -(g * delta));
+    if (WantB) gmb[i] = Plus<AddB>(gmb[i], g * delta);
     const float gv = 0.5f * g * (delta * delta - inv);
-    if (SA) sa[j] += gv; else gva[i] = Plus<AddA>(gva[i], gv);
-    if (SB) sb[j] += gv; else gvb[i] = Plus<AddB>(gvb[i], gv);
+    if (!WantA) {
+    } else if (SA) {
+      sa[j] += gv;
+    } else {
+      gva[i] = Plus<AddA>(gva[i], gv);
+    }
+    if (!WantB) {
+    } else if (SB) {
+      sb[j] += gv;
+    } else {
+      gvb[i] = Plus<AddB>(gvb[i], gv);
+    }
   });
-  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
-  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
+  if (WantA && SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (WantB && SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
-template <bool SA, bool SB, bool AddA = true, bool AddB = true>
+template <bool SA, bool SB, bool AddA = true, bool AddB = true, bool WantA = true,
+          bool WantB = true>
 inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
@@ -143,15 +157,19 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
     const float inv = 1.0f / vg;
     const float diff = ma[i] - mb[i];
     const float gm = g * diff * inv;
-    gma[i] = Plus<AddA>(gma[i], -gm);
-    gmb[i] = Plus<AddB>(gmb[i], gm);
-    const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
-    const float gb = 0.5f * g * (1.0f / vs - inv);
-    if (SA) sa[j] += ga; else gva[i] = Plus<AddA>(gva[i], ga);
-    if (SB) sb[j] += gb; else gvb[i] = Plus<AddB>(gvb[i], gb);
+    if (WantA) gma[i] = Plus<AddA>(gma[i], -gm);
+    if (WantB) gmb[i] = Plus<AddB>(gmb[i], gm);
+    if (WantA) {
+      const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
+      if (SA) sa[j] += ga; else gva[i] = Plus<AddA>(gva[i], ga);
+    }
+    if (WantB) {
+      const float gb = 0.5f * g * (1.0f / vs - inv);
+      if (SB) sb[j] += gb; else gvb[i] = Plus<AddB>(gvb[i], gb);
+    }
   });
-  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
-  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
+  if (WantA && SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (WantB && SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
 // Pairs ahead whose rows are fetched when they are read through slots
@@ -655,7 +673,8 @@ class SlotLists {
 // EnergySlotGrad slot by slot: for each side, each slot's occurrences in
 // order, the slot's gradient rows summed as EnergySlotGrad sums them (the
 // same floats) without reading or writing other rows of that side's sums.
-// Every pair is computed once per side (twice in all), but each pass reads
+// Every pair is computed once per side (twice in all, each time only that
+// side's rows: ElPairGrad / KlPairGrad's WantA / WantB), but each pass reads
 // one row per pair at random (the other side's), its own slot's row and sums
 // staying in cache. The work is cut at slot boundaries into parts of about
 // equal pairs.
@@ -693,9 +712,8 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
   }
   parallel_for(static_cast<int64_t>(chunks.size()), target * (16 * d + 20),
                [&](int64_t begin_chunk, int64_t end_chunk) {
-    std::vector<float> scratch(4 * (d + std::max(a.dv, b.dv)));
-    float* tmp = scratch.data();                   // a later occurrence's rows
-    float* junk = tmp + 2 * (d + std::max(a.dv, b.dv));  // the other side's
+    std::vector<float> scratch(d + std::max(a.dv, b.dv));
+    float* tmp = scratch.data();  // a later occurrence's rows
     for (int64_t c = begin_chunk; c < end_chunk; ++c) {
       const int side = chunks[c].side;
       const Side& x = *sides[side];
@@ -732,19 +750,23 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
             const float* vy = y.var + ry * y.dv;
             const float g = grad[row * k + j];
             const bool add = x.k == 1 && j > 0;
-            auto run = [&](auto add_tag) {
+            auto run = [&](auto add_tag) {  // this side's rows only
               constexpr bool kAdd = decltype(add_tag)::value;
               if (side == 0) {
                 if (energy == Energy::kEL) {
-                  ElPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                  ElPairGrad<SA, SB, kAdd, false, true, false>(d, g, mx, vx, my, vy, mo, vo,
+                                                               nullptr, nullptr);
                 } else {
-                  KlPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                  KlPairGrad<SA, SB, kAdd, false, true, false>(d, g, mx, vx, my, vy, mo, vo,
+                                                               nullptr, nullptr);
                 }
               } else {
                 if (energy == Energy::kEL) {
-                  ElPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                  ElPairGrad<SA, SB, false, kAdd, false, true>(d, g, my, vy, mx, vx, nullptr,
+                                                               nullptr, mo, vo);
                 } else {
-                  KlPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                  KlPairGrad<SA, SB, false, kAdd, false, true>(d, g, my, vy, mx, vx, nullptr,
+                                                               nullptr, mo, vo);
                 }
               }
             };

@@ -172,6 +172,23 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
   if (WantB && SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
+// x / k for x >= 0 and a grid's k >= 1, as the kernels' inner loops divide
+// an occurrence or pair index into its row: a shift when k is a power of two
+// (a broadcast side's 1, the quick start's 2), else the division (a 64-bit
+// division costs tens of cycles, two a pair).
+//
+// Example: DivK(2)(7) == 3 (a shift), DivK(6)(13) == 2 (a division).
+struct DivK {
+  int64_t k;
+  int shift = -1;  // k == 1 << shift, or -1
+  explicit DivK(int64_t divisor) : k(divisor) {
+    for (int b = 0; b < 63; ++b) {
+      if ((int64_t{1} << b) == k) shift = b;
+    }
+  }
+  int64_t operator()(int64_t x) const { return shift >= 0 ? x >> shift : x / k; }
+};
+
 // Pairs ahead whose rows are fetched when they are read through slots
 // (Side::slot).
 constexpr int64_t kRowsAhead = 8;
@@ -215,11 +232,12 @@ template <bool SA, bool SB, typename ParallelFor>
 void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
                     const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
   const bool slots = a.slot != nullptr || b.slot != nullptr;
+  const DivK by_k(k);
   parallel_for(n * k, 12 * d + 20, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t row = p / k, j = p - row * k;
+      const int64_t row = by_k(p), j = p - row * k;
       if (slots && p + kRowsAhead < end) {  // the rows of a pair ahead
-        const int64_t next = p + kRowsAhead, next_row = next / k, next_j = next - next_row * k;
+        const int64_t next = p + kRowsAhead, next_row = by_k(next), next_j = next - next_row * k;
         PrefetchPairRows(d, a, b, a.At(a.Row(next_row, next_j)), b.At(b.Row(next_row, next_j)));
       }
       const int64_t ra = a.At(a.Row(row, j)), rb = b.At(b.Row(row, j));
@@ -276,8 +294,12 @@ void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side&
     WithFlags(add_a, add_b, run);
   };
   if (a.k == k && b.k == k) {  // every pair has its own rows
+    const DivK by_k(k);
     parallel_for(n * k, 16 * d + 20, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) pair(p / k, p % k);
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t row = by_k(p);
+        pair(row, p - row * k);
+      }
     });
   } else {  // a broadcast side sums over the k candidates of its row
     parallel_for(n, (16 * d + 20) * k, [&](int64_t begin, int64_t end) {
@@ -556,6 +578,7 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Slo
   const int32_t* slot_a = slots_a.slot_of;
   const int32_t* slot_b = slots_b.slot_of;
   const bool slots = a.slot != nullptr || b.slot != nullptr;
+  const DivK by_k(k);
   parallel_for(parts, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t a0 = begin_part * size_a / parts, a1 = end_part * size_a / parts;
     const int64_t b0 = begin_part * size_b / parts, b1 = end_part * size_b / parts;
@@ -574,7 +597,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Slo
         const bool own_a = sa >= a0 && sa < a1, own_b = sb >= b0 && sb < b1;
         if (!own_a && !own_b) continue;
         if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
-          const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
+          const int64_t next = row * k + j + kAhead, next_row = by_k(next),
+                        next_j = next - next_row * k;
           const int64_t next_a = a.Row(next_row, next_j), next_b = b.Row(next_row, next_j);
           const int64_t na = slot_a[next_a];
           const int64_t nb = slot_b[next_b];
@@ -720,6 +744,7 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
       const Side& y = *sides[1 - side];
       const int64_t dvx = x.dv;
       const int64_t per = x.k == 1 ? k : 1;
+      const DivK by_kx(x.k);
       const int32_t* occ = lists[side]->occurrences();
       constexpr int64_t kAhead = 8;
       const int64_t last = lists[side]->offset(chunks[c].end);
@@ -730,7 +755,7 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
         for (int64_t i = first; i < stop; ++i) {
           if (i + kAhead < last) {  // the other side's rows of an occurrence ahead
             const int64_t o = occ[i + kAhead];
-            const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+            const int64_t row = by_kx(o), j0 = x.k == 1 ? 0 : o - row * x.k;
             for (int64_t j = j0; j < j0 + per; ++j) {
               const int64_t r = y.At(y.Row(row, j));
               PrefetchForRead(y.mean + r * d, d);
@@ -738,7 +763,7 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
             }
           }
           const int64_t o = occ[i];
-          const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+          const int64_t row = by_kx(o), j0 = x.k == 1 ? 0 : o - row * x.k;
           const int64_t rx = x.At(o);
           const float* mx = x.mean + rx * d;
           const float* vx = x.var + rx * dvx;

@@ -116,24 +116,38 @@ inline float Plus(float dst, float v) {
 
 // Adds g * dE/d(inputs) of one pair to the four gradient rows (AddA / AddB
 // false: writes them, the side's first term, so its rows need no clearing).
-template <bool SA, bool SB, bool AddA = true, bool AddB = true>
+// WantA / WantB false: that side's rows are neither computed nor written
+// (its pointers may be null); the other side's floats are the same.
+template <bool SA, bool SB, bool AddA = true, bool AddB = true, bool WantA = true,
+          bool WantB = true>
 inline void ElPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
   ForLanes(d, [&](int64_t i, int64_t j) {
     const float inv = 1.0f / (va[SA ? 0 : i] + vb[SB ? 0 : i]);
     const float delta = (ma[i] - mb[i]) * inv;
-    gma[i] = Plus<AddA>(gma[i], -(g * delta));
-    gmb[i] = Plus<AddB>(gmb[i], g * delta);
+    if (WantA) gma[i] = Plus<AddA>(gma[i], -(g * delta));
+    if (WantB) gmb[i] = Plus<AddB>(gmb[i], g * delta);
     const float gv = 0.5f * g * (delta * delta - inv);
-    if (SA) sa[j] += gv; else gva[i] = Plus<AddA>(gva[i], gv);
-    if (SB) sb[j] += gv; else gvb[i] = Plus<AddB>(gvb[i], gv);
+    if (!WantA) {
+    } else if (SA) {
+      sa[j] += gv;
+    } else {
+      gva[i] = Plus<AddA>(gva[i], gv);
+    }
+    if (!WantB) {
+    } else if (SB) {
+      sb[j] += gv;
+    } else {
+      gvb[i] = Plus<AddB>(gvb[i], gv);
+    }
   });
-  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
-  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
+  if (WantA && SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (WantB && SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
 
-template <bool SA, bool SB, bool AddA = true, bool AddB = true>
+template <bool SA, bool SB, bool AddA = true, bool AddB = true, bool WantA = true,
+          bool WantB = true>
 inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, const float* mb,
                        const float* vb, float* gma, float* gva, float* gmb, float* gvb) {
   alignas(64) float sa[kLanes] = {}, sb[kLanes] = {};
@@ -143,16 +157,37 @@ inline void KlPairGrad(int64_t d, float g, const float* ma, const float* va, con
     const float inv = 1.0f / vg;
     const float diff = ma[i] - mb[i];
     const float gm = g * diff * inv;
-    gma[i] = Plus<AddA>(gma[i], -gm);
-    gmb[i] = Plus<AddB>(gmb[i], gm);
-    const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
-    const float gb = 0.5f * g * (1.0f / vs - inv);
-    if (SA) sa[j] += ga; else gva[i] = Plus<AddA>(gva[i], ga);
-    if (SB) sb[j] += gb; else gvb[i] = Plus<AddB>(gvb[i], gb);
+    if (WantA) gma[i] = Plus<AddA>(gma[i], -gm);
+    if (WantB) gmb[i] = Plus<AddB>(gmb[i], gm);
+    if (WantA) {
+      const float ga = 0.5f * g * ((vs + diff * diff) * inv * inv - inv);
+      if (SA) sa[j] += ga; else gva[i] = Plus<AddA>(gva[i], ga);
+    }
+    if (WantB) {
+      const float gb = 0.5f * g * (1.0f / vs - inv);
+      if (SB) sb[j] += gb; else gvb[i] = Plus<AddB>(gvb[i], gb);
+    }
   });
-  if (SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
-  if (SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
+  if (WantA && SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));
+  if (WantB && SB) gvb[0] = Plus<AddB>(gvb[0], LaneSum(sb));
 }
+
+// x / k for x >= 0 and a grid's k >= 1, as the kernels' inner loops divide
+// an occurrence or pair index into its row: a shift when k is a power of two
+// (a broadcast side's 1, the quick start's 2), else the division (a 64-bit
+// division costs tens of cycles, two a pair).
+//
+// Example: DivK(2)(7) == 3 (a shift), DivK(6)(13) == 2 (a division).
+struct DivK {
+  int64_t k;
+  int shift = -1;  // k == 1 << shift, or -1
+  explicit DivK(int64_t divisor) : k(divisor) {
+    for (int b = 0; b < 63; ++b) {
+      if ((int64_t{1} << b) == k) shift = b;
+    }
+  }
+  int64_t operator()(int64_t x) const { return shift >= 0 ? x >> shift : x / k; }
+};
 
 // Pairs ahead whose rows are fetched when they are read through slots
 // (Side::slot).
@@ -197,11 +232,12 @@ template <bool SA, bool SB, typename ParallelFor>
 void EnergyForwardT(Energy energy, float constant, int64_t n, int64_t k, int64_t d,
                     const Side& a, const Side& b, float* out, const ParallelFor& parallel_for) {
   const bool slots = a.slot != nullptr || b.slot != nullptr;
+  const DivK by_k(k);
   parallel_for(n * k, 12 * d + 20, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const int64_t row = p / k, j = p - row * k;
+      const int64_t row = by_k(p), j = p - row * k;
       if (slots && p + kRowsAhead < end) {  // the rows of a pair ahead
-        const int64_t next = p + kRowsAhead, next_row = next / k, next_j = next - next_row * k;
+        const int64_t next = p + kRowsAhead, next_row = by_k(next), next_j = next - next_row * k;
         PrefetchPairRows(d, a, b, a.At(a.Row(next_row, next_j)), b.At(b.Row(next_row, next_j)));
       }
       const int64_t ra = a.At(a.Row(row, j)), rb = b.At(b.Row(row, j));
@@ -258,8 +294,12 @@ void EnergyBackwardT(Energy energy, int64_t n, int64_t k, int64_t d, const Side&
     WithFlags(add_a, add_b, run);
   };
   if (a.k == k && b.k == k) {  // every pair has its own rows
+    const DivK by_k(k);
     parallel_for(n * k, 16 * d + 20, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) pair(p / k, p % k);
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t row = by_k(p);
+        pair(row, p - row * k);
+      }
     });
   } else {  // a broadcast side sums over the k candidates of its row
     parallel_for(n, (16 * d + 20) * k, [&](int64_t begin, int64_t end) {
@@ -538,6 +578,7 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Slo
   const int32_t* slot_a = slots_a.slot_of;
   const int32_t* slot_b = slots_b.slot_of;
   const bool slots = a.slot != nullptr || b.slot != nullptr;
+  const DivK by_k(k);
   parallel_for(parts, 1 << 20, [&](int64_t begin_part, int64_t end_part) {
     const int64_t a0 = begin_part * size_a / parts, a1 = end_part * size_a / parts;
     const int64_t b0 = begin_part * size_b / parts, b1 = end_part * size_b / parts;
@@ -556,7 +597,8 @@ void EnergySlotGradT(Energy energy, const Pairs& p, const float* grad, const Slo
         const bool own_a = sa >= a0 && sa < a1, own_b = sb >= b0 && sb < b1;
         if (!own_a && !own_b) continue;
         if (row * k + j + kAhead < n * k) {  // the sums of a pair ahead
-          const int64_t next = row * k + j + kAhead, next_row = next / k, next_j = next % k;
+          const int64_t next = row * k + j + kAhead, next_row = by_k(next),
+                        next_j = next - next_row * k;
           const int64_t next_a = a.Row(next_row, next_j), next_b = b.Row(next_row, next_j);
           const int64_t na = slot_a[next_a];
           const int64_t nb = slot_b[next_b];
@@ -655,7 +697,8 @@ class SlotLists {
 // EnergySlotGrad slot by slot: for each side, each slot's occurrences in
 // order, the slot's gradient rows summed as EnergySlotGrad sums them (the
 // same floats) without reading or writing other rows of that side's sums.
-// Every pair is computed once per side (twice in all), but each pass reads
+// Every pair is computed once per side (twice in all, each time only that
+// side's rows: ElPairGrad / KlPairGrad's WantA / WantB), but each pass reads
 // one row per pair at random (the other side's), its own slot's row and sums
 // staying in cache. The work is cut at slot boundaries into parts of about
 // equal pairs.
@@ -693,15 +736,15 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
   }
   parallel_for(static_cast<int64_t>(chunks.size()), target * (16 * d + 20),
                [&](int64_t begin_chunk, int64_t end_chunk) {
-    std::vector<float> scratch(4 * (d + std::max(a.dv, b.dv)));
-    float* tmp = scratch.data();                   // a later occurrence's rows
-    float* junk = tmp + 2 * (d + std::max(a.dv, b.dv));  // the other side's
+    std::vector<float> scratch(d + std::max(a.dv, b.dv));
+    float* tmp = scratch.data();  // a later occurrence's rows
     for (int64_t c = begin_chunk; c < end_chunk; ++c) {
       const int side = chunks[c].side;
       const Side& x = *sides[side];
       const Side& y = *sides[1 - side];
       const int64_t dvx = x.dv;
       const int64_t per = x.k == 1 ? k : 1;
+      const DivK by_kx(x.k);
       const int32_t* occ = lists[side]->occurrences();
       constexpr int64_t kAhead = 8;
       const int64_t last = lists[side]->offset(chunks[c].end);
@@ -712,7 +755,7 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
         for (int64_t i = first; i < stop; ++i) {
           if (i + kAhead < last) {  // the other side's rows of an occurrence ahead
             const int64_t o = occ[i + kAhead];
-            const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+            const int64_t row = by_kx(o), j0 = x.k == 1 ? 0 : o - row * x.k;
             for (int64_t j = j0; j < j0 + per; ++j) {
               const int64_t r = y.At(y.Row(row, j));
               PrefetchForRead(y.mean + r * d, d);
@@ -720,7 +763,7 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
             }
           }
           const int64_t o = occ[i];
-          const int64_t row = o / x.k, j0 = x.k == 1 ? 0 : o - row * x.k;
+          const int64_t row = by_kx(o), j0 = x.k == 1 ? 0 : o - row * x.k;
           const int64_t rx = x.At(o);
           const float* mx = x.mean + rx * d;
           const float* vx = x.var + rx * dvx;
@@ -732,19 +775,23 @@ void EnergySlotMajorGradT(Energy energy, const Pairs& p, const float* grad,
             const float* vy = y.var + ry * y.dv;
             const float g = grad[row * k + j];
             const bool add = x.k == 1 && j > 0;
-            auto run = [&](auto add_tag) {
+            auto run = [&](auto add_tag) {  // this side's rows only
               constexpr bool kAdd = decltype(add_tag)::value;
               if (side == 0) {
                 if (energy == Energy::kEL) {
-                  ElPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                  ElPairGrad<SA, SB, kAdd, false, true, false>(d, g, mx, vx, my, vy, mo, vo,
+                                                               nullptr, nullptr);
                 } else {
-                  KlPairGrad<SA, SB, kAdd, false>(d, g, mx, vx, my, vy, mo, vo, junk, junk + d);
+                  KlPairGrad<SA, SB, kAdd, false, true, false>(d, g, mx, vx, my, vy, mo, vo,
+                                                               nullptr, nullptr);
                 }
               } else {
                 if (energy == Energy::kEL) {
-                  ElPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                  ElPairGrad<SA, SB, false, kAdd, false, true>(d, g, my, vy, mx, vx, nullptr,
+                                                               nullptr, mo, vo);
                 } else {
-                  KlPairGrad<SA, SB, false, kAdd>(d, g, my, vy, mx, vx, junk, junk + d, mo, vo);
+                  KlPairGrad<SA, SB, false, kAdd, false, true>(d, g, my, vy, mx, vx, nullptr,
+                                                               nullptr, mo, vo);
                 }
               }
             };

@@ -53,8 +53,8 @@ class WordNetConfig:
         dim: embedding dimension.
         covariance: `"diagonal"` or `"spherical"`.
         epochs: the most passes over the training edges (`None`: the
-            default of the split, dimension and word nodes,
-            `default_schedule`; 3 with KL on the reduction split). With
+            default of the split and dimension, `default_schedule`; 3 with
+            KL on the reduction split and with word nodes). With
             validation edges, the run keeps the tables of the epoch with the
             best validation score and stops after `patience` epochs without
             improvement (`keras_gauss.hierarchy.selection.BestEpoch`).
@@ -302,7 +302,9 @@ class WordNetConfig:
     def resolved(self):
         """This config with every `None` default set, each from the first
         place that has it: the split's defaults for the energy
-        (`SPLIT_DEFAULTS`: KL on the reduction and closure splits), the energy's (its
+        (`SPLIT_DEFAULTS`: KL on the reduction and closure splits), those
+        of word nodes (`WORD_NODES`; `include_lemmas` itself: on where
+        `WORD_NODES` names the split and energy of WordNet's nouns), the energy's (its
         `loss_defaults` in `keras_gauss.energies`, chosen on validation:
         benchmarks/README.md, "Ganea et al.'s WordNet split"), `epochs` and
         `patience` by the split (`default_schedule`), else `DEFAULTS`. The
@@ -366,7 +368,7 @@ SPLIT_DEFAULTS = {
 # The (split, energy) pairs whose WordNet noun runs add word nodes by default
 # (`include_lemmas`), and their settings with word nodes: KL on the closure
 # split, the main job. A word is then one Gaussian inside all its senses:
-# HyperLex nouns .71 against .674 on synsets alone. Three epochs keep the
+# HyperLex nouns .728 (three seeds) against .674 on synsets alone. Three epochs keep the
 # main job about a minute (2.9 times the edges). A word leaf at the least
 # variance pays the log-det gap to every ancestor, which squeezes synsets
 # with many words below (dog.n.01 ended inside terrier.n.01): threshold 40
@@ -383,8 +385,9 @@ def default_schedule(method, dim):
     """`(epochs, patience)` by default for a split method and dimension.
 
     Without held-out edges, and on the closure split: 10 epochs (keeping
-    the best on validation; KL with word nodes: 3, `WORD_NODES`). The reduction split: up to 20, stopping after 5
-    without a better validation accuracy (KL: 3 epochs, `SPLIT_DEFAULTS`). `"ganea"` and given splits (the
+    the best on validation; KL with word nodes: 3, `WORD_NODES`). The
+    reduction split: up to 20, stopping after 5 without a better validation
+    accuracy (KL: 3 epochs, `SPLIT_DEFAULTS`). `"ganea"` and given splits (the
     model infers the held-out edges from the reduction; 5-d still gains at
     200 epochs): up to 200, stopping after 20 without a better validation F1.
 

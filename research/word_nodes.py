@@ -14,8 +14,6 @@ has at least 20 descendants.
 import argparse
 import json
 
-import numpy as np
-
 from keras_gauss.hierarchy import evaluate
 from keras_gauss.hierarchy.config import WordNetConfig
 from keras_gauss.hierarchy.data import load_data
@@ -33,17 +31,11 @@ def validation_by_generality(split, means, variances, energy, weights):
 
 def backward_links(hierarchy, means, variances, many=20):
     """`(share of direct synset links scored backwards, the same where the
-    child has >= many descendants)` by plain KL."""
+    child has >= many descendants)` by plain KL (`evaluate.edge_scores`)."""
     synsets = hierarchy.synsets_only
-    k = synsets.num_nodes
-    mu, var = means[:k].astype(np.float64), variances[:k].astype(np.float64)
     child, parent = synsets.basic_edges[:, 0], synsets.basic_edges[:, 1]
-
-    def score(a, b):  # -KL(N_a || N_b)
-        return -0.5 * np.sum(var[a] / var[b] + (mu[b] - mu[a]) ** 2 / var[b] - 1
-                             + np.log(var[b]) - np.log(var[a]), axis=1)
-
-    backward = score(parent, child) > score(child, parent)
+    backward = (evaluate.edge_scores(means, variances, parent, child)
+                > evaluate.edge_scores(means, variances, child, parent))
     big = synsets.index.num_descendants[child] >= many
     return float(backward.mean()), float(backward[big].mean())
 

@@ -129,17 +129,11 @@ inline void ElPairGrad(int64_t d, float g, const float* ma, const float* va, con
     if (WantA) gma[i] = Plus<AddA>(gma[i], -(g * delta));
     if (WantB) gmb[i] = Plus<AddB>(gmb[i], g * delta);
     const float gv = 0.5f * g * (delta * delta - inv);
-    if (!WantA) {
-    } else if (SA) {
-      sa[j] += gv;
-    } else {
-      gva[i] = Plus<AddA>(gva[i], gv);
+    if (WantA) {
+      if (SA) sa[j] += gv; else gva[i] = Plus<AddA>(gva[i], gv);
     }
-    if (!WantB) {
-    } else if (SB) {
-      sb[j] += gv;
-    } else {
-      gvb[i] = Plus<AddB>(gvb[i], gv);
+    if (WantB) {
+      if (SB) sb[j] += gv; else gvb[i] = Plus<AddB>(gvb[i], gv);
     }
   });
   if (WantA && SA) gva[0] = Plus<AddA>(gva[0], LaneSum(sa));

@@ -32,11 +32,16 @@ which `SparseAdagrad` updates the non-zero rows). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
 repeats, the spread, wall and CPU milliseconds a step, the ratios to the
-native trainer and to `train-corpus`) and the load average.
+native trainer and to `train-corpus`) and the load average. Beside the whole
+`fit` call, each row times its steps alone (a callback: the first batch's
+start to the last batch's end, as `train-corpus` times its epochs) and the
+rest of the call (`fit ms`: Keras building and tearing down its dataset of
+the arrays; it does not grow with the steps).
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax torch]
         [--no-reference]  # kernels only
+        [--steps-per-execution 1]  # every model's compile(steps_per_execution=...)
         [--corpus ../shared/data/corpus/news2017.txt.gz | --corpus none]
 """
 
@@ -143,7 +148,7 @@ def train_corpus_pairs_per_second(corpus, scratch):
 # Workers (one subprocess per backend)
 
 
-def quick_start_model(negatives=1, energy="el", temperature=False):
+def quick_start_model(negatives=1, energy="el", temperature=False, steps_per_execution=1):
     import keras
     from keras import ops
 
@@ -162,7 +167,8 @@ def quick_start_model(negatives=1, energy="el", temperature=False):
     if temperature:
         out = Temperature()(out)
     model = keras.Model({"word": word, "context": context, "negatives": negative}, out)
-    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking(margin=1.0))
+    model.compile(optimizer=kg.SparseAdagrad(0.1), loss=kg.MaxMarginRanking(margin=1.0),
+                  steps_per_execution=steps_per_execution)
     return model
 
 
@@ -186,24 +192,49 @@ def Temperature():  # noqa: N802 - a layer, made on first use (Keras imported la
     return _temperature_class()()
 
 
+def _steps_clock():
+    """A callback that notes when the fit's first batch begins and its last
+    batch ends (`.seconds()`: the time between, the steps without `fit`'s
+    own setup and teardown)."""
+    import keras
+
+    class StepsClock(keras.callbacks.Callback):
+        first = last = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if self.first is None:
+                self.first = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.last = time.perf_counter()
+
+        def seconds(self):
+            return self.last - self.first
+
+    return StepsClock()
+
+
 def _fit_rate(model, x, y, batch, steps, warmup_steps):
-    """(pairs/s, ms/step, CPU ms/step) of a timed fit of `steps` batches after
-    a warm-up fit."""
+    """(pairs/s, ms/step, CPU ms/step, pairs/s of the steps alone, ms of
+    `fit`'s own work outside the steps) of a timed fit of `steps` batches
+    after a warm-up fit."""
     n = steps * batch
     warm = warmup_steps * batch
     model.fit({k: v[:warm] for k, v in x.items()}, y[:warm], batch_size=batch, epochs=1,
               shuffle=False, verbose=0)
+    clock = _steps_clock()
     start, cpu = time.perf_counter(), time.process_time()
     history = model.fit({k: v[:n] for k, v in x.items()}, y[:n], batch_size=batch,
-                        epochs=1, shuffle=False, verbose=0)
+                        epochs=1, shuffle=False, verbose=0, callbacks=[clock])
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     loss = float(history.history["loss"][-1])
     if not np.isfinite(loss):
         raise RuntimeError(f"the loss is {loss}")
-    return n / seconds, seconds / steps * 1e3, cpu / steps * 1e3
+    return (n / seconds, seconds / steps * 1e3, cpu / steps * 1e3, n / clock.seconds(),
+            (seconds - clock.seconds()) * 1e3)
 
 
-def worker(data_path, pairs, batches, paths, label, out):
+def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
     import keras_gauss  # noqa: F401 - before Keras, as the README says (OMP_WAIT_POLICY)
     import keras
 
@@ -220,10 +251,11 @@ def worker(data_path, pairs, batches, paths, label, out):
         # The native trainer right before: the ratio holds at any load.
         native, _ = native_pairs_per_second(data, warm=not native_warm)
         native_warm.append(True)
-        rate, ms, cpu = measured()
+        rate, ms, cpu, steps_rate, call_ms = measured()
         results.append({"backend": backend, "model": model_name, "path": label or path,
                         "batch": batch, "pairs_per_s": rate, "ms_per_step": ms,
-                        "cpu_ms_per_step": cpu, "native": native, "load": _load()})
+                        "cpu_ms_per_step": cpu, "steps_pairs_per_s": steps_rate,
+                        "call_ms": call_ms, "native": native, "load": _load()})
 
     def run(path, make, model_name, batch, x, y, steps, warmup):
         if path == "reference":
@@ -245,7 +277,8 @@ def worker(data_path, pairs, batches, paths, label, out):
         for batch in model_batches:
             steps = max(pairs // batch, 2)
             for path in paths:
-                run(path, lambda: quick_start_model(negatives, energy, temperature),
+                run(path, lambda: quick_start_model(negatives, energy, temperature,
+                                                    steps_per_execution),
                     model_name, batch, x, y, steps, min(4, steps))
 
     x = {k: data[k] for k in ("general", "specific", "neg_general", "neg_specific")}
@@ -257,7 +290,8 @@ def worker(data_path, pairs, batches, paths, label, out):
 
         model = build_kl_model(HIERARCHY_NODES, DIM, negatives=HIERARCHY_NEGATIVES,
                                max_norm=4.0)
-        model.compile(optimizer=kg.SparseAdagrad(0.05), loss=kg.MaxMarginRanking())
+        model.compile(optimizer=kg.SparseAdagrad(0.05), loss=kg.MaxMarginRanking(),
+                      steps_per_execution=steps_per_execution)
         return model
 
     for path in paths:
@@ -273,7 +307,8 @@ def run_worker(backend, data_path, args, scratch, paths, label="", env_extra=Non
     env.pop("KERAS_GAUSS_KERNELS", None)
     command = [sys.executable, os.path.abspath(__file__), "--worker", data_path, out,
                "--pairs", str(args.pairs), "--batches", *map(str, args.batches),
-               "--paths", *paths, "--label", label]
+               "--paths", *paths, "--label", label,
+               "--steps-per-execution", str(args.steps_per_execution)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"fit_speed: the {backend} worker failed:\n{done.stderr[-3000:]}")
@@ -302,8 +337,9 @@ def summarise(rows, repeats, peers=None):
         key = (row["backend"], row["model"], row["path"], row["batch"])
         groups.setdefault(key, []).append(row)
     header = (f"{'backend':<11}{'model':<13}{'path':<11}{'batch':>6}{'M pairs/s':>10}"
-              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'/ native':>9}{'range':>12}"
-              + (f"{'/ t-c':>7}{'range':>12}" if peers else ""))
+              f"{'spread':>12}{'ms/step':>8}{'cpu ms':>8}{'steps':>7}{'fit ms':>7}"
+              f"{'/ native':>9}{'range':>12}"
+              + (f"{'/ t-c':>7}{'range':>12}{'steps':>7}{'range':>12}" if peers else ""))
     print(header)
     print("-" * len(header))
     order = {"kernels": 0, "reference": 1, "before": 2}
@@ -316,13 +352,25 @@ def summarise(rows, repeats, peers=None):
                 f"{min(rates) / 1e6:>6.2f}-{max(rates) / 1e6:<5.2f}"
                 f"{min(r['ms_per_step'] for r in group):>8.2f}"
                 f"{min(r['cpu_ms_per_step'] for r in group):>8.2f}"
+                f"{max(r['steps_pairs_per_s'] for r in group) / 1e6:>7.3f}"
+                f"{min(r['call_ms'] for r in group):>7.0f}"
                 f"{max(to_native):>9.3f}{min(to_native):>6.3f}-{max(to_native):<5.3f}")
         if peers:
-            to_peer = [r["pairs_per_s"] / peers[r["repeat"]][0] for r in group]
-            line += f"{max(to_peer):>7.3f}{min(to_peer):>6.3f}-{max(to_peer):<5.3f}"
+            for rate in ("pairs_per_s", "steps_pairs_per_s"):
+                to_peer = [r[rate] / peers[r["repeat"]][0] for r in group]
+                line += f"{max(to_peer):>7.3f}{min(to_peer):>6.3f}-{max(to_peer):<5.3f}"
         print(line)
-    print("(/ native: pairs/s over the native trainer's measured right before; "
-          + ("/ t-c: over train-corpus's of the same repeat; " if peers else "")
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda r: r["repeat"])
+        if peers and key[1] == "quick-start":
+            print(f"{key[0]} {key[1]} {key[2]} {key[3]}, each repeat: "
+                  + "; ".join(f"{r['pairs_per_s'] / 1e6:.2f} M ({r['steps_pairs_per_s'] / 1e6:.2f} "
+                              f"in the steps) / {peers[r['repeat']][0] / 1e6:.2f} M" for r in group))
+    print("(steps: M pairs/s from the fit's first batch to its last, without `fit`'s own "
+          "setup and teardown; fit ms: that setup and teardown, the least of the repeats; "
+          "/ native: pairs/s over the native trainer's measured right before; "
+          + ("/ t-c: over train-corpus's of the same repeat, the whole fit's and the steps'; "
+             if peers else "")
           + "the hierarchy's pairs are edges, 7 candidate pairs each)")
 
 
@@ -334,6 +382,9 @@ def main():
     parser.add_argument("--batches", type=int, nargs="+", default=[2048, 16384, 65536])
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"],
                         choices=("tensorflow", "jax", "torch"))
+    parser.add_argument("--steps-per-execution", type=int, default=1,
+                        help="every model's `compile(steps_per_execution=...)` (default 1, "
+                             "as the README's quick start)")
     parser.add_argument("--no-reference", action="store_true",
                         help="only the kernels (no reference or before runs)")
     parser.add_argument("--corpus", default=NEWS2017,
@@ -345,9 +396,12 @@ def main():
     args = parser.parse_args()
     if args.worker:
         worker(args.worker[0], args.pairs, args.batches, args.paths, args.label,
-               args.worker[1])
+               args.worker[1], args.steps_per_execution)
         return
-    print(f"load average at start {_load()}; {os.cpu_count()} CPUs")
+    if args.steps_per_execution < 1:
+        sys.exit(f"fit_speed: --steps-per-execution must be >= 1, got {args.steps_per_execution}")
+    print(f"load average at start {_load()}; {os.cpu_count()} CPUs; "
+          f"steps_per_execution={args.steps_per_execution}")
     corpus = None if args.corpus == "none" else args.corpus
     if corpus is not None and not os.path.exists(corpus):
         sys.exit(f"fit_speed: --corpus {corpus} does not exist (`--corpus none`: no "

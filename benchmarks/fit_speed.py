@@ -23,8 +23,8 @@ so every figure is a ratio to it at the same load. The peer a user knows
 is `keras-gauss train-corpus` itself (defaults: window 10, 1 negative, the
 native engine) on news2017: each repeat first runs it as a user does, a
 fresh process, and reads the pairs/s it reports; `/ train-corpus` is a
-row's pairs/s over that figure of its repeat (the issue 32 target: the
-quick start at batch 16,384 on TensorFlow >= 1/3). `--backends torch` (not
+row's pairs/s over that figure of its repeat, the median of the repeats
+(the issue 32 target: the quick start at batch 16,384 on TensorFlow >= 1/3). `--backends torch` (not
 run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
 the `reference` path only (the hierarchy model, a `GaussianModel`, with
 sparse row gradients; the others, plain `keras.Model`s, dense gradients of
@@ -358,7 +358,8 @@ def summarise(rows, repeats, peers=None):
         if peers:
             for rate in ("pairs_per_s", "steps_pairs_per_s"):
                 to_peer = [r[rate] / peers[r["repeat"]][0] for r in group]
-                line += f"{max(to_peer):>7.3f}{min(to_peer):>6.3f}-{max(to_peer):<5.3f}"
+                line += (f"{float(np.median(to_peer)):>7.3f}"
+                         f"{min(to_peer):>6.3f}-{max(to_peer):<5.3f}")
         print(line)
     for key in sorted(groups):
         group = sorted(groups[key], key=lambda r: r["repeat"])
@@ -369,8 +370,8 @@ def summarise(rows, repeats, peers=None):
     print("(steps: M pairs/s from the fit's first batch to its last, without `fit`'s own "
           "setup and teardown; fit ms: that setup and teardown, the least of the repeats; "
           "/ native: pairs/s over the native trainer's measured right before; "
-          + ("/ t-c: over train-corpus's of the same repeat, the whole fit's and the steps'; "
-             if peers else "")
+          + ("/ t-c: over train-corpus's of the same repeat, the whole fit's and the steps', "
+             "the median of the repeats (its own speed varies most); " if peers else "")
           + "the hierarchy's pairs are edges, 7 candidate pairs each)")
 
 

@@ -11,7 +11,8 @@ machine load):
   epoch issue 32 names: the main job's word nodes make its epochs 2.9
   times as many edges, three of them instead of ten) for one epoch, with
   `--engine native` (the C++ pair trainer: one thread trains, a second
-  draws the next step's negatives) and with
+  draws the next step's negatives), the same with the main job's word
+  nodes (`train-wordnet`'s defaults: 2.1 M training edges) and with
   `--engine keras` (`model.fit`): the run's `train_seconds` (the epoch and
   its validation score, without reading WordNet, evaluating or writing),
   and the keras engine again with the negatives' edge lookups in NumPy
@@ -47,7 +48,7 @@ from keras_gauss.hierarchy.train import WordNetConfig, train_wordnet
 if sys.argv[1] == "keras-numpy":  # the negatives' lookups without the native library
     closure.NATIVE_LOOKUPS = 1 << 62
 config = WordNetConfig(epochs=1, engine=sys.argv[1].split("-")[0], reconstruction_nodes=200,
-                       include_lemmas=False)
+                       include_lemmas=None if sys.argv[1].endswith("-words") else False)
 metrics = train_wordnet(config, sys.argv[2], overwrite=True, verbose=0, checkpoint_every=0)
 print("RESULT " + json.dumps({"seconds": metrics["train_seconds"],
                               "test_accuracy": metrics["test_accuracy"]}))
@@ -97,6 +98,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="kg-epoch-") as tmp:
         commands = {
             "native": [python, "-c", HIERARCHY, "native", str(Path(tmp) / "native")],
+            "native-words": [python, "-c", HIERARCHY, "native-words", str(Path(tmp) / "words")],
             "keras": [python, "-c", HIERARCHY, "keras", str(Path(tmp) / "keras")],
             "keras-numpy": [python, "-c", HIERARCHY, "keras-numpy", str(Path(tmp) / "keras")],
             "gensim": [python, "-c", GENSIM, args.corpus, str(args.workers)],
@@ -116,10 +118,12 @@ def main(argv=None):
     labels = {"native": "train-wordnet epoch, --engine native",
               "keras": "train-wordnet epoch, --engine keras",
               "keras-numpy": "  the same, negatives' lookups in NumPy",
+              "native-words": "the main job's epoch with word nodes, native",
               "gensim": f"gensim skip-gram epoch of news2017 ({args.workers} workers)"}
     for name, seconds in best.items():
         print(f"  {labels[name]:<52} {seconds:7.2f} s")
     print(f"native / gensim {best['native'] / best['gensim']:.2f} (target <= 1), "
+          f"with word nodes {best['native-words'] / best['gensim']:.2f} (three epochs, not ten), "
           f"native / keras {best['native'] / best['keras']:.2f}, keras with native lookups / "
           f"NumPy lookups {best['keras'] / best['keras-numpy']:.2f}; {load_average()}")
 

@@ -8,9 +8,11 @@
 // pairs, and does what `model.train_on_batch` does: the energies of the 1 + K
 // pairs of every row on the current table, the loss averaged over the B rows
 // (MaxMarginRanking or ThresholdedDivergence), the gradients summed per table
-// row over repeated ids, one SparseAdagrad update of every touched row
+// row over repeated ids, one SparseAdagrad update of every row with a gradient
 // (acc += g^2; w -= lr g / sqrt(acc + eps)) and the table's constraints (the
-// means' max norm, the variances' bounds) on those rows.
+// means' max norm, the variances' bounds) on those rows. A row of the batch
+// whose gradient is zero (a negative past its margin) is left as it is,
+// which is what the update would leave up to rounding.
 //
 // Energies (a = general, b = specific): KL, -KL(N_b || N_a)
 // (layers::KlPair, layer_kernels.h), and containment,
@@ -349,16 +351,12 @@ class Step {
     rows_.clear();
     energies_.resize(list);
     coef_.resize(list);
-    gm_.clear();
-    gv_.clear();
     auto slot = [&](int32_t row) {
       int32_t s = slot_[row];
       if (s < 0) {
         s = static_cast<int32_t>(rows_.size());
         slot_[row] = s;
         rows_.push_back(row);
-        gm_.resize(gm_.size() + d, 0.f);
-        gv_.resize(gv_.size() + dv, 0.f);
       }
       return s;
     };
@@ -371,6 +369,20 @@ class Step {
         slot(neg_s[b * k + j]);
       }
     }
+    // The gradient rows of the slots that get a term (most negatives lie
+    // past their margin and get none), cleared on their first term.
+    const size_t slots = rows_.size();
+    gm_.resize(slots * d);
+    gv_.resize(slots * dv);
+    touched_.assign(slots, 0);
+    touched_slots_.clear();
+    auto touch = [&](int64_t s) {
+      if (touched_[s]) return;
+      touched_[s] = 1;
+      touched_slots_.push_back(static_cast<int32_t>(s));
+      std::fill_n(gm_.data() + s * d, d, 0.f);
+      std::fill_n(gv_.data() + s * dv, dv, 0.f);
+    };
     const float scale = 1.0f / static_cast<float>(n);  // "sum_over_batch_size"
     double total = 0.0;
     for (int64_t b = 0; b < n; ++b) {
@@ -431,6 +443,8 @@ class Step {
         if (coef_[j] == 0.f) continue;
         pair(j);
         const int64_t sa = slot_[a], sb = slot_[s];
+        touch(sa);
+        touch(sb);
         float* gma = gm_.data() + sa * d;
         float* gva = gv_.data() + sa * dv;
         float* gmb = gm_.data() + sb * d;
@@ -442,23 +456,32 @@ class Step {
         }
       }
     }
+    // SparseAdagrad on the rows with a gradient. A row without one (or whose
+    // terms add to zero) is left as it is: AdaGrad adds nothing to it and it
+    // already meets its constraints.
     const float rate = st.Rate(iteration);
     constexpr size_t kAhead = 4;  // rows prefetched ahead of their update
-    for (size_t s = 0; s < rows_.size(); ++s) {
-      if (s + kAhead < rows_.size()) {
-        const int64_t next = rows_[s + kAhead];
+    for (size_t t = 0; t < touched_slots_.size(); ++t) {
+      if (t + kAhead < touched_slots_.size()) {
+        const int64_t next = rows_[touched_slots_[t + kAhead]];
         kg::PrefetchRow(tb.means + next * d, d);
         kg::PrefetchRow(tb.mean_acc + next * d, d);
         kg::PrefetchRow(tb.variances + next * dv, dv);
         kg::PrefetchRow(tb.var_acc + next * dv, dv);
       }
-      const int64_t row = rows_[s];
-      kl::AdagradRow(tb.means + row * d, tb.mean_acc + row * d, gm_.data() + s * d, d, rate,
-                     st.eps, st.mean_bounds);
-      kl::AdagradRow(tb.variances + row * dv, tb.var_acc + row * dv, gv_.data() + s * dv, dv,
-                     rate, st.eps, st.var_bounds);
-      slot_[row] = -1;
+      const int64_t s = touched_slots_[t], row = rows_[s];
+      const float* gm = gm_.data() + s * d;
+      const float* gv = gv_.data() + s * dv;
+      if (kg::AnyNonzero(gm, d)) {
+        kl::AdagradRow(tb.means + row * d, tb.mean_acc + row * d, gm, d, rate, st.eps,
+                       st.mean_bounds);
+      }
+      if (kg::AnyNonzero(gv, dv)) {
+        kl::AdagradRow(tb.variances + row * dv, tb.var_acc + row * dv, gv, dv, rate, st.eps,
+                       st.var_bounds);
+      }
     }
+    for (const int32_t row : rows_) slot_[row] = -1;
     return total;
   }
 
@@ -475,6 +498,8 @@ class Step {
   std::vector<int32_t> slot_;
   std::vector<int32_t> rows_;
   std::vector<float> energies_, coef_, gm_, gv_;
+  std::vector<uint8_t> touched_;  // whether a slot's gradient rows hold a term
+  std::vector<int32_t> touched_slots_;  // those slots, in order of first term
 };
 
 bool BadIds(const char* name, const int32_t* ids, int64_t n, int64_t rows, char* error,

@@ -80,6 +80,25 @@ def test_steps_equal_the_keras_model_trained_by_train_on_batch(energy, covarianc
                                        table.variance_accumulator.sum()]), rtol=1e-5)
 
 
+def test_rows_without_a_gradient_are_left_as_they_are():
+    # Row 3 only takes part in a negative far past its margin: no gradient,
+    # so no update, not even its max-norm clip (its mean lies outside on
+    # purpose: an update would clip it). Rows 0-2 (the positive and a close
+    # negative) train.
+    table = NativePairTable(4, 2, energy="kl", loss="ranking", margin=0.1,
+                            learning_rate=0.5, max_norm=3.0, min_variance=0.1,
+                            max_variance=10.0)
+    means = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [2.5, 2.5]], np.float32)
+    variances = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.1, 0.1]], np.float32)
+    table.set_arrays([means, variances, np.full((4, 2), 0.1), np.full((4, 2), 0.1)])
+    before = [a.copy() for a in table.arrays()]
+    # The positive (0 is-a 1); negatives (2 is-a 0): close, (3 is-a 2): far.
+    assert table.train_batch([0], [1], [[2, 3]], [[0, 2]]) > 0
+    for array, old in zip(table.arrays(), before):
+        np.testing.assert_array_equal(array[3], old[3])
+    assert (table.means[:3] != before[0][:3]).any(axis=1).all()
+
+
 def _tree(depth=3, branching=3):
     """A complete tree: node 0 the root, `ancestors` of every node."""
     ancestors, parents = [[]], {0: None}

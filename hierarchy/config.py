@@ -368,8 +368,8 @@ SPLIT_DEFAULTS = {
 # The (split, energy) pairs whose WordNet noun runs add word nodes by default
 # (`include_lemmas`), and their settings with word nodes: KL on the closure
 # split, the main job. A word is then one Gaussian inside all its senses:
-# HyperLex nouns .728 (three seeds) against .674 on synsets alone. Three epochs keep the
-# main job about a minute (2.9 times the edges). A word leaf at the least
+# HyperLex nouns .729 (three seeds) against .674 on synsets alone. Three epochs keep the
+# main job under a minute (2.9 times the edges). A word leaf at the least
 # variance pays the log-det gap to every ancestor, which squeezes synsets
 # with many words below (dog.n.01 ended inside terrier.n.01): threshold 40
 # and variances from 0.05 leave them room, and the generality term 0.1

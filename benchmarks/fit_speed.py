@@ -24,11 +24,12 @@ is `keras-gauss train-corpus` itself (defaults: window 10, 1 negative, the
 native engine) on news2017: each repeat first runs it as a user does, a
 fresh process, and reads the pairs/s it reports; `/ train-corpus` is a
 row's pairs/s over that figure of its repeat, the median of the repeats
-(the issue 32 target: the quick start at batch 16,384 on TensorFlow >= 1/3). `--backends torch` (not
-run by default) times `KERAS_BACKEND=torch`: no compiled kernels there, so
-the `reference` path only (the hierarchy model, a `GaussianModel`, with
-sparse row gradients; the others, plain `keras.Model`s, dense gradients of
-which `SparseAdagrad` updates the non-zero rows). Each backend runs in its
+(the issue 32 target: the quick start at batch 16,384 on TensorFlow >=
+1/3). `--backends torch` (not run by default) times `KERAS_BACKEND=torch`:
+no compiled kernels there, so the `reference` path only (the hierarchy
+model, a `GaussianModel`, with sparse row gradients; the others, plain
+`keras.Model`s, dense gradients of which `SparseAdagrad` updates the
+non-zero rows). Each backend runs in its
 own subprocesses; each timed fit follows a warm-up fit of the same shapes
 (tracing, compiling, building the kernels). Prints a table (best of the
 repeats, the spread, wall and CPU milliseconds a step, the ratios to the
@@ -36,7 +37,7 @@ native trainer and to `train-corpus`) and the load average. Beside the whole
 `fit` call, each row times its steps alone (a callback: the first batch's
 start to the last batch's end, as `train-corpus` times its epochs) and the
 rest of the call (`fit ms`: Keras building and tearing down its dataset of
-the arrays; it does not grow with the steps).
+the arrays).
 
     python benchmarks/fit_speed.py [--repeats 3] [--pairs 1000000]
         [--batches 2048 16384 65536] [--backends tensorflow jax torch]

@@ -360,7 +360,7 @@ class Step {
       }
       return s;
     };
-    // The slots of every row first, so that gm_ / gv_ no longer move.
+    // The slots of every row first, so that gm_ / gv_ are sized once (below).
     for (int64_t b = 0; b < n; ++b) {
       slot(general[b]);
       slot(specific[b]);

@@ -25,7 +25,7 @@ over them. The defaults are the 20-epoch recipe below; every
 `CorpusConfig` field can be set with `--field value`.
 
 The 20-epoch recipe (the script's defaults): `--batch-size
-16384 --learning-rate 0.4 --sample 1e-3 --window 15` on top of
+16384 --learning-rate 0.5 --sample 1e-3 --window 15` on top of
 `CorpusConfig`'s defaults (the paper's one-pass settings, minibatches of
 2048 pairs). A row gets one AdaGrad step per minibatch it is in, so the
 minibatch size sets how often the frequent words move: 20 passes with the
@@ -57,30 +57,33 @@ Baroni AP by KL / cosine, means):
 KL energy, batch 16384, lr 0.4 (window 10, sample 1e-4), six runs:
 WordSim353 .529, SimLex-999 .197, Baroni AP KL .659 / cosine .633.
 Runs of the same seed differ too (Hogwild threads): seed 3 of the
-16384 / 0.4 row gave SimLex .215 and .180. These settings were chosen on the
-same files they are scored on (there is no held-out split of WordSim353 or
-SimLex-999), so the means above are, if anything, optimistic.
+16384 / 0.4 row gave SimLex .215 and .180. That sweep was scored on the
+files it chose for; the recipe was then chosen again on validation pairs
+only (MEN and a fixed half of SimLex-999: window 15 and sample 1e-3 held,
+the rate moved from 0.4 to 0.5; `research/corpus_recipe.md`), so
+WordSim353 and SimLex-999's other half are test sets for it.
 
 The recipe's run (`python benchmarks/corpus_quality.py` and `--energy kl
---no-gensim`, seeds 0-3; gensim SGNS with negative=5, sample 1e-3, the same
-window 15 and 20 epochs, trained in the same run; rho by cosine of means
-(m) and of distributions (d), mean [min, max] over the four seeds):
+--no-gensim`, seeds 0-3, 2026-11-29; gensim SGNS with negative=5, sample
+1e-3, the same window 15 and 20 epochs, trained in the same run; rho by
+cosine of means (m) and of distributions (d), mean [min, max] over the four
+seeds; SimLex-999's test half .252 [.235, .284] EL, .253 KL):
 
 | file (covered) | EL m | EL d | KL m | KL d | gensim |
 |---|---|---|---|---|---|
-| wordsim353 (289/353) | **.535** [.513, .555] | .398 | **.557** [.502, .584] | .458 | .535 |
-| simlex999 (793/999) | **.211** [.200, .230] | .175 | **.204** [.183, .226] | .165 | .192 |
-| wordsim353_sim (159/203) | .558 | .414 | .584 | .474 | .571 |
-| wordsim353_rel (217/252) | .496 | .372 | .521 | .437 | .506 |
-| men (1884/3000) | .508 | .383 | .528 | .405 | .524 |
-| mturk287 (233/287) | .579 | .462 | .565 | .491 | .601 |
-| rg65 (18/65) | .563 | .554 | .509 | .610 | .769 |
-| rw (260/2034) | .340 | .298 | .326 | .283 | .308 |
+| wordsim353 (289/353) | **.537** [.510, .577] | .369 | **.545** [.532, .572] | .443 | .546 |
+| simlex999 (793/999) | **.199** [.188, .217] | .163 | **.188** [.180, .197] | .160 | .192 |
+| wordsim353_sim (159/203) | .559 | .427 | .564 | .461 | .594 |
+| wordsim353_rel (217/252) | .498 | .331 | .517 | .431 | .521 |
+| men (1884/3000, validation) | .513 | .414 | .523 | .397 | .522 |
+| mturk287 (233/287) | .568 | .483 | .574 | .506 | .615 |
+| rg65 (18/65) | .543 | .627 | .526 | .568 | .804 |
+| rw (260/2034) | .342 | .297 | .330 | .293 | .294 |
 
-Baroni 2012 AP (1101/2770 pairs covered): KL run **KL .673** / cosine .629;
-EL run KL .624 / cosine .624; gensim cosine .642; empirical covariances on
-the gensim vectors (ridge 1) KL .579 / cosine .642. Each run took 61-73 s
-(EL) and 82-86 s (KL) for 20 epochs; gensim 215 s.
+Baroni 2012 AP (1101/2770 pairs covered): KL run **KL .682** / cosine .630;
+EL run KL .642 / cosine .627; gensim cosine .646; empirical covariances on
+the gensim vectors (ridge 1) KL .581 / cosine .646. Each run took 70-80 s
+(EL) and 75-87 s (KL) for 20 epochs; gensim 231 s.
 
 Earlier sessions' tables, with the settings of their time:
 
@@ -239,7 +242,7 @@ def train_gensim(sentences, min_count, epochs, seed, window=5, workers=2):
 # The 20-epoch recipe (see the module docstring): CorpusConfig's defaults are
 # the paper's one-pass settings; these differ for 20 passes over a small
 # corpus.
-RECIPE = {"epochs": 20, "batch_size": 16384, "learning_rate": 0.4, "sample": 1e-3,
+RECIPE = {"epochs": 20, "batch_size": 16384, "learning_rate": 0.5, "sample": 1e-3,
           "window": 15}
 
 

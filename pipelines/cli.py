@@ -38,7 +38,7 @@ def add_parser(subparsers):
             "WordNet glosses. The defaults are the paper's one-pass "
             "settings; for many passes over a small corpus (a few million "
             "tokens) larger minibatches score better, e.g. --epochs 20 "
-            "--batch-size 16384 --learning-rate 0.4 --sample 1e-3 --window 15 "
+            "--batch-size 16384 --learning-rate 0.5 --sample 1e-3 --window 15 "
             "(benchmarks/corpus_quality.py)."
         ),
     )

@@ -160,7 +160,7 @@ class CorpusConfig:
     sentences' worth"), with a window, margin and bounds it leaves open;
     `docs/corpus.md` ("Why `CorpusConfig`'s defaults") says how they
     were chosen. For ~20 passes over a few million tokens use
-    `batch_size=16384, learning_rate=0.4, sample=1e-3, window=15`.
+    `batch_size=16384, learning_rate=0.5, sample=1e-3, window=15`.
 
     Example: `train_corpus(CorpusConfig(epochs=20), "corpus.txt", "runs/mine")`
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA / "corpus" / "news2017.txt.gz"
 SIM = DATA / "similarity"
-RECIPE = {"batch_size": 16384, "learning_rate": 0.4, "sample": 1e-3, "window": 15}
+RECIPE = {"batch_size": 16384, "learning_rate": 0.5, "sample": 1e-3, "window": 15}
 
 
 def split_pairs(lines, seed=0):
@@ -86,6 +86,9 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--engine", default="native", choices=("native", "keras"))
     parser.add_argument("--threads", type=int, default=1, help="native engine threads")
+    parser.add_argument("--setting", default="{}",
+                        help="JSON of CorpusConfig fields over the recipe's "
+                             '(e.g. \'{"window": 10, "sample": 1e-4}\')')
     parser.add_argument("--test", action="store_true",
                         help="score the test sets too (once, for the chosen rule)")
     parser.add_argument("--log", default=str(Path(__file__).with_suffix(".log")))
@@ -113,7 +116,8 @@ def main(argv=None):
             with open(args.log, "a") as log:
                 log.write(json.dumps(row) + "\n")
         return
-    base = CorpusConfig(**RECIPE, epochs=args.epochs, engine=args.engine,
+    setting = json.loads(args.setting)
+    base = CorpusConfig(**{**RECIPE, **setting}, epochs=args.epochs, engine=args.engine,
                         threads=args.threads if args.engine == "native" else 0,
                         **({"pairs": "device"} if args.engine == "keras" else {}))
     vocab = build_vocabulary(str(CORPUS), min_count=base.min_count, max_size=base.max_size)
@@ -131,6 +135,7 @@ def main(argv=None):
                                    vocab=vocab)
             row = {"engine": args.engine + (f"/{backend}" if backend else ""),
                    "threads": config.threads, "epochs": args.epochs, "batch": int(batch),
+                   **({"setting": setting} if setting else {}),
                    "lr": float(lr), **dict(zip(("acc", "eps"), map(float, acc))), "seed": seed,
                    "seconds": round(time.perf_counter() - start, 1),
                    "loss": round(metrics.get("final_loss", float("nan")), 4)}

@@ -1,9 +1,9 @@
 """Pairs drawn on the device against pairs from the host, and the native trainer.
 
 Runs `train-corpus` (one process each, as a user runs it) on news2017 with
-the news recipe of `benchmarks/corpus_quality.py` (batch 16,384, learning
-rate 0.4, sample 1e-3, window 15, margin 0.5, C = 4, one negative, 50-d
-EL) for `--epochs` epochs, and prints the pairs/s of the training (the
+the news recipe (`benchmarks/corpus_quality.py`'s `RECIPE`: batch 16,384,
+sample 1e-3, window 15 and its learning rate; margin 0.5, C = 4, one
+negative, 50-d EL) for `--epochs` epochs, and prints the pairs/s of the training (the
 run's `metrics.json`: pairs over `train_seconds`, which counts `model.fit`
 with its compilation, not the reading of the corpus) of:
 
@@ -31,10 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from corpus_quality import RECIPE as NEWS_RECIPE
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
-RECIPE = ["--batch-size", "16384", "--learning-rate", "0.4", "--sample", "1e-3",
-          "--window", "15", "--margin", "0.5", "--max-norm", "4", "--seed", "0"]
+RECIPE = [arg for name in ("batch_size", "learning_rate", "sample", "window")
+          for arg in (f"--{name.replace('_', '-')}", str(NEWS_RECIPE[name]))]
+RECIPE += ["--margin", "0.5", "--max-norm", "4", "--seed", "0"]
 
 
 def train(out, engine, pairs, backend, args):

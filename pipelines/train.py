@@ -57,8 +57,10 @@ def learning_rate_for_batch(batch_size):
     """The `SparseAdagrad` learning rate for minibatches of `batch_size` pairs.
 
     `min(LR_MAX, LR_BASE * (batch_size / LR_BASE_BATCH) ** LR_BATCH_EXPONENT)`,
-    rounded to 3 significant digits: the CPU recipe's 0.4 at 16,384 pairs
-    a step, times the square root of the batch's ratio to it, at most 0.8
+    rounded to 3 significant digits: 0.4 at the CPU recipe's 16,384 pairs
+    a step (whose own rate on 2 Hogwild threads, 0.5, scores within a seed's
+    spread of it: research/corpus_recipe.md), times the square root of the
+    batch's ratio to it, at most 0.8
     (reached at 65,536). It goes with AdaGrad's floor of the batch,
     `adagrad_floor_for_batch`, which keeps a rare row's steps as at the
     recipe's batch; the rate then need not grow with the batch as the

@@ -33,6 +33,7 @@ import argparse
 import dataclasses
 import json
 import os
+import runpy
 import sys
 import tempfile
 import time
@@ -44,7 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA / "corpus" / "news2017.txt.gz"
 SIM = DATA / "similarity"
-RECIPE = {"batch_size": 16384, "learning_rate": 0.5, "sample": 1e-3, "window": 15}
+# The news recipe's settings but its epochs (`benchmarks/corpus_quality.py`).
+RECIPE = {name: value for name, value in runpy.run_path(str(
+    Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_quality.py"))["RECIPE"].items()
+    if name != "epochs"}
 
 
 def split_pairs(lines, seed=0):

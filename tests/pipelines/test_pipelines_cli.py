@@ -196,8 +196,8 @@ def test_the_learning_rate_rule_scales_the_recipe_rate_with_the_batch():
     from keras_gauss.pipelines.train import LR_MAX
     from keras_gauss.pipelines.train import learning_rate_for_batch
 
-    # the CPU recipe's rate at its batch; the values chosen on validation
-    # pairs (research/lr_batch_sweep.py) pinned, so a change is seen
+    # the rule's rate at the CPU recipe's batch; the values chosen on
+    # validation pairs (research/lr_batch_sweep.py) pinned, so a change is seen
     assert learning_rate_for_batch(16384) == 0.4
     assert [learning_rate_for_batch(b) for b in (32768, 65536, 262144)] == [0.566, 0.8, 0.8]
     assert GPU_SETTINGS["learning_rate"] == learning_rate_for_batch(GPU_SETTINGS["batch_size"])

@@ -726,7 +726,7 @@ def format_table(results):
     lines = []
     sim, ent = results.get("similarity", {}), results.get("entailment", {})
     if sim:
-        width = max(len(n) for n in sim)
+        width = max(len("similarity"), *(len(n) for n in sim))
         lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
         for name, r in sim.items():
             lines.append(f"{name:<{width}}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
@@ -734,7 +734,7 @@ def format_table(results):
     if ent:
         if lines:
             lines.append("")
-        width = max(len(n) for n in ent)
+        width = max(len("entailment"), *(len(n) for n in ent))
         energy = next(iter(ent.values())).get("energy", energies.KL.name)  # one source
         label = ENERGY_LABELS[energy]
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "

@@ -430,3 +430,19 @@ def test_evaluate_writes_into_the_run_it_read_or_not_at_all(corpus_run, capsys, 
     err = _evaluate_error(run, good, capsys)
     assert "was replaced while evaluate read it" in err, err
     assert not (run / "eval.json").exists()
+
+
+def test_table_columns_line_up_under_their_titles_with_short_file_names(tmp_path, emb):
+    # A file named "s.tsv" is shorter than the column title "similarity":
+    # the scores still sit under rho(m) / AP(KL), not shifted left.
+    sim, ent = tmp_path / "s.tsv", tmp_path / "e.tsv"
+    sim.write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    ent.write_text("b\ta\tTrue\nc\td\tFalse\na\te\tTrue\n")
+    results = evaluate(emb, [sim], [ent])
+    lines = format_table(results).splitlines()
+    header, row = lines[0], lines[1]
+    at = header.index("rho(m)")
+    assert row[at:at + 6] == f"{results['similarity']['s']['spearman_m']:6.3f}"
+    header, row = lines[3], lines[4]
+    at = header.index("AP(KL)")
+    assert row[at:at + 6] == f"{results['entailment']['e']['kl_ap']:6.3f}"

@@ -41,6 +41,7 @@ from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Table
+from keras_gauss.pipelines.corpus_run import check_vocabulary
 from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
@@ -494,6 +495,7 @@ class NativeEngine(Engine):
                 f"vocabulary of corpus {_describe(corpus)!r} is empty after min_count="
                 f"{config.min_count} (most frequent word {types[top]!r} occurs "
                 f"{int(type_counts[top])} times)")
+        check_vocabulary(words, config)
         self.ids, self.splits = in_vocabulary(ids, splits, remap)
         self.words, self.counts = words, counts
         counting.done()

@@ -547,10 +547,10 @@ class NativeEngine(Engine):
         total_pairs, losses = state.get("pairs", 0), list(state.get("losses", []))
         iterations = state.get("iterations", 0)
         for epoch in range(first, config.epochs):
-            progress.on_epoch_begin(epoch)
             pairs, loss, seen = 0, 0.0, 0
             if epoch == first and skip:
                 seen, pairs, loss = state["seen"], state["epoch_pairs"], state["epoch_loss"]
+            progress.on_epoch_begin(epoch, {"pairs": pairs})
             for index, (chunk_ids, chunk_splits) in enumerate(
                     epoch_chunks(ids, splits, config.seed, epoch)):
                 if epoch == first and index < skip:

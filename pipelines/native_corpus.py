@@ -399,10 +399,20 @@ def epoch_chunks(ids, splits, seed, epoch):
 
 
 def _chunks(ids, splits, tokens):
-    """`(ids, splits)` cut at line boundaries into pieces of about `tokens`."""
+    """`(ids, splits)` cut at line boundaries into pieces of about `tokens`;
+    a line longer than `tokens` (a corpus of one line, as text8) is cut into
+    pieces of `tokens`, each a chunk of its own, so that progress, Ctrl-C
+    and checkpoints come between them (a window loses the pairs across a
+    cut, as gensim's 10,000-token sentences do)."""
     lines = len(splits) - 1
     start = 0
     while start < lines:
+        if splits[start + 1] - splits[start] > tokens:
+            for at in range(int(splits[start]), int(splits[start + 1]), tokens):
+                piece = ids[at:min(at + tokens, int(splits[start + 1]))]
+                yield piece, np.array([0, len(piece)], splits.dtype)
+            start += 1
+            continue
         end = int(np.searchsorted(splits, splits[start] + tokens, side="right")) - 1
         end = min(max(end, start + 1), lines)
         yield ids[splits[start]:splits[end]], splits[start:end + 1] - splits[start]

@@ -193,6 +193,9 @@ def run_train_corpus(args):
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
+    if args.corpus is not None and not args.corpus.strip():  # ("" is the working directory)
+        raise CommandError("--corpus is empty: give a text file or directory, or leave "
+                           "--corpus out to train on the WordNet glosses.")
     line = device_settings(args)
     if line and not args.quiet:
         print(line, flush=True)

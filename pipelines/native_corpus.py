@@ -21,11 +21,15 @@ ends with the tables of an uninterrupted one, bit for bit.
 `tokenize_text` gives the tokens of `keras_gauss.pipelines.tokenize` (the
 `tf.strings` tokenizer): the same lowercasing, punctuation rules and
 splitting, written with Python's `re` (RE2's `\\s` is `[\\t\\n\\f\\r ]`, and
-`\\p{L}\\p{N}` is Python's `\\w` without `_`).
+`\\p{L}\\p{N}` is Python's `\\w` without `_`; `\\p{M}`, the combining marks,
+has no class in `re`: `_marks` lists them).
 """
 
+import functools
 import os
 import re
+import sys
+import unicodedata
 import warnings
 from pathlib import Path
 
@@ -54,7 +58,6 @@ from keras_gauss.pipelines.text_files import raw_pieces
 from keras_gauss.pipelines.text_files import text_check
 
 _SPACE = "\t\n\f\r "
-_NON_WORD = re.compile(rf"(?:[^\w{_SPACE}'’-]|_)+|['’-]{{2,}}")
 _LEADING_MARKS = re.compile(rf"(^|[{_SPACE}])['’-]+")
 _TRAILING_MARKS = re.compile(rf"['’-]+([{_SPACE}]|$)")
 _BLOCK_BYTES = 1 << 22
@@ -68,6 +71,27 @@ CHUNK_TOKENS = 1 << 20
 CHUNK_TOKENS_VARIABLE = "KERAS_GAUSS_TEST_CHUNK_TOKENS"
 # The engine a native checkpoint names.
 ENGINE = "native"
+
+
+@functools.cache
+def _marks():
+    """The combining marks (Unicode category M: RE2's `\\p{M}`) as ranges
+    of a `re` character class."""
+    ranges, start, last = [], None, None
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code))[0] == "M":
+            if start is None:
+                start = code
+            last = code
+        elif start is not None:
+            ranges.append(f"\\U{start:08x}-\\U{last:08x}")
+            start = None
+    return "".join(ranges)
+
+
+@functools.cache
+def _non_word():
+    return re.compile(rf"(?:[^\w{_marks()}{_SPACE}'’-]|_)+|['’-]{{2,}}")
 
 
 def tokenize_text(text):
@@ -85,7 +109,7 @@ def tokenize_text(text):
     >>> tokenize_text("Don't 'quote' state-of-the-art -- ok!\\nA_b")
     [["don't", 'quote', 'state-of-the-art', 'ok'], ['a', 'b']]
     """
-    text = _NON_WORD.sub(" ", text.lower())
+    text = _non_word().sub(" ", text.lower())
     text = _LEADING_MARKS.sub(r"\1", text)
     text = _TRAILING_MARKS.sub(r"\1", text)
     return [line.split() for line in text.split("\n")]

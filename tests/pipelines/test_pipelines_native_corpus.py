@@ -28,6 +28,7 @@ TRICKY = [
     "a_b __ x\u00a0y\u2028z\x0bw\x1cq\tt\x85u", "--a- -b' 'c ’d’ e--f ‘g’ h’’i",
     "١٢٣ ½ Ⅻ x² e\u0301 cafe\u0301 \u200bzw\u00adsp \ufeffbom", "'", "", "a'-b -'x' y''",
     "A\r", "日本語の文 and 中文", "emoji 🙂 ok 👍🏽 fine",
+    "हिन्दी भाषा, หนังสือ ภาษาไทย; اَلْعَرَبِيَّة", "\u0301alone x \u0301",
 ]
 
 
@@ -46,6 +47,11 @@ def test_tokens_equal_the_tensorflow_tokenizer():
     types, ids, lengths = tokenizer.result()
     assert lengths.tolist() == [len(line) for line in want]
     assert [types[i] for i in ids] == [t for line in want for t in line]
+    # A combining mark (a Hindi or Thai vowel sign, an Arabic vowel, an
+    # accent written apart) is part of its word; it was a separator, which
+    # cut हिन्दी into ह, न and द.
+    assert want[-2] == ["हिन्दी", "भाषा", "หนังสือ", "ภาษาไทย", "اَلْعَرَبِيَّة"]
+    assert want[4][5] == "cafe\u0301"
 
 
 @needs_native

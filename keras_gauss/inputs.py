@@ -123,6 +123,9 @@ def open_input(path, setting=None):
         raise
 
 
+# What an error on the first row of a pairs file adds (a header line?).
+HEADER_HINT = "; a header line starts with '#'"
+
 _MAGIC_BYTES = 6
 # the magic numbers of compressed and archive formats: (start, name, how to read it)
 _COMPRESSED = (

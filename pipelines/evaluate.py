@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss import energies
+from keras_gauss.inputs import HEADER_HINT
 from keras_gauss.inputs import read_text
 from keras_gauss.numpy_ops import pair_energy
 from keras_gauss.run_format import HIERARCHY_ENERGIES
@@ -249,7 +250,7 @@ def read_similarity(path):
             score = math.nan
         if not math.isfinite(score):
             raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
-                             f"number: {fields[2]!r}")
+                             f"number: {fields[2]!r}" + ("" if pairs else HEADER_HINT))
         pairs.append((fields[0].lower(), fields[1].lower(), score))
     return pairs
 

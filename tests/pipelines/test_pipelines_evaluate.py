@@ -59,6 +59,25 @@ def test_malformed_similarity_line_names_file_and_line(tmp_path):
         read_similarity(path)
 
 
+def test_a_header_line_without_hash_says_how_to_mark_it(tmp_path):
+    # "word1 word2 score" as the first line was "score (column 3) is not a
+    # finite number: 'score'", with no word of how to keep such a line.
+    from keras_gauss.hierarchy.benchmark_data import read_entailment
+
+    path = tmp_path / "h.tsv"
+    path.write_text("word1\tword2\tscore\na\tb\t1\n")
+    with pytest.raises(ValueError, match="line 1: score .*'score'; a header line starts "
+                                         "with '#'$"):
+        read_similarity(path)
+    path.write_text("word1\tword2\tentails\na\tb\tTrue\n")
+    with pytest.raises(ValueError, match="line 1: label .*'entails'; a header line starts "
+                                         "with '#'$"):
+        read_entailment(path)
+    path.write_text("a\tb\t1\nc\td\thigh\n")  # past the first pair: no such hint
+    with pytest.raises(ValueError, match="line 2: .*'high'$"):
+        read_similarity(path)
+
+
 def test_entailment_direction(tmp_path):
     # broad "animal" contains narrow "dog" and "cat"; "rock" is elsewhere.
     emb = Embeddings(["animal", "dog", "cat", "rock"],

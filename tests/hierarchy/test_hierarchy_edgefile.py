@@ -66,6 +66,8 @@ BAD_FILES = [
     ("empty_name", b"a,b\n,c\n", "line 2: expected two names"),
     ("cycle", b"a\tb\nx\ty\nb\tc\nc\ta\n", "cycle: "),
     ("tab_in_name", b'a,b\n"b\tc",d\n', "line 2: a name holds a TAB"),
+    ("parent_first", b"# pairs\nParent\tChild\nanimal\tdog\nanimal\tcat\n",
+     "line 2: the header 'Parent', 'Child' puts the general node first"),
 ]
 
 

@@ -84,7 +84,7 @@ class HierarchyEngine(Engine):
     def read(self, job):
         """The hierarchy, its split and each process's training edges."""
         config, distribution = self.config, job.distribution
-        what = config.edges or "WordNet ({})".format(
+        what = config.edges or config.train_edges or "WordNet ({})".format(
             config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)

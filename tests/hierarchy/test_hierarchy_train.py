@@ -136,6 +136,8 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--root", "puppy.n.01"], "empty subtree"),
         (["--dim", "0"], "--dim"),
         (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),
+        (["--min-variance", "1e-300"], "--min-variance 1e-300: the tables are float32"),
+        (["--max-variance", "1e300"], "--max-variance 1e+300: the tables are float32"),
         (["--val-size", "0"], "--val-size"),
         (["--sibling-negatives", "1.5"], "--sibling-negatives"),
         (["--learning-rate-schedule", "step"], "--learning-rate-schedule"),

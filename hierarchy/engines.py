@@ -106,7 +106,8 @@ class HierarchyEngine(Engine):
             # step (about the learning rate on every coordinate) is most of its training
             batch = -(-edges // SMALL_DATA_STEPS)
             self.config = config = dataclasses.replace(config, batch_size=batch)
-            few += f"; batches of {batch} edges, so that an epoch takes {SMALL_DATA_STEPS} steps"
+            few += (f"; batches of {batch} edges, so that an epoch takes "
+                    f"{-(-edges // batch)} steps")  # (fewer than 8 edges: one each)
         if few:
             split_line += "\n" + few
         if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:

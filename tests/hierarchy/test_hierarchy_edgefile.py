@@ -120,6 +120,15 @@ def test_train_hierarchy_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ([path.name] if path.exists() else [])
 
 
+def test_a_taxonomy_of_two_pairs_trains_and_says_its_steps(tmp_path, capsys):
+    # 2 training edges: batches of 1, so 2 steps an epoch (the line said 8)
+    path = tmp_path / "tiny.tsv"
+    path.write_text("dog\tmammal\ncat\tmammal\n")
+    assert main(["train-hierarchy", "--edges", str(path), "--out", str(tmp_path / "run"),
+                 "--dim", "2", "--epochs", "1"]) == 0
+    assert "batches of 1 edges, so that an epoch takes 2 steps" in capsys.readouterr().out
+
+
 def test_train_hierarchy_on_a_csv_tree(tmp_path, capsys):
     path = tmp_path / "tree.csv"
     path.write_text("child,parent\n" + "".join(f"{c},{p}\n" for c, p in tree_pairs()))

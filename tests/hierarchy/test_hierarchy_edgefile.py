@@ -298,3 +298,13 @@ def test_bad_generality_is_one_line_and_writes_nothing(tmp_path, capsys, value):
     assert exit_info.value.code == 2 and "--generality" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tree.tsv"]
+
+
+def test_a_resume_without_the_edges_file_asks_for_it(tmp_path, capsys):
+    # the Ctrl-C line says `--resume DIR` "and the same settings": --edges among them
+    with pytest.raises(SystemExit) as info:
+        main(["train-hierarchy", "--resume", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "not both" not in err
+    assert err.strip().endswith(f"(a given split) (--resume {tmp_path / 'run'}: the files the "
+                                "run started with).")

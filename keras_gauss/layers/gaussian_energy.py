@@ -54,6 +54,7 @@ class GaussianEnergy(keras.layers.Layer):
         raise NotImplementedError(f"{type(self).__name__} must implement compute()")
 
     def call(self, general_mean, general_var, specific_mean, specific_var, training=None):
+        self._check_dimensions(general_mean, general_var, specific_mean, specific_var)
         kernel = kernels.get(training) if "kernels" in self.energy.engines else None
         if kernel is not None:
             energy = kernel.energy(self.energy.name, general_mean, general_var,
@@ -61,3 +62,27 @@ class GaussianEnergy(keras.layers.Layer):
             if energy is not None:
                 return energy
         return self.compute(general_mean, general_var, specific_mean, specific_var)
+
+    def compute_output_spec(self, *args, **kwargs):
+        # Checked before Keras traces `call`, which would wrap the message in
+        # "could not automatically infer the output shape".
+        names = ("general_mean", "general_var", "specific_mean", "specific_var")
+        self._check_dimensions(*args[:4], *(kwargs.get(n) for n in names[len(args[:4]):]))
+        return super().compute_output_spec(*args, **kwargs)
+
+    def _check_dimensions(self, *arrays):
+        """One `ValueError` naming this layer where the Gaussians' last axes
+        (their dimension `d`; a variance may have 1, spherical) cannot pair
+        up, as when two tables of different `output_dim` meet; else the
+        backend's broadcasting error, or Keras's "could not infer the output
+        shape" when a functional model is built, would be all one sees."""
+        dims = [None if getattr(a, "shape", None) is None or len(a.shape) == 0
+                else a.shape[-1] for a in arrays]
+        means = {dims[0], dims[2]} - {None}
+        if len(means) > 1 or any(v not in (None, 1) and means and v not in means
+                                 for v in (dims[1], dims[3])):
+            names = ("first mean", "first variance", "second mean", "second variance")
+            given = ", ".join(f"{n} {d}" for n, d in zip(names, dims))
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}': the two Gaussians must have the "
+                f"same dimension on their last axis (a variance may have 1), got {given}.")

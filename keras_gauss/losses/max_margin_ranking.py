@@ -2,6 +2,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_gauss.checks import check_number
+
 
 def max_margin_ranking(y_true, y_pred, margin=1.0):
     """Pairwise hinge loss on energies: `sum max(0, m - E_i + E_j)`.
@@ -123,10 +125,7 @@ class MaxMarginRanking(keras.losses.Loss):
         name="max_margin_ranking",
         dtype=None,
     ):
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-            raise TypeError(f"`margin` must be a number, got {margin!r}.")
-        if not margin > 0:
-            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        check_number(margin, "`margin`", above=0)  # finite; NumPy numbers too
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.margin = float(margin)
 

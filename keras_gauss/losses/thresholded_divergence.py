@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from keras_gauss.checks import check_number
+
 
 def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     """Density order embeddings' loss on energies `E = -divergence`.
@@ -76,13 +78,9 @@ class ThresholdedDivergence(keras.losses.Loss):
     def __init__(self, threshold=0.0, margin=1.0,
                  reduction="sum_over_batch_size",
                  name="thresholded_divergence", dtype=None):
-        for arg, value in (("threshold", threshold), ("margin", margin)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"`{arg}` must be a number, got {value!r}.")
-        if threshold < 0:
-            raise ValueError(f"`threshold` must be >= 0, got {threshold}.")
-        if not margin > 0:
-            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        # finite (a NaN threshold made every loss NaN); NumPy numbers too
+        check_number(threshold, "`threshold`", at_least=0)
+        check_number(margin, "`margin`", above=0)
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.threshold = float(threshold)
         self.margin = float(margin)

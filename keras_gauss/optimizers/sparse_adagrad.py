@@ -78,12 +78,13 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         **kwargs,
     ):
         if is_number(learning_rate):  # not a schedule or a variable
-            check_number(learning_rate, "`learning_rate`", above=0)
+            # float: Keras's base rejects NumPy numbers
+            learning_rate = float(check_number(learning_rate, "`learning_rate`", above=0))
         check_number(initial_accumulator_value, "`initial_accumulator_value`", at_least=0)
         check_number(epsilon, "`epsilon`", at_least=0)
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.initial_accumulator_value = initial_accumulator_value
-        self.epsilon = epsilon
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.epsilon = float(epsilon)
         self._row_constraints = {}
         self._hiding = 0  # replicas inside `apply` (no list here: Keras would track it)
 

@@ -137,3 +137,9 @@ def test_the_pair_matrix_gives_the_broadcasts_losses_and_gradients(monkeypatch, 
     if fast[1] is not None:
         np.testing.assert_allclose(fast[1], reference[1], rtol=1e-6, atol=1e-6)
     assert np.any(fast[0] > 0)
+
+
+def test_a_numpy_margin_is_taken_and_an_infinite_one_is_not():
+    assert MaxMarginRanking(margin=np.float32(2.0)).get_config()["margin"] == 2.0
+    with pytest.raises(ValueError, match="margin"):
+        MaxMarginRanking(margin=float("inf"))

@@ -38,3 +38,17 @@ def test_negatives_inside_the_tolerance_still_get_a_gradient():
 def test_bad_arguments(threshold, margin):
     with pytest.raises(ValueError):
         ThresholdedDivergence(threshold, margin)
+
+
+@pytest.mark.parametrize("threshold, margin, argument", [
+    (float("nan"), 1.0, "threshold"), (float("inf"), 1.0, "threshold"),
+    (0.0, float("inf"), "margin")])
+def test_a_nan_or_infinite_setting_is_an_error(threshold, margin, argument):
+    # a NaN threshold passed `threshold < 0` and made every loss NaN
+    with pytest.raises(ValueError, match=argument):
+        ThresholdedDivergence(threshold, margin)
+
+
+def test_numpy_settings_are_taken():
+    loss = ThresholdedDivergence(np.float64(1.0), np.float32(2.0))
+    assert (loss.threshold, loss.margin) == (1.0, 2.0)

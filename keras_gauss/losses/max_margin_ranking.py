@@ -39,6 +39,13 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
             f"(batch, list_size), got shape {tuple(y_pred.shape)}. Stack the "
             "positive and negative energies on the last axis."
         )
+    if y_pred.shape[-1] == 1:
+        raise ValueError(
+            "MaxMarginRanking ranks the energies of each list against each "
+            f"other; lists of one energy (shape {tuple(y_pred.shape)}) have no "
+            "pair to rank, so the loss would always be 0. Stack the positive "
+            "and at least one negative energy on the last axis."
+        )
     check_label_shape(y_true, y_pred, "MaxMarginRanking")
     differences = pair_differences(y_pred.shape[-1])
     if differences is not None:

@@ -152,3 +152,9 @@ def test_labels_of_one_column_are_an_error_whatever_the_batch():
     y_pred = keras.KerasTensor((None, 3))
     with pytest.raises(ValueError, match="does not match"):
         check_label_shape(y_true, y_pred, "MaxMarginRanking")
+
+
+def test_lists_of_one_energy_are_an_error():
+    # no pair to rank: the loss was 0 whatever the energies, and nothing trained
+    with pytest.raises(ValueError, match="no pair to rank"):
+        MaxMarginRanking()(np.ones((4, 1), np.float32), np.zeros((4, 1), np.float32))

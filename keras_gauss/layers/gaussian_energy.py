@@ -1,4 +1,5 @@
 import keras
+import numpy as np
 
 from keras_gauss import kernels
 
@@ -71,18 +72,39 @@ class GaussianEnergy(keras.layers.Layer):
         return super().compute_output_spec(*args, **kwargs)
 
     def _check_dimensions(self, *arrays):
-        """One `ValueError` naming this layer where the Gaussians' last axes
-        (their dimension `d`; a variance may have 1, spherical) cannot pair
-        up, as when two tables of different `output_dim` meet; else the
+        """One `ValueError` naming this layer where the Gaussians' shapes
+        cannot pair up: their last axes (the dimension `d`; a variance may
+        have 1, spherical), as when two tables of different `output_dim`
+        meet, or their leading axes, which must broadcast; else the
         backend's broadcasting error, or Keras's "could not infer the output
         shape" when a functional model is built, would be all one sees."""
-        dims = [None if getattr(a, "shape", None) is None or len(a.shape) == 0
-                else a.shape[-1] for a in arrays]
+        shapes = [_static_shape(a) for a in arrays]
+        dims = [shape[-1] if shape else None for shape in shapes]
         means = {dims[0], dims[2]} - {None}
+        problem = None
         if len(means) > 1 or any(v not in (None, 1) and means and v not in means
                                  for v in (dims[1], dims[3])):
+            problem = "must have the same dimension on their last axis (a variance may have 1)"
+        else:
+            try:  # unknown axes (None) broadcast with anything
+                np.broadcast_shapes(*(tuple(1 if n is None else n for n in shape[:-1])
+                                      for shape in shapes if shape))
+            except ValueError:
+                problem = "must broadcast on their leading axes"
+        if problem is not None:
             names = ("first mean", "first variance", "second mean", "second variance")
-            given = ", ".join(f"{n} {d}" for n, d in zip(names, dims))
+            given = ", ".join(f"{n} {s}" for n, s in zip(names, shapes))
             raise ValueError(
-                f"{type(self).__name__} '{self.name}': the two Gaussians must have the "
-                f"same dimension on their last axis (a variance may have 1), got {given}.")
+                f"{type(self).__name__} '{self.name}': the two sides' Gaussians {problem}; "
+                f"got shapes {given}.")
+
+
+def _static_shape(array):
+    """`array`'s shape as a tuple (None for unknown axes, also JAX's
+    symbolic ones), or None where even its rank is unknown (a `tf.function`
+    traced without shapes)."""
+    try:
+        shape = tuple(array.shape)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return tuple(int(n) if isinstance(n, (int, np.integer)) else None for n in shape)

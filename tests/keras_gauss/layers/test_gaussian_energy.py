@@ -18,7 +18,7 @@ def test_tables_of_different_dimensions_are_one_clear_error_in_a_functional_mode
     with pytest.raises(ValueError, match="same dimension") as raised:
         energy(name="scores")(*words(ids), *contexts(ids))
     said = str(raised.value)
-    assert "'scores'" in said and "first mean 8" in said and "second mean 6" in said
+    assert "'scores'" in said and "first mean (None, 8)" in said and "second mean (None, 6)" in said
     assert "infer the output shape" not in said
 
 
@@ -29,8 +29,20 @@ def test_mismatched_dimensions_eagerly_are_one_clear_error(energy, training):
     with pytest.raises(ValueError, match="same dimension"):
         energy()(mean, var, np.zeros((2, 4), "float32"), np.ones((2, 4), "float32"),
                  training=training)
-    with pytest.raises(ValueError, match="first variance 4"):  # a variance of the wrong size
+    with pytest.raises(ValueError, match=r"first variance \(2, 4\)"):  # a variance of the wrong size
         energy()(mean, np.ones((2, 4), "float32"), mean, var, training=training)
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("energy", ENERGIES)
+def test_batches_that_do_not_broadcast_are_one_clear_error(energy, training):
+    mean, var = np.zeros((4, 3), "float32"), np.ones((4, 3), "float32")
+    with pytest.raises(ValueError, match=r"broadcast on their leading axes.*\(5, 3\)"):
+        energy()(mean, var, np.zeros((5, 3), "float32"), np.ones((5, 3), "float32"),
+                 training=training)
+    # ones that do broadcast: one word against a list of candidates
+    assert tuple(energy()(mean[:, None], var[:, None], np.zeros((4, 6, 3), "float32"),
+                          np.ones((4, 6, 3), "float32"), training=training).shape) == (4, 6)
 
 
 @pytest.mark.parametrize("training", [False, True])

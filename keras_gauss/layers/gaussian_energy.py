@@ -7,8 +7,9 @@ from keras_gauss import kernels
 class GaussianEnergy(keras.layers.Layer):
     """Base of the energy layers: a score of two batches of diagonal Gaussians.
 
-    A subclass names its descriptor (`energy`, a `keras_gauss.energies.Energy`)
-    and implements `compute`, the `keras.ops` formula; the base gives the
+    A subclass implements `compute`, the `keras.ops` formula, and may name
+    its descriptor (`energy`, a `keras_gauss.energies.Energy`, as the
+    package's energies do; without one it runs `compute`); the base gives the
     call (the compiled kernel of `keras_gauss.kernels` in a training step
     where the descriptor lists `"kernels"` and one is available, else
     `compute`), float32 by default (also under `mixed_float16`, so that
@@ -56,7 +57,8 @@ class GaussianEnergy(keras.layers.Layer):
 
     def call(self, general_mean, general_var, specific_mean, specific_var, training=None):
         self._check_dimensions(general_mean, general_var, specific_mean, specific_var)
-        kernel = kernels.get(training) if "kernels" in self.energy.engines else None
+        engines = () if self.energy is None else self.energy.engines
+        kernel = kernels.get(training) if "kernels" in engines else None
         if kernel is not None:
             energy = kernel.energy(self.energy.name, general_mean, general_var,
                                    specific_mean, specific_var, **self.kernel_options())

@@ -5,6 +5,7 @@ import pytest
 from keras_gauss import ContainmentEnergy
 from keras_gauss import ELEnergy
 from keras_gauss import GaussianEmbedding
+from keras_gauss import GaussianEnergy
 from keras_gauss import KLEnergy
 
 ENERGIES = [ELEnergy, KLEnergy, ContainmentEnergy]
@@ -53,3 +54,16 @@ def test_a_spherical_variance_of_one_column_still_broadcasts(training):
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(ELEnergy()(mean, one, mean[::-1], one, training=training)),
         keras.ops.convert_to_numpy(ELEnergy()(mean, full, mean[::-1], full)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_subclass_needs_only_compute(training):
+    # a user's own energy without a `keras_gauss.energies` descriptor
+    # failed with "'NoneType' object has no attribute 'engines'"
+    class MeanDistance(GaussianEnergy):
+        def compute(self, general_mean, general_var, specific_mean, specific_var):
+            return -keras.ops.sum(keras.ops.square(general_mean - specific_mean), axis=-1)
+
+    ones = np.ones((1, 2), "float32")
+    energy = MeanDistance()(ones * 0, ones, ones, ones, training=training)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(energy), [-2.0])

@@ -203,6 +203,14 @@ def test_numpy_settings_are_taken():
     assert type(config["initial_accumulator_value"]) is float and type(config["epsilon"]) is float
 
 
+def test_a_zero_accumulator_and_epsilon_together_are_an_error():
+    # a row in the batch with a zero gradient stepped by 0 / sqrt(0): NaN tables
+    with pytest.raises(ValueError, match="`epsilon` must be > 0"):
+        SparseAdagrad(initial_accumulator_value=0.0, epsilon=0.0)
+    SparseAdagrad(initial_accumulator_value=0.0, epsilon=1e-7)  # either alone is fine
+    SparseAdagrad(initial_accumulator_value=1e-6, epsilon=0.0)
+
+
 def test_negative_initial_accumulator_is_an_error():
     with pytest.raises(ValueError, match="initial_accumulator_value"):
         SparseAdagrad(initial_accumulator_value=-0.1)

@@ -27,8 +27,10 @@ tables:
    ids modulo 10k; host pairs: the same ids < 10k every step) for
    `SparseAdagrad` (touched rows) and Keras's `Adagrad` (dense);
 3. quality (with `--quality-epochs N > 0`): the corpus recipe of
-   `benchmarks/corpus_quality.py` (batch 16384, lr 0.4, sample 1e-3,
-   window 15, margin 0.5, C=4, 20 epochs) for each `--seeds`, scored by
+   `benchmarks/corpus_quality.py` (sample 1e-3, window 15, margin 0.5,
+   C=4, 20 epochs) at `--quality-batch` (16384) with `train-corpus`'s GPU
+   rate and AdaGrad floor for that batch (`optimizer_for_batch`; 0.4 at
+   16384, where the CPU recipe trains at 0.5), for each `--seeds`, scored by
    Spearman rho of the cosine of the word means on WordSim353 and
    SimLex-999 (files from `--similarity`), beside random vectors; with
    `--target R`, WordSim353 after every epoch and the training seconds

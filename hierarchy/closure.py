@@ -8,6 +8,7 @@ Nodes are synset names (`'dog.n.01'`) and, optionally, lowercased lemma names
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -403,9 +404,10 @@ _POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "s": "adjective", "r":
 _ROOT_EXAMPLES = {"n": "mammal.n.01", "v": "change.v.01"}
 
 
-def _unknown_root(root, pos):
+def _unknown_root(root, pos, synsets=()):
     """The error of a `--root` that is not a synset of part of speech `pos`:
-    one of another part of speech (its name's middle letter), or none."""
+    one of another part of speech (its name's middle letter), a word (its
+    synsets of `synsets` named), a misspelt name (the closest named), or none."""
     kind, example = _POS_NAMES[pos], _ROOT_EXAMPLES[pos]
     parts = root.rsplit(".", 2)
     other = parts[1] if len(parts) == 3 and parts[2].isdigit() else None
@@ -415,8 +417,18 @@ def _unknown_root(root, pos):
         return ValueError(f"--root {root!r} is {'an' if other in 'ar' else 'a'} "
                           f"{_POS_NAMES[other]} synset, but --pos {pos} embeds WordNet's "
                           f"{kind}s: give a {kind} synset such as {example!r}{switch}.")
+    word = root.strip().lower().replace(" ", "_")
+    senses = sorted((s.name for s in synsets if word in {lemma.lower() for lemma in s.lemmas}),
+                    key=lambda name: (name.rsplit(".", 2)[0] != word, name))
+    if senses:
+        listed = ", ".join(map(repr, senses[:6])) + (
+            f" and {len(senses) - 6} more" if len(senses) > 6 else "")
+        return ValueError(f"--root {root!r} is a word, not a synset name; its {kind} synsets: "
+                          f"{listed}.")
+    close = difflib.get_close_matches(root, [s.name for s in synsets], n=1, cutoff=0.9)
+    hint = f"; did you mean {close[0]!r}?" if close else "."
     return ValueError(f"--root {root!r} is not a WordNet {kind} synset (expected a synset "
-                      f"name such as {example!r}).")
+                      f"name such as {example!r}){hint}")
 
 
 @functools.lru_cache(maxsize=8)
@@ -424,7 +436,7 @@ def _build_cached(root, include_lemmas, data_dir, pos="n") -> Hierarchy:
     synsets = read_synsets(data_dir, pos)
     parents = {s.name: s.hypernyms for s in synsets}
     if root is not None and root not in parents:
-        raise _unknown_root(root, pos)
+        raise _unknown_root(root, pos, synsets)
     nodes = sorted(parents)
     if include_lemmas:
         if root is not None:

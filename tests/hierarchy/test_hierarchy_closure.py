@@ -154,6 +154,22 @@ def test_bad_roots():
         build_hierarchy("toy_poodle.n.01")
 
 
+@pytest.mark.parametrize("root, pos, message", [
+    ("Dog", "n", "--root 'Dog' is a word, not a synset name; its noun synsets: 'dog.n.01', "
+     "'dog.n.03', 'andiron.n.01', 'cad.n.01', 'frank.n.02', 'frump.n.01' and 1 more."),
+    ("hot dog", "n", "its noun synsets: 'frank.n.02', 'hotdog.n.01', 'hotdog.n.02'."),
+    ("run", "v", "--root 'run' is a word, not a synset name; its verb synsets: 'run.v.01', "),
+    ("mamal.n.01", "n", "--root 'mamal.n.01' is not a WordNet noun synset (expected a synset "
+     "name such as 'mammal.n.01'); did you mean 'mammal.n.01'?"),
+    ("xyzzy.n.01", "n", "--root 'xyzzy.n.01' is not a WordNet noun synset (expected a synset "
+     "name such as 'mammal.n.01')."),
+])
+def test_a_root_that_is_a_word_or_misspelt_names_the_synsets_meant(root, pos, message):
+    with pytest.raises(ValueError) as error:
+        build_hierarchy(root, pos=pos)
+    assert message in str(error.value)
+
+
 def test_lemma_nodes():
     h = build_hierarchy("mammal.n.01", include_lemmas=True)
     assert h.num_synsets == 1182

@@ -297,8 +297,11 @@ def run_train_wordnet(args):
     from keras_gauss.checks import CommandError
 
     if hasattr(args, "train_edges") and (args.edges is None) == (args.train_edges is None):
+        resumed = (f" (--resume {args.resume}: the files the run started with)"
+                   if args.resume and args.edges is None else "")
         raise CommandError("train-hierarchy needs --edges FILE, or --train-edges, --val-edges "
-                           "and --test-edges (a given split), not both.")
+                           "and --test-edges (a given split)"
+                           + (", not both." if args.edges is not None else f"{resumed}."))
     line = device_settings(args)
     if line and not args.quiet:
         print(line, flush=True)

@@ -500,8 +500,13 @@ def transitive_reduction(index: EdgeIndex) -> np.ndarray:
     """The direct links of a transitively closed edge set: `(c, p)` with no `q` between them.
 
     An edge `(c, p)` of the closure is implied, and dropped, when `c` has an
-    ancestor `q` of which `p` is an ancestor. Vectorised: one pass over
-    the pairs (edge, ancestor of its parent).
+    ancestor `q` of which `p` is an ancestor; such a `q` can be taken among
+    `c`'s direct parents. Vectorised: those are among `c`'s ancestor with
+    the most ancestors (always direct) and the ancestors not above it, and
+    one pass goes over the pairs (such an edge, ancestor of its parent):
+    about the closure's size on a tree of any depth (every ancestor of every
+    edge's parent grew with the depth cubed: 52 GiB on a 30,000-node
+    taxonomy 1,200 levels deep).
 
     Args:
         index: `EdgeIndex` of a transitively closed edge set, e.g. a
@@ -515,10 +520,20 @@ def transitive_reduction(index: EdgeIndex) -> np.ndarray:
         [[1, 0], [2, 1]]
     """
     n = index.num_nodes
+    if not len(index):
+        return np.zeros((0, 2), np.int32)
     child, parent = np.divmod(index.keys, n)
-    counts = index.num_ancestors[parent]  # ancestors of each edge's parent
-    starts = np.repeat(index._anc_ptr[parent] - np.cumsum(counts) + counts, counts)
-    implied = _sorted_unique(np.repeat(child, counts) * n
+    # each child's ancestor with the most ancestors: nothing lies between them
+    order = np.lexsort((index.num_ancestors[parent], child))
+    last = order[np.flatnonzero(np.append(child[order][1:] != child[order][:-1], True))]
+    top = np.zeros(n, np.int64)
+    top[child[last]] = parent[last]
+    # c's direct parents are among its top and the ancestors not above it
+    maybe = (parent == top[child]) | ~index.contains(top[child], parent)
+    below, above = child[maybe], parent[maybe]
+    counts = index.num_ancestors[above]  # ancestors of each such edge's parent
+    starts = np.repeat(index._anc_ptr[above] - np.cumsum(counts) + counts, counts)
+    implied = _sorted_unique(np.repeat(below, counts) * n
                              + index._anc[starts + np.arange(counts.sum())])
     direct = ~np.isin(index.keys, implied, assume_unique=True)
     return np.stack([child[direct], parent[direct]], axis=1).astype(np.int32)

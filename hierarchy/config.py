@@ -202,7 +202,7 @@ class WordNetConfig:
         resolved._validate()
 
     def _validate(self):
-        from keras_gauss.checks import check_config
+        from keras_gauss.checks import INT32_MAX, check_config
 
         check_config(self, ("dim", "batch_size", "negatives", "learning_rate",
                             "margin", "max_norm", "min_variance"))
@@ -233,9 +233,10 @@ class WordNetConfig:
                             ("--threshold", self.threshold)):
             if value is not None and value < 0:
                 raise ValueError(f"{flag} must be >= 0, got {value:g}.")
-            if flag != "--threshold" and value is not None and value >= 1 and value % 1:
-                raise ValueError(f"{flag} must be a number of edges (1, 2, ...) or a fraction "
-                                 f"of them below 1, got {value:g}.")
+            if flag != "--threshold" and value is not None and value >= 1 and (
+                    value % 1 or value > INT32_MAX):
+                raise ValueError(f"{flag} must be a number of edges (1, 2, ... {INT32_MAX}) or "
+                                 f"a fraction of them below 1, got {value:g}.")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}.")
         nodes = self.reconstruction_nodes

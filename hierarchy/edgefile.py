@@ -22,6 +22,12 @@ from .closure import CycleError, Hierarchy, hierarchy_from_parents
 __all__ = ["EdgeFile", "EdgeFileError", "hierarchy_from_edge_file", "read_edge_file"]
 
 
+# Header names that put the general node first (`parent<TAB>child`): such a
+# file's pairs would train every link upside down.
+GENERAL_FIRST = {("parent", "child"), ("hypernym", "hyponym"), ("superclass", "subclass"),
+                 ("broader", "narrower"), ("general", "specific")}
+
+
 class EdgeFileError(ValueError):
     """An edges file that cannot be used; the message names the file and the line or node."""
 
@@ -98,8 +104,9 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
     Raises:
         EdgeFileError: the file is missing, not a regular file (a FIFO, a
             device, a directory), holds a NUL byte or invalid UTF-8 anywhere,
-            holds no pair, or a line is not two non-empty names (the message
-            names the line).
+            holds no pair, a line is not two non-empty names, or the header
+            puts the general node first (`parent, child`: `GENERAL_FIRST`;
+            the message names the line).
 
     Example:
         >>> with open("animals.tsv", "w") as f:
@@ -132,6 +139,11 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         first = set(rows[0][1])
         if not any(first & set(fields) for _, fields in rows[1:]):
             header = tuple(rows[0][1])
+            if tuple(name.lower() for name in header) in GENERAL_FIRST:
+                raise EdgeFileError(
+                    f"--edges {name}: line {rows[0][0]}: the header {header[0]!r}, "
+                    f"{header[1]!r} puts the general node first; pairs are child, parent "
+                    "(specific first): swap the two columns.")
             rows = rows[1:]
     seen: dict[tuple[str, str], int] = {}
     self_loops = duplicates = 0

@@ -84,7 +84,7 @@ class HierarchyEngine(Engine):
     def read(self, job):
         """The hierarchy, its split and each process's training edges."""
         config, distribution = self.config, job.distribution
-        what = config.edges or "WordNet ({})".format(
+        what = config.edges or config.train_edges or "WordNet ({})".format(
             config.root or {"n": "all nouns", "v": "all verbs"}[config.pos])
         preparing = Phase(f"preparing {what}", job.verbose)
         self.hierarchy, source, self.split, split_line = load_data(config)
@@ -106,7 +106,8 @@ class HierarchyEngine(Engine):
             # step (about the learning rate on every coordinate) is most of its training
             batch = -(-edges // SMALL_DATA_STEPS)
             self.config = config = dataclasses.replace(config, batch_size=batch)
-            few += f"; batches of {batch} edges, so that an epoch takes {SMALL_DATA_STEPS} steps"
+            few += (f"; batches of {batch} edges, so that an epoch takes "
+                    f"{-(-edges // batch)} steps")  # (fewer than 8 edges: one each)
         if few:
             split_line += "\n" + few
         if distribution.active and distribution.num_processes == 1 and edges < config.batch_size:

@@ -69,16 +69,17 @@ def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
     where = f"{option} {path}"
     text = _text(path, option)
     pairs, labels, lines = [], [], []
-    first = True
+    first, header = True, None
     for number, stripped, delimiter, fields in csv_rows(text, where):
         form = "child<TAB>parent<TAB>label" if delimiter == "\t" else "child,parent,label"
         if len(fields) != 3 or not all(fields):
             raise EdgeFileError(f"{where}: line {number}: expected {form} (label 1 or 0); "
                                 f"got {stripped[:80]!r}.")
         label = _LABELS.get(fields[2].lower())
-        header, first = first and label is None, False
-        if header:
+        if first and label is None:
+            first, header = False, (number, stripped)
             continue
+        first = False
         if label is None:
             raise EdgeFileError(f"{where}: line {number}: the label must be 1 (is-a) or 0 "
                                 f"(not), got {fields[2][:20]!r}.")
@@ -87,6 +88,9 @@ def read_labelled_pairs(path, option: str = "--val-edges") -> LabelledPairs:
         pairs.append((fields[0], fields[1]))
         labels.append(label)
         lines.append(number)
+    if not pairs and header is not None:  # a lone line with a bad label
+        raise EdgeFileError(f"{where}: no labelled pairs: its only line, line {header[0]} "
+                            f"({header[1][:80]!r}), is read as a header, its label not 1 or 0.")
     if not pairs:
         raise EdgeFileError(f"{where}: no labelled pairs (the file is empty or all comments).")
     return LabelledPairs(str(path), tuple(pairs), tuple(labels), tuple(lines))

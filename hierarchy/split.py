@@ -269,6 +269,8 @@ def _known_closure(split: EdgeSplit, hierarchy: Hierarchy) -> EdgeSplit:
 
 def _pick_reduction(edges, candidates, degree, size, rng, what) -> np.ndarray:
     """`size` candidate rows in random order, skipping any that would leave a node without edges."""
+    if size == 0:  # nothing held out (--val-size 0 --test-size 0, or a tiny taxonomy)
+        return np.zeros(0, dtype=np.int64)
     left = degree.copy()
     picked = []
     for row in rng.permutation(candidates).tolist():

@@ -179,6 +179,12 @@ def read_checkpoint(out_dir):
 # Settings whose flag is not their name with dashes.
 FLAGS = {"include_lemmas": "--lemmas"}
 
+# Settings that name input files (`train-hierarchy --edges`, a given split's
+# files): a resumed run must have read the same content (the data's digest,
+# `check_data`), not the same path, so that it resumes from another working
+# directory (`--edges ../edges.tsv` for the run's `--edges edges.tsv`).
+FILE_SETTINGS = frozenset({"edges", "train_edges", "val_edges", "test_edges"})
+
 
 def _flag(name):
     return FLAGS.get(name, "--" + name.replace("_", "-"))
@@ -191,7 +197,7 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
         out_dir: the directory of the interrupted run (`--resume DIR`).
         kind: `"corpus"` or `"hierarchy"`.
         settings: the settings of this command (a JSON-able dict); every one
-            must equal the checkpoint's.
+            must equal the checkpoint's, except the paths of `FILE_SETTINGS`.
         defaults: `{name: value}` of settings added after checkpoints were
             first written: a checkpoint without `name` was trained with
             `value` (default: none).
@@ -221,7 +227,7 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
     saved = {**(defaults or {}), **state.get("settings", {})}
     settings = json.loads(json.dumps(settings))  # tuples as lists, as saved
     differ = [name for name in sorted(set(saved) | set(settings))
-              if saved.get(name) != settings.get(name)]
+              if name not in FILE_SETTINGS and saved.get(name) != settings.get(name)]
     if differ:
         raise CheckpointError(
             f"--resume {out_dir}: the run was started with "

@@ -203,7 +203,8 @@ def check_config(config, positive):
     """Validates the settings every trainer shares; errors name the flag.
 
     Every number must be finite (and an integer field at most 2^31 - 1),
-    the fields in `positive` and `max_variance` `> 0`, and `min_variance <=
+    the fields in `positive` and `max_variance` `> 0`, both variance bounds
+    positive normal float32 numbers (the tables'), and `min_variance <=
     max_variance`.
 
     Args:
@@ -232,6 +233,12 @@ def check_config(config, positive):
         value = getattr(config, name)
         if isinstance(value, bool) or not value > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {value}.")
+    tables = np.finfo(np.float32)  # the tables' numbers
+    for name, bad in (("min_variance", config.min_variance < tables.tiny),
+                      ("max_variance", config.max_variance > tables.max)):
+        if bad:
+            raise ValueError(f"{flag(name)} {getattr(config, name):g}: the tables are float32, "
+                             f"which hold variances in [{tables.tiny:.3g}, {tables.max:.3g}].")
     if config.min_variance > config.max_variance:
         raise ValueError(
             f"--min-variance ({config.min_variance}) must not exceed "

@@ -77,12 +77,21 @@ def read_history(run_dir):
     """`{"epoch": [...], name: [value or None, ...]}` of a run's `history.csv`.
 
     Raises:
-        FileNotFoundError: the run has no `history.csv` (one line naming it).
+        FileNotFoundError: the run has no `history.csv`, or `run_dir` holds
+            an interrupted run or no run (one line naming it).
 
     Example: see `write_history`.
     """
     path = Path(run_dir) / HISTORY_CSV
     if not path.is_file():
+        from keras_gauss.checkpoint import interrupted_note
+        from keras_gauss.run_format import RUN_FILE
+
+        interrupted = interrupted_note(run_dir)
+        if interrupted is not None:  # as `load_run` says it
+            raise FileNotFoundError(f"{interrupted}.")
+        if not (Path(run_dir) / RUN_FILE).is_file():
+            raise FileNotFoundError(f"{run_dir} holds no trained run (no {RUN_FILE}).")
         raise FileNotFoundError(f"{path}: no training history (runs written before "
                                 "history.csv existed have none).")
     with open(path, newline="") as file:

@@ -315,8 +315,11 @@ class OutputLock:
         flags = os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
         try:
             fd = os.open(self.file, os.O_RDWR | os.O_CREAT | flags, 0o666)
-        except PermissionError:
-            fd = os.open(self.file, os.O_RDONLY | flags)
+        except PermissionError as error:
+            try:  # a lock file someone else made
+                fd = os.open(self.file, os.O_RDONLY | flags)
+            except FileNotFoundError:  # none, and none can be made here: say why
+                raise error from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise OutputExistsError(f"{self.file} (the lock of {self.path}) is not a regular "

@@ -72,6 +72,7 @@ from keras_gauss.checkpoint import Checkpointer
 from keras_gauss.checkpoint import check_data
 from keras_gauss.checkpoint import check_minutes
 from keras_gauss.checkpoint import has_checkpoint
+from keras_gauss.checkpoint import FILE_SETTINGS
 from keras_gauss.checkpoint import load_for_resume
 from keras_gauss.checkpoint import refuse_unfinished
 from keras_gauss.checks import TrainingDivergedError
@@ -490,7 +491,7 @@ class Job:
             self.distribution = start_distribution(  # before anything touches JAX;
                 config, settings={"trainer": self.kind,  # the processes compare settings
                                   **{k: v for k, v in self.settings.items()
-                                     if k != "edges"}})  # (a file's path may differ)
+                                     if k not in FILE_SETTINGS}})  # (paths may differ)
             self.distribution.check_batch(self.batch_size)
             if not self.is_chief:  # process 0 writes the run and the checkpoints
                 self.checkpoint_every, self.verbose = 0, 0

@@ -107,14 +107,17 @@ def generality_of(info, where=RUN_FILE):
 
 
 def jsonable(value):
-    """Converts numpy scalars (and NaN, to `None`) inside dicts and lists for JSON."""
+    """Converts numpy scalars inside dicts and lists for JSON, and NaN and
+    infinite floats (an undefined score, a threshold below every score) to
+    `None`: JSON has neither (`json.dumps` would write `NaN`, `-Infinity`,
+    which strict readers refuse)."""
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (np.floating, float)):
         value = float(value)
-        return None if math.isnan(value) else value
+        return value if math.isfinite(value) else None
     if isinstance(value, np.integer):
         return int(value)
     return value

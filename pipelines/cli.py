@@ -306,20 +306,13 @@ def _write_eval(run_dir, results, stamp):
     process writes the run, the run was replaced, or the file system
     refuses."""
     import json
-    import math
 
     from keras_gauss.checks import CommandError
     from keras_gauss.io import OutputExistsError
     from keras_gauss.io import OutputLock
     from keras_gauss.io import OutputNotWritableError
     from keras_gauss.io import atomic_file
-
-    def clean(value):
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, float) and math.isnan(value):
-            return None
-        return value
+    from keras_gauss.run_format import jsonable
 
     path = os.path.join(run_dir, "eval.json")
     try:
@@ -333,7 +326,7 @@ def _write_eval(run_dir, results, stamp):
             raise CommandError(f"{path} not written: {run_dir} was replaced while evaluate "
                                "read it; run evaluate again on the new run.")
         with atomic_file(path, overwrite=True) as f:
-            f.write(json.dumps(clean(results), indent=2) + "\n")
+            f.write(json.dumps(jsonable(results), indent=2) + "\n")
     except (OutputExistsError, OutputNotWritableError) as error:
         raise CommandError(f"{path} not written: {error}") from None
     except OSError as error:

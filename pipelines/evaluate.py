@@ -30,6 +30,7 @@ in an entailment pair the general word2 stands for its synsets, never for
 its lemma node, a leaf below them (as `word_pair_scores`).
 """
 
+import collections
 import dataclasses
 import io
 import math
@@ -97,6 +98,12 @@ class Embeddings:
         if (self.variances <= 0).any():
             raise ValueError("variances must be positive.")
         self.index = {w: i for i, w in enumerate(self.words)}
+        # The benchmark files' words are read lowercased: a word with capitals
+        # (a node `Hund` of one's own taxonomy) is found by its lowercased
+        # name too, unless two words lowercase alike.
+        lowered = collections.Counter(w.lower() for w in self.words)
+        self.index.update({w.lower(): i for i, w in enumerate(self.words)
+                           if w.lower() != w and lowered[w.lower()] == 1})
 
     @classmethod
     def from_run(cls, run):

@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_gauss.checks import is_number
 from keras_gauss.constraints.row_constraint import RowConstraint
 
 
@@ -27,7 +28,7 @@ class NormClip(RowConstraint):
     """
 
     def __init__(self, max_norm=2.0):
-        if not isinstance(max_norm, (int, float)) or isinstance(max_norm, bool):
+        if not is_number(max_norm):  # Python or NumPy numbers
             raise TypeError(
                 f"`max_norm` must be a number, got {max_norm!r} "
                 f"of type {type(max_norm).__name__}."

@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_gauss.checks import is_number
 from keras_gauss.constraints.row_constraint import RowConstraint
 
 
@@ -29,7 +30,7 @@ class VarianceClip(RowConstraint):
 
     def __init__(self, min_value=0.05, max_value=5.0):
         for name, value in (("min_value", min_value), ("max_value", max_value)):
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
+            if not is_number(value):  # Python or NumPy numbers
                 raise TypeError(
                     f"`{name}` must be a number, got {value!r} "
                     f"of type {type(value).__name__}."

@@ -1,4 +1,5 @@
 import keras
+import numpy as np
 
 from keras_gauss import energies
 from keras_gauss import ops as gauss_ops
@@ -47,6 +48,10 @@ class ELEnergy(GaussianEnergy):
     energy = energies.EL
 
     def __init__(self, include_constant=True, **kwargs):
+        if not isinstance(include_constant, (bool, np.bool_)):
+            # bool("False") is True: a string from a settings file must not
+            # silently keep the constant.
+            raise TypeError(f"`include_constant` must be True or False, got {include_constant!r}.")
         super().__init__(**kwargs)
         self.include_constant = bool(include_constant)
 

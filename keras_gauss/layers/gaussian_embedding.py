@@ -96,7 +96,7 @@ class GaussianEmbedding(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         for name, value in (("input_dim", input_dim), ("output_dim", output_dim)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise ValueError(
                     f"`{name}` must be a positive integer, got {value!r}."
                 )
@@ -104,11 +104,11 @@ class GaussianEmbedding(keras.layers.Layer):
             raise ValueError(
                 f"`covariance` must be one of {COVARIANCES}, got {covariance!r}."
             )
-        self.input_dim = input_dim
-        self.output_dim = output_dim
+        self.input_dim = int(input_dim)  # a NumPy integer (`ids.max() + 1`) too
+        self.output_dim = int(output_dim)
         self.covariance = covariance
-        self.mean_initializer = keras.initializers.get(mean_initializer)
-        self.variance_initializer = keras.initializers.get(variance_initializer)
+        self.mean_initializer = _initializer(mean_initializer, "mean_initializer")
+        self.variance_initializer = _initializer(variance_initializer, "variance_initializer")
         # NormClip validates `max_norm` (TypeError for non-numbers) before
         # it is converted to float.
         self.mean_constraint = None if max_norm is None else NormClip(max_norm)
@@ -335,3 +335,11 @@ class GaussianEmbedding(keras.layers.Layer):
             }
         )
         return config
+
+
+def _initializer(identifier, argument):
+    """`keras.initializers.get(identifier)`, its error naming `argument`."""
+    try:
+        return keras.initializers.get(identifier)
+    except ValueError as error:
+        raise ValueError(f"`{argument}`: {error}") from None

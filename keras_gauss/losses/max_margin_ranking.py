@@ -2,6 +2,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_gauss.checks import check_number
+
 
 def max_margin_ranking(y_true, y_pred, margin=1.0):
     """Pairwise hinge loss on energies: `sum max(0, m - E_i + E_j)`.
@@ -37,13 +39,14 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
             f"(batch, list_size), got shape {tuple(y_pred.shape)}. Stack the "
             "positive and negative energies on the last axis."
         )
-    shared = len(y_true.shape) == 2 and y_true.shape[0] == 1 and \
-        tuple(y_true.shape[1:]) == tuple(y_pred.shape[1:])
-    if tuple(y_true.shape) != tuple(y_pred.shape) and None not in y_true.shape and not shared:
+    if y_pred.shape[-1] == 1:
         raise ValueError(
-            f"`y_true` shape {tuple(y_true.shape)} does not match `y_pred` "
-            f"shape {tuple(y_pred.shape)}."
+            "MaxMarginRanking ranks the energies of each list against each "
+            f"other; lists of one energy (shape {tuple(y_pred.shape)}) have no "
+            "pair to rank, so the loss would always be 0. Stack the positive "
+            "and at least one negative energy on the last axis."
         )
+    check_label_shape(y_true, y_pred, "MaxMarginRanking")
     differences = pair_differences(y_pred.shape[-1])
     if differences is not None:
         # The items' differences y_i - y_j of every ordered pair i != j by
@@ -60,6 +63,29 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
     gaps = ops.expand_dims(y_pred, -1) - ops.expand_dims(y_pred, -2)
     hinge = ops.relu(margin - gaps)
     return ops.sum(better * hinge, axis=(-2, -1))
+
+
+def check_label_shape(y_true, y_pred, loss):
+    """Raises one `ValueError` naming `loss` unless the labels fit the
+    energies: the same shape where both are known, or `(1, list_size)`
+    labels shared by every list. (Keras gives a loss `(batch, 1)` labels for
+    `(batch,)` ones: broadcast against `(batch, list_size)` energies they
+    would label every item of a list alike.)
+
+    Example:
+
+    >>> check_label_shape(np.ones((4, 1)), np.ones((4, 3)), "MaxMarginRanking")
+    Traceback (most recent call last):
+    ValueError: MaxMarginRanking: `y_true` shape (4, 1) does not match `y_pred` shape (4, 3)...
+    """
+    true, pred = tuple(y_true.shape), tuple(y_pred.shape)
+    shared = len(true) == 2 and true[0] == 1 and true[1:] == pred[1:]
+    fits = len(true) == len(pred) and all(
+        t is None or p is None or t == p for t, p in zip(true, pred))
+    if not (fits or shared):
+        raise ValueError(
+            f"{loss}: `y_true` shape {true} does not match `y_pred` shape {pred}: give "
+            "a label to every energy (or one (1, list_size) row for every list).")
 
 
 def pair_differences(list_size):
@@ -123,10 +149,7 @@ class MaxMarginRanking(keras.losses.Loss):
         name="max_margin_ranking",
         dtype=None,
     ):
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)):
-            raise TypeError(f"`margin` must be a number, got {margin!r}.")
-        if not margin > 0:
-            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        check_number(margin, "`margin`", above=0)  # finite; NumPy numbers too
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.margin = float(margin)
 

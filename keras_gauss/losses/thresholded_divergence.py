@@ -1,6 +1,9 @@
 import keras
 from keras import ops
 
+from keras_gauss.checks import check_number
+from keras_gauss.losses.max_margin_ranking import check_label_shape
+
 
 def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     """Density order embeddings' loss on energies `E = -divergence`.
@@ -22,14 +25,17 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     its slope there.
 
     Args:
-        y_true: `(batch, list_size)` labels, `> 0` for positive items.
-        y_pred: `(batch, list_size)` energies, such as `KLEnergy` outputs.
+        y_true: `(batch, list_size)` labels, `> 0` for positive items
+            (`(1, list_size)`: the same labels for every list).
+        y_pred: `(batch, list_size)` energies, such as `KLEnergy` outputs;
+            or `(batch,)`, one pair each, with `(batch,)` labels.
         threshold: the tolerance `gamma >= 0` on the divergence of positives.
         margin: the divergence `m > 0` that negatives must exceed beyond the
             threshold.
 
     Returns:
-        `(batch,)` losses summed over each list.
+        `(batch,)` losses summed over each list (one per pair for `(batch,)`
+        energies).
 
     Example:
 
@@ -40,10 +46,16 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     4.0
     """
     y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
-    positive = ops.cast(ops.greater(ops.convert_to_tensor(y_true), 0), "float32")
+    y_true = ops.convert_to_tensor(y_true)
+    check_label_shape(y_true, y_pred, "ThresholdedDivergence")
+    positive = ops.cast(ops.greater(y_true, 0), "float32")
     divergence = -y_pred
     losses = (positive * ops.relu(divergence - threshold)
               + (1.0 - positive) * ops.relu(threshold + margin - divergence))
+    if len(y_pred.shape) == 1:
+        # `(batch,)` energies of single pairs: a loss each (summed, the
+        # batch's mean would have been its sum, and sample weights lost)
+        return losses
     return ops.sum(losses, axis=-1)
 
 
@@ -76,13 +88,9 @@ class ThresholdedDivergence(keras.losses.Loss):
     def __init__(self, threshold=0.0, margin=1.0,
                  reduction="sum_over_batch_size",
                  name="thresholded_divergence", dtype=None):
-        for arg, value in (("threshold", threshold), ("margin", margin)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"`{arg}` must be a number, got {value!r}.")
-        if threshold < 0:
-            raise ValueError(f"`threshold` must be >= 0, got {threshold}.")
-        if not margin > 0:
-            raise ValueError(f"`margin` must be > 0, got {margin}.")
+        # finite (a NaN threshold made every loss NaN); NumPy numbers too
+        check_number(threshold, "`threshold`", at_least=0)
+        check_number(margin, "`margin`", above=0)
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.threshold = float(threshold)
         self.margin = float(margin)

@@ -54,7 +54,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         learning_rate: float or schedule (default 0.1).
         initial_accumulator_value: starting value of the accumulators
             (default 1e-6).
-        epsilon: small float added inside the square root (default 1e-7).
+        epsilon: small float added inside the square root (default 1e-7;
+            `> 0` when `initial_accumulator_value` is 0).
         name: name of the optimizer.
         **kwargs: other `keras.optimizers.Optimizer` arguments.
 
@@ -78,12 +79,17 @@ class SparseAdagrad(keras.optimizers.Optimizer):
         **kwargs,
     ):
         if is_number(learning_rate):  # not a schedule or a variable
-            check_number(learning_rate, "`learning_rate`", above=0)
+            # float: Keras's base rejects NumPy numbers
+            learning_rate = float(check_number(learning_rate, "`learning_rate`", above=0))
         check_number(initial_accumulator_value, "`initial_accumulator_value`", at_least=0)
         check_number(epsilon, "`epsilon`", at_least=0)
+        if initial_accumulator_value + epsilon <= 0:
+            # a row in the batch whose gradient is 0 would step by 0 / sqrt(0)
+            raise ValueError("`epsilon` must be > 0 when `initial_accumulator_value` is 0 "
+                             "(else a row whose gradient is 0 turns NaN).")
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.initial_accumulator_value = initial_accumulator_value
-        self.epsilon = epsilon
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.epsilon = float(epsilon)
         self._row_constraints = {}
         self._hiding = 0  # replicas inside `apply` (no list here: Keras would track it)
 

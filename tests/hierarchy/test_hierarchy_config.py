@@ -149,3 +149,20 @@ def test_kl_on_the_closure_split_draws_a_tenth_of_its_negatives_as_siblings():
         assert WordNetConfig(**fields).resolved().sibling_negatives == 0.0, fields
     assert WordNetConfig(sibling_negatives=0.0).resolved().sibling_negatives == 0.0
     assert _command("--sibling-negatives", "0.5").resolved().sibling_negatives == 0.5
+
+
+def test_a_run_resumes_with_its_files_named_from_another_directory(tmp_path):
+    """`--resume` compares the edges files by content (the data digest), not
+    by path: `--edges ../edges.tsv` resumes the run of `--edges edges.tsv`."""
+    for started, again in (
+            (dict(edges="edges.tsv"), dict(edges="../edges.tsv")),
+            (dict(train_edges="t.tsv", val_edges="v.tsv", test_edges="e.tsv"),
+             dict(train_edges="s/t.tsv", val_edges="s/v.tsv", test_edges="s/e.tsv"))):
+        write_checkpoint(tmp_path, {"format": 2, "kind": "hierarchy", "settings":
+                                    checkpoint_settings(WordNetConfig(**started).resolved())},
+                         {"table/0": np.zeros(1)})
+        load_for_resume(tmp_path, "hierarchy",
+                        checkpoint_settings(WordNetConfig(**again).resolved()), RESUME_DEFAULTS)
+        with pytest.raises(CheckpointError, match="started with --dim 50, this command has 8"):
+            load_for_resume(tmp_path, "hierarchy", checkpoint_settings(
+                WordNetConfig(**again, dim=8).resolved()), RESUME_DEFAULTS)

@@ -66,6 +66,8 @@ BAD_FILES = [
     ("empty_name", b"a,b\n,c\n", "line 2: expected two names"),
     ("cycle", b"a\tb\nx\ty\nb\tc\nc\ta\n", "cycle: "),
     ("tab_in_name", b'a,b\n"b\tc",d\n', "line 2: a name holds a TAB"),
+    ("parent_first", b"# pairs\nParent\tChild\nanimal\tdog\nanimal\tcat\n",
+     "line 2: the header 'Parent', 'Child' puts the general node first"),
 ]
 
 
@@ -116,6 +118,15 @@ def test_train_hierarchy_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, 
     assert err.startswith("keras-gauss train-hierarchy: error: ") and message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ([path.name] if path.exists() else [])
+
+
+def test_a_taxonomy_of_two_pairs_trains_and_says_its_steps(tmp_path, capsys):
+    # 2 training edges: batches of 1, so 2 steps an epoch (the line said 8)
+    path = tmp_path / "tiny.tsv"
+    path.write_text("dog\tmammal\ncat\tmammal\n")
+    assert main(["train-hierarchy", "--edges", str(path), "--out", str(tmp_path / "run"),
+                 "--dim", "2", "--epochs", "1"]) == 0
+    assert "batches of 1 edges, so that an epoch takes 2 steps" in capsys.readouterr().out
 
 
 def test_train_hierarchy_on_a_csv_tree(tmp_path, capsys):
@@ -287,3 +298,13 @@ def test_bad_generality_is_one_line_and_writes_nothing(tmp_path, capsys, value):
     assert exit_info.value.code == 2 and "--generality" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tree.tsv"]
+
+
+def test_a_resume_without_the_edges_file_asks_for_it(tmp_path, capsys):
+    # the Ctrl-C line says `--resume DIR` "and the same settings": --edges among them
+    with pytest.raises(SystemExit) as info:
+        main(["train-hierarchy", "--resume", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "not both" not in err
+    assert err.strip().endswith(f"(a given split) (--resume {tmp_path / 'run'}: the files the "
+                                "run started with).")

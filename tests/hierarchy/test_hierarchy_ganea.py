@@ -133,6 +133,15 @@ def test_given_split_trains_exactly_the_given_pairs(files):
     assert s.method == "given" and "no closure edge added" in given.summary
 
 
+def test_a_given_split_says_what_it_prepares(files, tmp_path, capsys):
+    train, val, test = files
+    assert main(["train-hierarchy", "--train-edges", str(train), "--val-edges", str(val),
+                 "--test-edges", str(test), "--dim", "2", "--epochs", "1",
+                 "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert f"preparing {train}..." in out and "WordNet" not in out
+
+
 def test_resume_of_a_given_split_takes_the_same_files_only(tmp_path, capsys, monkeypatch):
     # The identity of a run on a given split is every pair of its files, in
     # order: each change below keeps the nodes and the closure of the
@@ -183,6 +192,8 @@ def test_resume_of_a_given_split_takes_the_same_files_only(tmp_path, capsys, mon
     (2, ["d\ta\t1", "a\td"], "test.tsv: line 2: expected child<TAB>parent<TAB>label"),
     (2, ["d\ta\t1"], "test.tsv: needs both positives (label 1) and negatives"),
     (2, ["d\td\t0", "d\ta\t1"], "test.tsv: line 1: a self pair"),
+    (2, ["d\ta\tyes"], "test.tsv: no labelled pairs: its only line, line 1 ('d\\ta\\tyes'), "
+                       "is read as a header, its label not 1 or 0"),
 ])
 def test_bad_given_splits_name_the_file_and_line(files, which, lines, message):
     paths = list(files)

@@ -163,3 +163,12 @@ def test_the_closure_splits_training_closure_is_the_whole_closure(words):
     reduction = split_edges(h, seed=1, method="reduction")  # there it is computed
     assert len(reduction.train_index.keys) < len(h.edges)
 
+
+
+@pytest.mark.parametrize("method", ["closure", "reduction"])
+def test_holding_out_nothing_trains_every_edge(method):
+    # --val-size 0 --test-size 0, or a taxonomy too small for 10% to be an edge
+    h = hierarchy_from_parents({"b": ["a"], "c": ["a"], "d": ["b"], "e": ["b"], "f": ["c"]})
+    for size in (0, 0.1):
+        split = split_edges(h, val_size=size, test_size=size, seed=0, method=method)
+        assert len(split.train) == len(h.edges) and len(split.val) == len(split.test) == 0

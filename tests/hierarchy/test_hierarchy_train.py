@@ -136,6 +136,8 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--root", "puppy.n.01"], "empty subtree"),
         (["--dim", "0"], "--dim"),
         (["--min-variance", "2", "--max-variance", "1"], "--min-variance"),
+        (["--min-variance", "1e-300"], "--min-variance 1e-300: the tables are float32"),
+        (["--max-variance", "1e300"], "--max-variance 1e+300: the tables are float32"),
         (["--val-size", "0"], "--val-size"),
         (["--sibling-negatives", "1.5"], "--sibling-negatives"),
         (["--learning-rate-schedule", "step"], "--learning-rate-schedule"),
@@ -176,10 +178,11 @@ def test_a_size_above_1_is_a_whole_number_of_edges(tmp_path, capsys, flag):
     # before: --val-size 1.5 held out 1 edge without a word
     edges = tmp_path / "edges.tsv"
     edges.write_text("one column only\n")
-    err = cli_error(["train-hierarchy", "--edges", edges, "--out", tmp_path / "run",
-                     f"{flag}=1.5"], capsys)
-    assert err.endswith(f"{flag} must be a number of edges (1, 2, ...) or a fraction of them "
-                        "below 1, got 1.5.")
+    for value in ("1.5", "1e300"):  # 1e300: the message printed its 301 digits
+        err = cli_error(["train-hierarchy", "--edges", edges, "--out", tmp_path / "run",
+                         f"{flag}={value}"], capsys)
+        assert err.endswith(f"{flag} must be a number of edges (1, 2, ... 2147483647) or a "
+                            f"fraction of them below 1, got {float(value):g}.")
     assert WordNetConfig(val_size=2.0, test_size=0.25).validate() is None
 
 

@@ -51,7 +51,11 @@ def test_one_warning_line_names_the_sizes(small_run):
     out, printed = small_run
     (warning,) = [line for line in printed.splitlines() if line.startswith("warning:")]
     assert "only 5 validation and 5 test edges" in warning and "85 training edges" in warning
-    metrics = json.loads((out / "metrics.json").read_text())
+
+    def strict(constant):  # JSON has no NaN or Infinity (the sibling baseline's -inf)
+        raise ValueError(f"metrics.json holds {constant}")
+
+    metrics = json.loads((out / "metrics.json").read_text(), parse_constant=strict)
     assert metrics["chosen_on"] == {"validation_edges": 5, "training_edges": 85}
     assert metrics["config"]["batch_size"] == 11  # 85 edges in 8 steps
 

@@ -80,3 +80,22 @@ def test_plot_out_is_a_new_png_in_a_directory_that_exists_or_one_line(tmp_path, 
     assert main(["plot", str(tmp_path), "--out", str(mine), "--overwrite"]) == 0
     assert mine.read_bytes().startswith(b"\x89PNG")
     assert main(["plot", str(tmp_path)]) == 0  # the run's own history.png: redrawn
+
+
+def test_plot_says_what_the_directory_holds_instead_of_a_run(tmp_path, capsys):
+    # before: "<dir>/history.csv: no training history (runs written before
+    # history.csv existed have none)" for an interrupted run and a directory without one
+    import numpy as np
+
+    from cli_errors import cli_error
+    from keras_gauss.checkpoint import write_checkpoint
+
+    assert cli_error(["plot", tmp_path], capsys).endswith(
+        f"{tmp_path} holds no trained run (no run.json).")
+    write_checkpoint(tmp_path, {"format": 2, "kind": "hierarchy",
+                                "settings": {"edges": "edges.tsv"}}, {"table/0": np.zeros(1)})
+    assert f"{tmp_path} holds an interrupted run" in cli_error(["plot", tmp_path], capsys)
+    (tmp_path / ".checkpoint" / "state.npz").unlink()
+    (tmp_path / "run.json").write_text("{}")
+    assert "history.csv: no training history (runs written before" in cli_error(
+        ["plot", tmp_path], capsys)

@@ -477,3 +477,21 @@ def test_a_deleted_working_directory_is_no_error_with_absolute_paths(tmp_path, m
     err = cli_error([*argv, "--out", "run"], capsys)  # a relative one names itself, not the data
     assert err.endswith("--out run: a relative path, and the working directory no longer "
                         "exists; give an absolute path, or cd into an existing directory."), err
+
+
+def test_a_lock_that_cannot_be_made_says_why(tmp_path, monkeypatch):
+    # evaluate on a run in a folder one may not write: "cannot take its lock
+    # (No such file or directory)" named the read-only retry, not the reason
+    import keras_gauss.io as io
+
+    real_open = os.open
+
+    def read_only_folder(path, flags, *args):
+        if flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(io.os, "open", read_only_folder)
+    (tmp_path / "run").mkdir()
+    with pytest.raises(PermissionError, match="Permission denied"):
+        io.OutputLock(tmp_path / "run").acquire()

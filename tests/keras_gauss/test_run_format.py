@@ -35,7 +35,10 @@ def test_a_bad_generality_in_run_json_names_the_file(tmp_path, value):
         generality_of(read_json(path), path)
 
 
-def test_jsonable_converts_numpy_scalars_and_nan():
-    value = {"a": [np.float32(0.5), np.int64(3)], "b": (np.float64("nan"), "x")}
-    assert jsonable(value) == {"a": [0.5, 3], "b": [None, "x"]}
-    json.dumps(jsonable(value))
+def test_jsonable_converts_numpy_scalars_nan_and_infinities():
+    # a threshold below every score is -inf: metrics.json held `-Infinity`, not JSON
+    value = {"a": [np.float32(0.5), np.int64(3)], "b": (np.float64("nan"), "x"),
+             "c": {"threshold": -np.inf, "top": float("inf")}}
+    assert jsonable(value) == {"a": [0.5, 3], "b": [None, "x"],
+                               "c": {"threshold": None, "top": None}}
+    json.dumps(jsonable(value), allow_nan=False)

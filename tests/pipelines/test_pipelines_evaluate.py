@@ -97,6 +97,23 @@ def test_entailment_direction(tmp_path):
         entailment(emb, path)
 
 
+def test_words_with_capitals_are_found(tmp_path):
+    """A taxonomy's own node names keep their capitals (`Animal`); the files'
+    words are read lowercased and still find them, unless two nodes differ
+    only in case (`Rock`, `ROCK`: neither is guessed)."""
+    emb = Embeddings(["Animal", "Dog", "cat", "Rock", "ROCK"],
+                     [[0.0, 0.0], [0.3, 0.0], [0.0, 0.3], [3.0, 3.0], [3.0, 3.0]],
+                     [[4.0, 4.0], [0.2, 0.2], [0.2, 0.2], [0.2, 0.2], [0.2, 0.2]])
+    path = tmp_path / "ent.tsv"
+    path.write_text("Dog\tAnimal\tTrue\ncat\tanimal\tTrue\nanimal\tdog\tFalse\n"
+                    "rock\tanimal\tFalse\n")
+    result = entailment(emb, path)
+    assert result["n_covered"] == 3 and result["kl_ap"] == pytest.approx(1.0)
+    assert emb.vector("DOG")[0].tolist() == [0.3, 0.0]
+    with pytest.raises(KeyError, match="'rock'"):
+        emb.id("rock")
+
+
 def test_neighbors_by_similarity_and_variance(emb):
     by_sim = neighbors(emb, "a", k=3)
     assert [w for w, _, _ in by_sim] == ["b", "c", "d"]

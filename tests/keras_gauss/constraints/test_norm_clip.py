@@ -67,3 +67,7 @@ def test_config_round_trip():
     revived = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(constraint))
     assert isinstance(revived, NormClip) and revived.max_norm == 3.0
+
+
+def test_a_numpy_bound_is_taken():
+    assert NormClip(np.float32(1.5)).get_config() == {"max_norm": 1.5}

@@ -58,3 +58,9 @@ def test_config_round_trip():
     revived = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(constraint))
     assert isinstance(revived, VarianceClip) and revived.get_config() == config
+
+
+def test_numpy_bounds_are_taken():
+    config = VarianceClip(np.float32(0.25), np.int64(4)).get_config()
+    assert config == {"min_value": 0.25, "max_value": 4.0}
+    assert all(type(value) is float for value in config.values())

@@ -58,3 +58,14 @@ def test_float32_under_mixed_precision(mixed_float16):
     energy = ELEnergy()(mean[:2], var[:2], mean[2:], var[2:])
     assert keras.backend.standardize_dtype(energy.dtype) == "float32"
     assert np.all(np.isfinite(keras.ops.convert_to_numpy(energy)))
+
+
+@pytest.mark.parametrize("value", ["False", "no", None, 0.0])
+def test_include_constant_must_be_a_bool(value):
+    # bool("False") is True: a string from a settings file kept the constant
+    with pytest.raises(TypeError, match="include_constant"):
+        ELEnergy(include_constant=value)
+
+
+def test_include_constant_takes_a_numpy_bool():
+    assert ELEnergy(include_constant=np.bool_(False)).get_config()["include_constant"] is False

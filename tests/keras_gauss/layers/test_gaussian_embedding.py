@@ -1,3 +1,4 @@
+import json
 import re
 
 import keras
@@ -243,3 +244,20 @@ def test_shared_table_called_twice():
     np.testing.assert_allclose(grad[1], np.full(4, 3.0))
     np.testing.assert_allclose(grad[2], np.full(4, 2.0))
     np.testing.assert_allclose(grad[0], np.zeros(4))
+
+
+def test_numpy_integer_sizes_are_taken_and_saved_as_ints():
+    # `ids.max() + 1` is a NumPy integer; Keras's own Embedding takes it
+    layer = GaussianEmbedding(np.int64(10), np.int32(4), max_norm=np.float32(1.5),
+                              min_variance=np.float64(0.1))
+    config = layer.get_config()
+    assert (config["input_dim"], config["output_dim"]) == (10, 4)
+    assert all(type(config[key]) is int for key in ("input_dim", "output_dim"))
+    assert (config["max_norm"], config["min_variance"]) == (1.5, 0.1)
+    json.dumps(config)  # as `model.save` writes it
+
+
+@pytest.mark.parametrize("argument", ["mean_initializer", "variance_initializer"])
+def test_an_unknown_initializer_names_the_argument(argument):
+    with pytest.raises(ValueError, match=f"`{argument}`.*nope"):
+        GaussianEmbedding(10, 4, **{argument: "nope"})

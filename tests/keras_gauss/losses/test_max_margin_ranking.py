@@ -6,6 +6,7 @@ import pytest
 
 from keras_gauss import MaxMarginRanking
 from keras_gauss.losses import max_margin_ranking
+from keras_gauss.losses.max_margin_ranking import check_label_shape
 
 
 def _per_example(y_true, y_pred, margin=1.0):
@@ -137,3 +138,23 @@ def test_the_pair_matrix_gives_the_broadcasts_losses_and_gradients(monkeypatch, 
     if fast[1] is not None:
         np.testing.assert_allclose(fast[1], reference[1], rtol=1e-6, atol=1e-6)
     assert np.any(fast[0] > 0)
+
+
+def test_a_numpy_margin_is_taken_and_an_infinite_one_is_not():
+    assert MaxMarginRanking(margin=np.float32(2.0)).get_config()["margin"] == 2.0
+    with pytest.raises(ValueError, match="margin"):
+        MaxMarginRanking(margin=float("inf"))
+
+
+def test_labels_of_one_column_are_an_error_whatever_the_batch():
+    # in a compiled step the batch may be unknown: (None, 1) labels passed the check
+    y_true = keras.KerasTensor((None, 1))
+    y_pred = keras.KerasTensor((None, 3))
+    with pytest.raises(ValueError, match="does not match"):
+        check_label_shape(y_true, y_pred, "MaxMarginRanking")
+
+
+def test_lists_of_one_energy_are_an_error():
+    # no pair to rank: the loss was 0 whatever the energies, and nothing trained
+    with pytest.raises(ValueError, match="no pair to rank"):
+        MaxMarginRanking()(np.ones((4, 1), np.float32), np.zeros((4, 1), np.float32))

@@ -38,3 +38,46 @@ def test_negatives_inside_the_tolerance_still_get_a_gradient():
 def test_bad_arguments(threshold, margin):
     with pytest.raises(ValueError):
         ThresholdedDivergence(threshold, margin)
+
+
+@pytest.mark.parametrize("threshold, margin, argument", [
+    (float("nan"), 1.0, "threshold"), (float("inf"), 1.0, "threshold"),
+    (0.0, float("inf"), "margin")])
+def test_a_nan_or_infinite_setting_is_an_error(threshold, margin, argument):
+    # a NaN threshold passed `threshold < 0` and made every loss NaN
+    with pytest.raises(ValueError, match=argument):
+        ThresholdedDivergence(threshold, margin)
+
+
+def test_numpy_settings_are_taken():
+    loss = ThresholdedDivergence(np.float64(1.0), np.float32(2.0))
+    assert (loss.threshold, loss.margin) == (1.0, 2.0)
+
+
+def test_energies_of_single_pairs_get_a_loss_each():
+    # `(batch,)` energies (a model scoring one pair per example): each pair
+    # its own loss, as `(batch, 1)` lists; summed, the batch's "mean" was
+    # its sum and sample weights were lost
+    energies = -np.array([0.5, 3.0, 0.2, 5.0], np.float32)
+    labels = np.array([1.0, 1.0, 0.0, 0.0], np.float32)
+    loss = ThresholdedDivergence(threshold=1.0, margin=2.0)
+    np.testing.assert_allclose(float(loss(labels, energies)),
+                               float(loss(labels[:, None], energies[:, None])), rtol=1e-6)
+    weights = np.array([0.0, 1.0, 0.0, 0.0], np.float32)
+    np.testing.assert_allclose(float(loss(labels, energies, sample_weight=weights)),
+                               2.0 / 4, rtol=1e-6)  # (3 - 1) for the second pair only
+
+
+@pytest.mark.parametrize("labels_shape", [(4,), (4, 1), (4, 2)])
+def test_labels_that_do_not_fit_the_lists_are_one_clear_error(labels_shape):
+    # (4, 1) labels broadcast over (4, 3) lists labelled every item alike
+    with pytest.raises(ValueError, match=r"ThresholdedDivergence: `y_true` shape .* does not"):
+        thresholded_divergence(np.ones(labels_shape, np.float32), -np.ones((4, 3), np.float32))
+
+
+def test_labels_shared_by_every_list_are_taken():
+    energies = -np.random.default_rng(0).exponential(2.0, size=(5, 3)).astype(np.float32)
+    shared = np.array([[1.0, 0.0, 0.0]], np.float32)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(thresholded_divergence(shared, energies)),
+        keras.ops.convert_to_numpy(thresholded_divergence(np.repeat(shared, 5, 0), energies)))

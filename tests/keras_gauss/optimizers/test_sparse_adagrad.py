@@ -194,6 +194,23 @@ def test_config_round_trip():
     assert isinstance(revived, SparseAdagrad) and revived.get_config() == config
 
 
+def test_numpy_settings_are_taken():
+    # Keras's base optimizer refused a NumPy learning rate with a long message
+    optimizer = SparseAdagrad(np.float32(0.25), initial_accumulator_value=np.float64(0.5),
+                              epsilon=np.float32(1e-6))
+    config = optimizer.get_config()
+    assert config["learning_rate"] == pytest.approx(0.25)
+    assert type(config["initial_accumulator_value"]) is float and type(config["epsilon"]) is float
+
+
+def test_a_zero_accumulator_and_epsilon_together_are_an_error():
+    # a row in the batch with a zero gradient stepped by 0 / sqrt(0): NaN tables
+    with pytest.raises(ValueError, match="`epsilon` must be > 0"):
+        SparseAdagrad(initial_accumulator_value=0.0, epsilon=0.0)
+    SparseAdagrad(initial_accumulator_value=0.0, epsilon=1e-7)  # either alone is fine
+    SparseAdagrad(initial_accumulator_value=1e-6, epsilon=0.0)
+
+
 def test_negative_initial_accumulator_is_an_error():
     with pytest.raises(ValueError, match="initial_accumulator_value"):
         SparseAdagrad(initial_accumulator_value=-0.1)

@@ -14,6 +14,7 @@ import math
 import os
 from collections.abc import Iterator
 
+from keras_gauss.inputs import HEADER_HINT
 from keras_gauss.inputs import read_text
 
 __all__ = ["EDAM_VERSION", "edam_pairs", "read_entailment", "read_hyperlex", "write_edam_edges"]
@@ -134,7 +135,9 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
             raise ValueError(f"{path}, line {number}: empty word in {line!r}")
         label = _TRUE.get(fields[2].lower())
         if label is None:
-            raise ValueError(f"{path}, line {number}: label (column 3) must be True or False, got {fields[2]!r}")
+            raise ValueError(f"{path}, line {number}: label (column 3) must be True or False, "
+                             f"got {fields[2]!r}"
+                             + ("" if pairs else HEADER_HINT))
         pairs.append((fields[0].lower(), fields[1].lower(), label))
     return pairs
 

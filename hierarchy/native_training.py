@@ -142,10 +142,10 @@ def train_epochs(table, related, edges, config, job, selection=None):
     progress.set_params({"epochs": config.epochs, "steps": steps})
     progress.on_train_begin()
     for epoch in range(first_epoch, config.epochs):
-        progress.on_epoch_begin(epoch)
         step, loss = 0, 0.0
         if epoch == first_epoch and first_step:
             step, loss = first_step, state["epoch_loss"]
+        progress.on_epoch_begin(epoch, {"edges": min(step * batch, count)})
         edge_order = order(count, config.seed, epoch)
         while step < steps:
             last = min(step + CHUNK_STEPS, steps)

@@ -139,9 +139,33 @@ def _private_matplotlib_config():
     os.environ["MPLCONFIGDIR"] = directory
 
 
-def _interrupted(args):
-    """The line of a command stopped by Ctrl-C: with how to resume a training
-    command whose run directory holds a checkpoint."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `timeout`, a batch system's stop), raised in the main
+    thread as Ctrl-C's `KeyboardInterrupt` is: the command stops the same
+    way (its temporary files removed, its last checkpoint kept) and says so
+    in one line, exit status 143."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def _on_sigterm():
+    """Installs `_raise_terminated` for SIGTERM; returns the handler it
+    replaced (None when it cannot: not the main thread, or no SIGTERM)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "SIGTERM") or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def _interrupted(args, word="interrupted"):
+    """The line of a command stopped by Ctrl-C (or SIGTERM: `word`
+    "terminated"): with how to resume a training command whose run
+    directory holds a checkpoint."""
     from keras_gauss.checkpoint import resume_command
 
     run_dir = getattr(args, "resume", None) or getattr(args, "out", None)
@@ -152,8 +176,8 @@ def _interrupted(args):
         except OSError:  # (unreadable: no advice)
             pass
     if command is None:
-        return "interrupted"
-    return (f"interrupted; the latest checkpoint is in {run_dir}: continue with "
+        return word
+    return (f"{word}; the latest checkpoint is in {run_dir}: continue with "
             f"`{command}` and the same settings")
 
 
@@ -177,6 +201,7 @@ def main(argv=None):
         sys.stdout = BestEffortStream(stdout)
     formatwarning, warnings.formatwarning = warnings.formatwarning, _one_line_warning
     _private_matplotlib_config()
+    sigterm = _on_sigterm()
     try:
         return args.handler(args) or 0
     except CommandError as error:
@@ -188,14 +213,20 @@ def main(argv=None):
             raise
         Phase.break_line()
         parser.exit(2, f"keras-gauss {args.command}: error: {BACKEND_MISSING}\n")
-    except KeyboardInterrupt:  # Ctrl-C
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (Terminated)
         Phase.break_line()
-        distribution.job_failed("interrupted", 130)
-        parser.exit(130, f"{_interrupted(args)}\n")
+        word, code = ("terminated", 143) if isinstance(error, Terminated) else (
+            "interrupted", 130)
+        distribution.job_failed(word, code)
+        parser.exit(code, f"{_interrupted(args, word)}\n")
     except Exception as error:
         distribution.job_crashed(error)  # a peer's end: its one line, not a traceback
         raise
     finally:
+        if sigterm is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, sigterm)
         warnings.formatwarning = formatwarning
         if isinstance(sys.stdout, BestEffortStream) and sys.stdout.stream is stdout:
             try:

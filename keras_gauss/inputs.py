@@ -123,6 +123,38 @@ def open_input(path, setting=None):
         raise
 
 
+# What an error on the first row of a pairs file adds (a header line?).
+HEADER_HINT = "; a header line starts with '#'"
+
+_MAGIC_BYTES = 6
+# the magic numbers of compressed and archive formats: (start, name, how to read it)
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip", "name it with a .gz ending, which is read as gzip"),
+    (b"BZh", "bzip2", "decompress it (bunzip2 -k) or recompress it with gzip (.gz)"),
+    (b"\xfd7zXZ\x00", "xz", "decompress it (unxz -k) or recompress it with gzip (.gz)"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "decompress it (unzstd) or recompress it with gzip (.gz)"),
+    (b"PK\x03\x04", "zip", "extract its text files (unzip) and give those"),
+)
+
+
+def compression_of(head):
+    """What to say of a text input whose first bytes `head` are a compressed
+    format's magic number (it was read as plain text), or None.
+
+    Example:
+
+    >>> compression_of(b"BZh91AY")
+    'is bzip2-compressed, not plain text (only .gz files are decompressed); decompress it (bunzip2 -k) or recompress it with gzip (.gz).'
+    >>> compression_of(b"the cat") is None
+    True
+    """
+    for magic, name, advice in _COMPRESSED:
+        if head.startswith(magic):
+            only = "" if name == "gzip" else " (only .gz files are decompressed)"
+            return f"is {name}-compressed, not plain text{only}; {advice}."
+    return None
+
+
 class TextCheck:
     """Checks a stream of bytes as UTF-8 text without NUL bytes, piece by piece.
 
@@ -152,8 +184,11 @@ class TextCheck:
         self.path, self.setting, self.reopen = path, setting, reopen
         self.offset = 0  # bytes before `_pending`
         self._pending = b""  # the start of a UTF-8 sequence cut by the end of a piece
+        self._head = b""  # the stream's first bytes (a compressed file's magic number)
 
     def update(self, piece):
+        if len(self._head) < _MAGIC_BYTES:
+            self._head += piece[:_MAGIC_BYTES - len(self._head)]
         nul = piece.find(b"\0")
         data = self._pending + piece if self._pending else piece
         try:
@@ -174,6 +209,9 @@ class TextCheck:
             raise self._error(self.offset, self._pending[:1])
 
     def _error(self, at, byte):
+        compressed = compression_of(self._head)
+        if compressed is not None:
+            return InputFileError(f"{_where(self.path, self.setting)}: {compressed}")
         line = self._line(at)
         where = f"line {line:,}" if line else "a line"
         if byte is None:

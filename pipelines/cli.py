@@ -193,6 +193,9 @@ def run_train_corpus(args):
     from keras_gauss.pipelines.train import CorpusConfig
     from keras_gauss.pipelines.train import train_corpus
 
+    if args.corpus is not None and not args.corpus.strip():  # ("" is the working directory)
+        raise CommandError("--corpus is empty: give a text file or directory, or leave "
+                           "--corpus out to train on the WordNet glosses.")
     line = device_settings(args)
     if line and not args.quiet:
         print(line, flush=True)
@@ -360,6 +363,9 @@ def run_neighbors(args):
                                f"did you mean {', '.join(error.suggestions)}?") from None
         raise CommandError(f"unknown word: {args.word!r} is not in the vocabulary "
                            f"of {known}.") from None
+    if not rows:
+        raise CommandError(f"{word!r} has no neighbours: it is the only entry of "
+                           f"{args.run}.")
     log_det = run.log_det()
     table = [(w, score, float(log_det[run.index[w]])) for w, score in rows]
     if by == "variance":
@@ -392,7 +398,7 @@ def format_neighbors(rows, header, digits=(3, 2)):
     dog.n.01    0.000     1.50
     """
     cells = [[name, _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
-    widths = [max(len(str(h)), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    widths = [max([len(str(h))] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
     lines = [f"{header[0]:<{widths[0]}}  {header[1]:>{widths[1]}}  {header[2]:>{widths[2]}}"]
     lines += [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:>{widths[2]}}" for a, b, c in cells]
     return "\n".join(lines)

@@ -28,6 +28,34 @@ def no_pairs(sample=0.0):
             "in-vocabulary tokens.")
 
 
+def check_vocabulary(words, config):
+    """Raises `ValueError` (one line) for a vocabulary of one word: every
+    negative would be that word, the context itself, so the loss stays at
+    the margin and nothing is learned.
+
+    Args:
+        words: the vocabulary's words.
+        config: the run's `CorpusConfig` (for the settings the message names).
+
+    Example:
+
+    >>> check_vocabulary(["cat", "dog"], None)
+    >>> check_vocabulary(["cat"], type("Config", (), {"min_count": 5, "max_size": None})())
+    Traceback (most recent call last):
+    ValueError: the vocabulary is one word ('cat', --min-count 5): its negatives would all be 'cat', the context itself, and nothing would be learned; give a corpus of more distinct words or a lower --min-count.
+    """
+    if len(words) != 1:
+        return
+    limit = (f"--max-size {config.max_size}" if config.max_size == 1
+             else f"--min-count {config.min_count}")
+    advice = ("a larger --max-size" if config.max_size == 1 else
+              "a lower --min-count" if config.min_count > 1 else None)
+    raise ValueError(f"the vocabulary is one word ({words[0]!r}, {limit}): its negatives "
+                     f"would all be {words[0]!r}, the context itself, and nothing would be "
+                     "learned; give a corpus of more distinct words"
+                     + (f" or {advice}." if advice else "."))
+
+
 def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):
     """The `metrics.json` entries of a corpus run, whichever engine ran it."""
     return {

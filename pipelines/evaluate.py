@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss import energies
+from keras_gauss.inputs import HEADER_HINT
 from keras_gauss.inputs import read_text
 from keras_gauss.numpy_ops import pair_energy
 from keras_gauss.run_format import HIERARCHY_ENERGIES
@@ -256,7 +257,7 @@ def read_similarity(path):
             score = math.nan
         if not math.isfinite(score):
             raise ValueError(f"{path}, line {number}: score (column 3) is not a finite "
-                             f"number: {fields[2]!r}")
+                             f"number: {fields[2]!r}" + ("" if pairs else HEADER_HINT))
         pairs.append((fields[0].lower(), fields[1].lower(), score))
     return pairs
 
@@ -733,7 +734,7 @@ def format_table(results):
     lines = []
     sim, ent = results.get("similarity", {}), results.get("entailment", {})
     if sim:
-        width = max(len(n) for n in sim)
+        width = max(len("similarity"), *(len(n) for n in sim))
         lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
         for name, r in sim.items():
             lines.append(f"{name:<{width}}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
@@ -741,7 +742,7 @@ def format_table(results):
     if ent:
         if lines:
             lines.append("")
-        width = max(len(n) for n in ent)
+        width = max(len("entailment"), *(len(n) for n in ent))
         energy = next(iter(ent.values())).get("energy", energies.KL.name)  # one source
         label = ENERGY_LABELS[energy]
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "

@@ -21,11 +21,15 @@ ends with the tables of an uninterrupted one, bit for bit.
 `tokenize_text` gives the tokens of `keras_gauss.pipelines.tokenize` (the
 `tf.strings` tokenizer): the same lowercasing, punctuation rules and
 splitting, written with Python's `re` (RE2's `\\s` is `[\\t\\n\\f\\r ]`, and
-`\\p{L}\\p{N}` is Python's `\\w` without `_`).
+`\\p{L}\\p{N}` is Python's `\\w` without `_`; `\\p{M}`, the combining marks,
+has no class in `re`: `_marks` lists them).
 """
 
+import functools
 import os
 import re
+import sys
+import unicodedata
 import warnings
 from pathlib import Path
 
@@ -41,6 +45,7 @@ from keras_gauss.job import Data
 from keras_gauss.job import Digest
 from keras_gauss.job import Engine
 from keras_gauss.job import Table
+from keras_gauss.pipelines.corpus_run import check_vocabulary
 from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
@@ -53,7 +58,6 @@ from keras_gauss.pipelines.text_files import raw_pieces
 from keras_gauss.pipelines.text_files import text_check
 
 _SPACE = "\t\n\f\r "
-_NON_WORD = re.compile(rf"(?:[^\w{_SPACE}'’-]|_)+|['’-]{{2,}}")
 _LEADING_MARKS = re.compile(rf"(^|[{_SPACE}])['’-]+")
 _TRAILING_MARKS = re.compile(rf"['’-]+([{_SPACE}]|$)")
 _BLOCK_BYTES = 1 << 22
@@ -67,6 +71,27 @@ CHUNK_TOKENS = 1 << 20
 CHUNK_TOKENS_VARIABLE = "KERAS_GAUSS_TEST_CHUNK_TOKENS"
 # The engine a native checkpoint names.
 ENGINE = "native"
+
+
+@functools.cache
+def _marks():
+    """The combining marks (Unicode category M: RE2's `\\p{M}`) as ranges
+    of a `re` character class."""
+    ranges, start, last = [], None, None
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code))[0] == "M":
+            if start is None:
+                start = code
+            last = code
+        elif start is not None:
+            ranges.append(f"\\U{start:08x}-\\U{last:08x}")
+            start = None
+    return "".join(ranges)
+
+
+@functools.cache
+def _non_word():
+    return re.compile(rf"(?:[^\w{_marks()}{_SPACE}'’-]|_)+|['’-]{{2,}}")
 
 
 def tokenize_text(text):
@@ -84,7 +109,7 @@ def tokenize_text(text):
     >>> tokenize_text("Don't 'quote' state-of-the-art -- ok!\\nA_b")
     [["don't", 'quote', 'state-of-the-art', 'ok'], ['a', 'b']]
     """
-    text = _NON_WORD.sub(" ", text.lower())
+    text = _non_word().sub(" ", text.lower())
     text = _LEADING_MARKS.sub(r"\1", text)
     text = _TRAILING_MARKS.sub(r"\1", text)
     return [line.split() for line in text.split("\n")]
@@ -398,10 +423,20 @@ def epoch_chunks(ids, splits, seed, epoch):
 
 
 def _chunks(ids, splits, tokens):
-    """`(ids, splits)` cut at line boundaries into pieces of about `tokens`."""
+    """`(ids, splits)` cut at line boundaries into pieces of about `tokens`;
+    a line longer than `tokens` (a corpus of one line, as text8) is cut into
+    pieces of `tokens`, each a chunk of its own, so that progress, Ctrl-C
+    and checkpoints come between them (a window loses the pairs across a
+    cut, as gensim's 10,000-token sentences do)."""
     lines = len(splits) - 1
     start = 0
     while start < lines:
+        if splits[start + 1] - splits[start] > tokens:
+            for at in range(int(splits[start]), int(splits[start + 1]), tokens):
+                piece = ids[at:min(at + tokens, int(splits[start + 1]))]
+                yield piece, np.array([0, len(piece)], splits.dtype)
+            start += 1
+            continue
         end = int(np.searchsorted(splits, splits[start] + tokens, side="right")) - 1
         end = min(max(end, start + 1), lines)
         yield ids[splits[start]:splits[end]], splits[start:end + 1] - splits[start]
@@ -494,6 +529,7 @@ class NativeEngine(Engine):
                 f"vocabulary of corpus {_describe(corpus)!r} is empty after min_count="
                 f"{config.min_count} (most frequent word {types[top]!r} occurs "
                 f"{int(type_counts[top])} times)")
+        check_vocabulary(words, config)
         self.ids, self.splits = in_vocabulary(ids, splits, remap)
         self.words, self.counts = words, counts
         counting.done()
@@ -545,10 +581,10 @@ class NativeEngine(Engine):
         total_pairs, losses = state.get("pairs", 0), list(state.get("losses", []))
         iterations = state.get("iterations", 0)
         for epoch in range(first, config.epochs):
-            progress.on_epoch_begin(epoch)
             pairs, loss, seen = 0, 0.0, 0
             if epoch == first and skip:
                 seen, pairs, loss = state["seen"], state["epoch_pairs"], state["epoch_loss"]
+            progress.on_epoch_begin(epoch, {"pairs": pairs})
             for index, (chunk_ids, chunk_splits) in enumerate(
                     epoch_chunks(ids, splits, config.seed, epoch)):
                 if epoch == first and index < skip:

@@ -8,6 +8,7 @@ TensorFlow-free path).
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from pathlib import Path
 
@@ -192,16 +193,21 @@ def gzip_chunks(path: str | os.PathLike):
 def expand_paths(path: Path, recursive: bool) -> list[Path]:
     """The files of a corpus path: the path itself, or the regular files of a
     directory (sorted, hidden names skipped); a FIFO, device or socket,
-    given or inside the directory, is an error naming it (never opened)."""
+    given or inside the directory, is an error naming it (never opened).
+    Sub-directories are searched with `recursive`, else named in a warning
+    (or in the error of a directory holding nothing else)."""
     if not path.exists():
         raise FileNotFoundError(f"corpus path not found: {path}")
     if not path.is_dir():
         check_input_file(path, SETTING)
         return [path]
     files = path.rglob("*") if recursive else path.iterdir()
-    found = []
+    found, subdirectories = [], []
     for f in sorted(files):
-        if any(p.startswith(".") for p in f.relative_to(path).parts) or f.is_dir():
+        if any(p.startswith(".") for p in f.relative_to(path).parts):
+            continue
+        if f.is_dir():
+            subdirectories.append(f.name)
             continue
         if not f.is_file():
             try:
@@ -209,6 +215,16 @@ def expand_paths(path: Path, recursive: bool) -> list[Path]:
             except InputFileError as error:
                 raise InputFileError(f"{SETTING} {path}: {error}") from None
         found.append(f)
+    unread = "" if recursive or not subdirectories else (
+        f"{len(subdirectories):,} sub-director{'y' if len(subdirectories) == 1 else 'ies'} "
+        f"({', '.join(subdirectories[:3])}{', ...' if len(subdirectories) > 3 else ''})")
     if not found:
+        if unread:
+            raise ValueError(f"corpus directory {path} holds no files, only {unread}, whose "
+                             "files are not read; give a directory of text files.")
         raise ValueError(f"corpus directory contains no files: {path}")
+    if unread:
+        warnings.warn(f"{SETTING} {path}: training on its {len(found):,} file(s) only; its "
+                      f"{unread} {'is' if len(subdirectories) == 1 else 'are'} not read.",
+                      stacklevel=2)
     return found

@@ -4,7 +4,9 @@ Rules of `tokenize`:
 
 * `lowercase=True` lowercases with Unicode rules (invalid UTF-8 becomes U+FFFD);
 * `strip_punctuation=True` turns every character that is not a Unicode letter,
-  digit, apostrophe (`'` or `’`) or hyphen into a separator, then drops the
+  combining mark (a vowel sign of Hindi or Thai, an accent written apart:
+  part of its word), digit, apostrophe (`'` or `’`) or hyphen into a
+  separator, then drops the
   apostrophes and hyphens that are not *inside* a word (leading, trailing or
   repeated, as in `--`): `"Don't 'quote' state-of-the-art -- ok!"` gives
   `don't quote state-of-the-art ok`;
@@ -18,7 +20,7 @@ import tensorflow as tf
 
 __all__ = ["tokenize"]
 
-_NON_WORD = r"[^\p{L}\p{N}\s'’-]+|['’-]{2,}"
+_NON_WORD = r"[^\p{L}\p{M}\p{N}\s'’-]+|['’-]{2,}"
 _LEADING_MARKS = r"(^|\s)['’-]+"
 _TRAILING_MARKS = r"['’-]+(\s|$)"
 

@@ -22,6 +22,7 @@ from keras_gauss.job import model_tables
 from keras_gauss.optimizers.adagrad_floor import EPSILON
 from keras_gauss.optimizers.adagrad_floor import INITIAL_ACCUMULATOR
 from keras_gauss.pipelines import native_corpus
+from keras_gauss.pipelines.corpus_run import check_vocabulary
 from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
@@ -746,6 +747,7 @@ class KerasEngine(Engine):
             self.vocab = build_vocabulary(self.corpus, min_count=config.min_count,
                                           max_size=config.max_size)
             counting.done()
+        check_vocabulary(self.vocab.words, config)
         self.pairs_data = None
         if config.pairs == "device":  # the corpus as token ids, for the device
             from keras_gauss.pipelines.device_pairs import corpus_ids

@@ -248,7 +248,9 @@ class Progress:
     `epoch_size`). A loop of your own can drive it: call `set_params({"epochs":
     E, "steps": N})`, then `on_train_begin`, `on_epoch_begin`,
     `on_train_batch_end(i, logs)` with `i + 1` of `N` done, and
-    `on_epoch_end`.
+    `on_epoch_end`. A loop resumed inside an epoch passes the count done
+    before the resume as `on_epoch_begin(epoch, {unit: count})`: the epoch
+    line's rate is then over the rest (the line says how much that was).
 
     Args:
         unit: what the throughput counts, e.g. `"pairs"` or `"edges"`
@@ -319,6 +321,8 @@ class Progress:
         if not hasattr(self, "_mode"):
             self.on_train_begin()
         self._epoch = epoch
+        # `logs[unit]`: the count of this epoch done before a resume (not timed here)
+        self._before = (logs or {}).get(self.unit) or 0
         self._start = time.perf_counter()
         self._first = None  # (time, position, count) after the first step
         self._position, self._count, self._last_draw = 0, None, 0.0
@@ -379,7 +383,12 @@ class Progress:
 
     def _epoch_line(self, epoch, logs, count, seconds):
         parts = self._metrics(logs)
-        if count is not None:
+        before = getattr(self, "_before", 0)
+        if count is not None and before:
+            rate = (count - before) / max(seconds, 1e-9)
+            parts.append(f"{int(count):,} {self.unit}, {int(count - before):,} since the "
+                         f"resume in {seconds:.1f} s ({rate:,.0f} {self.unit}/s)")
+        elif count is not None:
             rate = count / max(seconds, 1e-9)
             parts.append(f"{int(count):,} {self.unit} in {seconds:.1f} s "
                          f"({rate:,.0f} {self.unit}/s)")

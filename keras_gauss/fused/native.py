@@ -25,6 +25,7 @@ Example:
 """
 
 import ctypes
+import unicodedata
 import warnings
 
 import numpy as np
@@ -79,8 +80,9 @@ class NativeTokenizer:
     """`keras_gauss.pipelines.tokenize`'s tokens of lowercased text, numbered
     in C++ (`native.cc`): ids in order of first appearance.
 
-    Python classifies the non-ASCII characters (letters and numbers are word
-    characters: `str.isalnum`); the C++ side splits and hashes.
+    Python classifies the non-ASCII characters (letters, numbers and
+    combining marks are word characters: `str.isalnum`, category M); the
+    C++ side splits and hashes.
 
     Example:
 
@@ -112,7 +114,8 @@ class NativeTokenizer:
                 self._library.kg_codepoints(data, len(data), found.ctypes.data, len(found))
             new = [int(c) for c in found[:count] if int(c) not in self._classified]
             self._classified.update(new)
-            words = np.array([c for c in new if chr(c).isalnum()], np.int32)
+            words = np.array([c for c in new if chr(c).isalnum()
+                              or unicodedata.category(chr(c))[0] == "M"], np.int32)
             if len(words):
                 self._library.kg_tokenizer_set_word(self._handle, words.ctypes.data, len(words))
         self._library.kg_tokenize(self._handle, data, len(data))

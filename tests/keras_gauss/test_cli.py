@@ -181,3 +181,36 @@ def test_matplotlib_gets_a_private_config_directory_where_home_cannot_be_written
     monkeypatch.delenv("MPLCONFIGDIR")
     cli._private_matplotlib_config()
     assert "MPLCONFIGDIR" not in os.environ and os.listdir(tmp_path) == ["home"]
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path, capsys, monkeypatch):
+    # `kill` or `timeout` (SIGTERM) ended a command at once: no line, and
+    # its temporary files (a half-saved run) left behind.
+    import signal
+    import time
+
+    import numpy as np
+
+    from cli_errors import cli_exit
+    from keras_gauss import checkpoint
+
+    out = tmp_path / "run"
+    checkpoint.write_checkpoint(out, {"format": 2, "kind": "corpus", "settings": {"dim": 4}},
+                                {"table/0": np.zeros(1)})
+
+    def terminated(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises first
+
+    def unhandled(signum, frame):  # what the test sees if main installs nothing
+        raise RuntimeError("SIGTERM reached the test's handler")
+
+    monkeypatch.setattr(checkpoint, "run_training_command", terminated)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        code, err = cli_exit(["train-corpus", "--resume", out], capsys)
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # restored
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 143 and err.startswith("terminated; the latest checkpoint is in ") \
+        and f"`keras-gauss train-corpus --resume {out}`" in err, err

@@ -140,6 +140,35 @@ def test_bad_text_anywhere_in_a_corpus_is_one_line_before_training(tmp_path, cap
         assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("engine", ["native", "keras"])
+def test_a_corpus_compressed_otherwise_than_gz_is_one_line_naming_the_format(
+        tmp_path, capsys, engine):
+    # gensim's LineSentence reads .bz2 (and gzip whatever its name): read as
+    # plain text here, such a file was "line 1 is binary (a NUL byte ...)".
+    import bz2
+    import lzma
+
+    text = b"the cat sat on the mat\n" * 200
+    for name, data, words in (
+            ("c.txt.bz2", bz2.compress(text), "is bzip2-compressed, not plain text (only "
+                                              ".gz files are decompressed); decompress it"),
+            ("c.txt.xz", lzma.compress(text), "is xz-compressed"),
+            ("c.txt", gzip.compress(text), "is gzip-compressed, not plain text; name it "
+                                           "with a .gz ending")):
+        (tmp_path / name).write_bytes(data)
+        code, err = cli_exit(["train-corpus", "--corpus", str(tmp_path / name), "--out",
+                              str(tmp_path / "r"), "--engine", engine, *TRAIN], capsys)
+        assert code == 2 and f"--corpus {tmp_path / name}: {words}" in err, err
+        assert not (tmp_path / "r").exists()
+    # The magic number is found across pieces however the stream is cut.
+    check = TextCheck("x", None, lambda: [b"B", b"Zh9\0"])
+    for piece in (b"B", b"Zh9\0"):
+        with contextlib.suppress(InputFileError):
+            check.update(piece)
+    with pytest.raises(InputFileError, match="x: is bzip2-compressed"):
+        check.update(b"\0")
+
+
 def test_the_tf_data_source_and_counting_check_the_whole_file(tmp_path):
     from keras_gauss.pipelines.vocabulary import count_corpus
 

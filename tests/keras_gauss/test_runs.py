@@ -51,8 +51,12 @@ def hierarchy_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory):
+    return _corpus_run(tmp_path_factory.mktemp("runs") / "corpus", WORDS)
+
+
+def _corpus_run(path, words_):
     rng = np.random.default_rng(0)
-    n, dim = len(WORDS), 4
+    n, dim = len(words_), 4
     words = kg.GaussianEmbedding(n, dim, covariance="spherical", name="words")
     contexts = kg.GaussianEmbedding(n, dim, name="contexts")
     word = keras.Input((), dtype="int32", name="word")
@@ -64,10 +68,9 @@ def corpus_run(tmp_path_factory):
     model = keras.Model({"word": word, "context": context}, energy)
     words.means.assign(rng.uniform(-0.6, 0.6, (n, dim)).astype("float32"))
     words.variances.assign(rng.uniform(0.2, 2.0, (n, 1)).astype("float32"))
-    path = tmp_path_factory.mktemp("runs") / "corpus"
     path.mkdir()
     model.save(path / "model.keras")
-    (path / "vocab.tsv").write_text("".join(f"{w}\t{9 - i}\n" for i, w in enumerate(WORDS)))
+    (path / "vocab.tsv").write_text("".join(f"{w}\t{9 - i}\n" for i, w in enumerate(words_)))
     write_run_info(path, kind="corpus", energy="el", table="words", vocabulary="vocab.tsv")
     return path
 
@@ -190,6 +193,15 @@ def test_cli_neighbors_on_a_hierarchy_run(hierarchy_run, capsys):
     assert code == 2 and "dog.n.01, dog.n.03" in err and err.count("\n") == 1
     code, err = cli_exit(["neighbors", str(hierarchy_run), "unicorn"], capsys)
     assert code == 2 and "unicorn" in err
+
+
+def test_neighbors_of_the_only_word_of_a_run_is_one_line(tmp_path, capsys):
+    # A corpus of one distinct word (--min-count 1 --sample 0) makes a
+    # one-word run: it has no neighbours to list, said in one line.
+    run = _corpus_run(tmp_path / "one", ["word"])
+    for by in ("similarity", "variance", "energy"):
+        code, err = cli_exit(["neighbors", run, "word", "--by", by], capsys)
+        assert code == 2 and "'word' has no neighbours" in err and "only entry" in err
 
 
 def test_format_neighbors_never_prints_negative_zero():

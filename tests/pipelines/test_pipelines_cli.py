@@ -120,6 +120,18 @@ def test_train_bad_inputs(corpus, run_dir, tmp_path, capsys):
     assert not any((tmp_path / n).exists() for n in "abcdef")
 
 
+def test_an_empty_corpus_setting_is_refused_not_the_working_directory(tmp_path, capsys,
+                                                                      monkeypatch):
+    # --corpus "$CORPUS" with CORPUS unset trained on the text files of the
+    # working directory ("" is "."), whatever they were.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("the cat sat on the mat\n" * 20)
+    for value in ("", " "):
+        code, err = cli_exit(["train-corpus", "--corpus", value, "--out", "r", *TRAIN], capsys)
+        assert code == 2 and "--corpus is empty: give a text file or directory" in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_unknown_tfds_corpus(tmp_path, capsys):
     code, err = cli_exit(["train-corpus", "--corpus", "tfds:no_such_dataset_xyz",
                        "--out", str(tmp_path / "t"), *TRAIN], capsys)

@@ -59,6 +59,25 @@ def test_malformed_similarity_line_names_file_and_line(tmp_path):
         read_similarity(path)
 
 
+def test_a_header_line_without_hash_says_how_to_mark_it(tmp_path):
+    # "word1 word2 score" as the first line was "score (column 3) is not a
+    # finite number: 'score'", with no word of how to keep such a line.
+    from keras_gauss.hierarchy.benchmark_data import read_entailment
+
+    path = tmp_path / "h.tsv"
+    path.write_text("word1\tword2\tscore\na\tb\t1\n")
+    with pytest.raises(ValueError, match="line 1: score .*'score'; a header line starts "
+                                         "with '#'$"):
+        read_similarity(path)
+    path.write_text("word1\tword2\tentails\na\tb\tTrue\n")
+    with pytest.raises(ValueError, match="line 1: label .*'entails'; a header line starts "
+                                         "with '#'$"):
+        read_entailment(path)
+    path.write_text("a\tb\t1\nc\td\thigh\n")  # past the first pair: no such hint
+    with pytest.raises(ValueError, match="line 2: .*'high'$"):
+        read_similarity(path)
+
+
 def test_entailment_direction(tmp_path):
     # broad "animal" contains narrow "dog" and "cat"; "rock" is elsewhere.
     emb = Embeddings(["animal", "dog", "cat", "rock"],
@@ -447,3 +466,19 @@ def test_evaluate_writes_into_the_run_it_read_or_not_at_all(corpus_run, capsys, 
     err = _evaluate_error(run, good, capsys)
     assert "was replaced while evaluate read it" in err, err
     assert not (run / "eval.json").exists()
+
+
+def test_table_columns_line_up_under_their_titles_with_short_file_names(tmp_path, emb):
+    # A file named "s.tsv" is shorter than the column title "similarity":
+    # the scores still sit under rho(m) / AP(KL), not shifted left.
+    sim, ent = tmp_path / "s.tsv", tmp_path / "e.tsv"
+    sim.write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    ent.write_text("b\ta\tTrue\nc\td\tFalse\na\te\tTrue\n")
+    results = evaluate(emb, [sim], [ent])
+    lines = format_table(results).splitlines()
+    header, row = lines[0], lines[1]
+    at = header.index("rho(m)")
+    assert row[at:at + 6] == f"{results['similarity']['s']['spearman_m']:6.3f}"
+    header, row = lines[3], lines[4]
+    at = header.index("AP(KL)")
+    assert row[at:at + 6] == f"{results['entailment']['e']['kl_ap']:6.3f}"

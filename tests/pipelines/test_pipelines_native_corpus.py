@@ -28,6 +28,7 @@ TRICKY = [
     "a_b __ x\u00a0y\u2028z\x0bw\x1cq\tt\x85u", "--a- -b' 'c ’d’ e--f ‘g’ h’’i",
     "١٢٣ ½ Ⅻ x² e\u0301 cafe\u0301 \u200bzw\u00adsp \ufeffbom", "'", "", "a'-b -'x' y''",
     "A\r", "日本語の文 and 中文", "emoji 🙂 ok 👍🏽 fine",
+    "हिन्दी भाषा, หนังสือ ภาษาไทย; اَلْعَرَبِيَّة", "\u0301alone x \u0301",
 ]
 
 
@@ -46,6 +47,11 @@ def test_tokens_equal_the_tensorflow_tokenizer():
     types, ids, lengths = tokenizer.result()
     assert lengths.tolist() == [len(line) for line in want]
     assert [types[i] for i in ids] == [t for line in want for t in line]
+    # A combining mark (a Hindi or Thai vowel sign, an Arabic vowel, an
+    # accent written apart) is part of its word; it was a separator, which
+    # cut हिन्दी into ह, न and द.
+    assert want[-2] == ["हिन्दी", "भाषा", "หนังสือ", "ภาษาไทย", "اَلْعَرَبِيَّة"]
+    assert want[4][5] == "cafe\u0301"
 
 
 @needs_native
@@ -334,3 +340,20 @@ def test_a_thread_count_beyond_the_cap_is_capped_after_one_warning_line(two_topi
                    f"{native_corpus._threads(CorpusConfig(threads=0))} this process may use, "
                    "at least 64).\n"), err
     assert native_corpus._threads(CorpusConfig(threads=cap)) == cap  # no warning below it
+
+
+def test_a_line_longer_than_a_chunk_is_cut_into_chunks(monkeypatch):
+    # A corpus of one long line (text8) was one chunk an epoch: no progress,
+    # Ctrl-C or checkpoint before the epoch's end. Lines stay whole
+    # otherwise, and the chunks hold every token once, in order.
+    monkeypatch.setenv(native_corpus.CHUNK_TOKENS_VARIABLE, "4")
+    ids = np.arange(15, dtype=np.int32)
+    splits = np.array([0, 2, 12, 13, 15], np.int64)  # lines of 2, 10, 1 and 2 tokens
+    chunks = list(native_corpus._chunks(ids, splits, 4))
+    assert [(c.tolist(), s.tolist()) for c, s in chunks] == [
+        ([0, 1], [0, 2]),  # the long line starts a chunk of its own
+        ([2, 3, 4, 5], [0, 4]), ([6, 7, 8, 9], [0, 4]), ([10, 11], [0, 2]),
+        ([12, 13, 14], [0, 1, 3])]
+    one_line = list(native_corpus.epoch_chunks(ids, np.array([0, 15]), seed=0, epoch=0))
+    assert [len(c) for c, _ in one_line] == [4, 4, 4, 3]
+    assert np.concatenate([c for c, _ in one_line]).tolist() == ids.tolist()

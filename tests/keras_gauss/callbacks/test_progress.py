@@ -87,6 +87,28 @@ def test_count_from_the_logs_and_off_mode():
         ProgressLogger(mode="loud")
 
 
+def test_an_epoch_resumed_midway_rates_only_what_it_trained(monkeypatch):
+    # A checkpoint taken after 900 of an epoch's 1,000 pairs: the resumed
+    # epoch trains 100 in 2 s; its line read "1,000 pairs in 2.0 s (500
+    # pairs/s)", or millions of pairs/s for an epoch the checkpoint had ended.
+    clock = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: clock[0])
+    out = io.StringIO()
+    logger = ProgressLogger(unit="pairs", mode="lines", stream=out)
+    logger.set_params({"epochs": 2, "steps": 10})
+    logger.on_train_begin()
+    logger.on_epoch_begin(0, {"pairs": 900})
+    clock[0] = 2.0
+    logger.on_train_batch_end(9, {"loss": 0.5, "pairs": 1000})
+    logger.on_epoch_end(0, {"loss": 0.5, "pairs": 1000})
+    logger.on_epoch_begin(1)
+    clock[0] = 4.0
+    logger.on_epoch_end(1, {"loss": 0.25, "pairs": 1000})
+    assert out.getvalue().splitlines() == [
+        "Epoch 1/2: loss 0.5000, 1,000 pairs, 100 since the resume in 2.0 s (50 pairs/s)",
+        "Epoch 2/2: loss 0.2500, 1,000 pairs in 2.0 s (500 pairs/s)"]
+
+
 def test_get_config_and_from_verbose():
     logger = ProgressLogger(unit="edges", batch_size=4, epoch_size=10, mode="lines")
     assert ProgressLogger(**logger.get_config()).get_config() == logger.get_config()

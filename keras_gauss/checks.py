@@ -234,8 +234,8 @@ def check_config(config, positive):
         if isinstance(value, bool) or not value > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {value}.")
     tables = np.finfo(np.float32)  # the tables' numbers
-    for name, bad in (("min_variance", config.min_variance < tables.tiny),
-                      ("max_variance", config.max_variance > tables.max)):
+    for name, bad in (("min_variance", config.min_variance < float(tables.tiny)),
+                      ("max_variance", config.max_variance > float(tables.max))):
         if bad:
             raise ValueError(f"{flag(name)} {getattr(config, name):g}: the tables are float32, "
                              f"which hold variances in [{tables.tiny:.3g}, {tables.max:.3g}].")

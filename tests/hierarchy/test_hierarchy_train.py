@@ -145,11 +145,13 @@ def test_existing_run_is_refused_without_overwrite(mammal_run, capsys):
         (["--engine", "gpu"], "--engine must be native or keras, got 'gpu'."),
     ],
 )
+@pytest.mark.filterwarnings("error")  # a warning would be a second line
 def test_bad_arguments_give_clear_errors(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:
         main(["train-wordnet", "--out", str(tmp_path / "run"), *args])
     assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "run").exists()
 
 

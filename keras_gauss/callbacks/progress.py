@@ -238,7 +238,9 @@ class Progress:
     On a terminal the bar shows the epoch, the fraction done, the ETA, the
     running loss and the throughput (`unit`/s); both leave one line per
     epoch behind. Redirected to a file (or with `mode="lines"`) only the
-    epoch lines are written: no `\\r`, `\\b` or colour codes. The ETA and the
+    epoch lines are written, and within an epoch that lasts longer a line
+    every `line_interval` seconds (the fraction done, the ETA, the running
+    loss and rate): no `\\r`, `\\b` or colour codes. The ETA and the
     running rate are measured from the end of the first step, so the time
     spent tracing the step does not inflate them (no ETA is shown before the
     second step); the epoch line's rate is over the whole epoch.
@@ -263,6 +265,8 @@ class Progress:
         stream: where to write (default: `LOGGER`, that is `sys.stdout` at
             the time of writing).
         interval: seconds between redraws of the bar (default 0.1).
+        line_interval: seconds between the lines within an epoch when
+            writing lines (default 60; `None`: the epoch lines only).
 
     Example:
 
@@ -277,7 +281,7 @@ class Progress:
     """
 
     def __init__(self, unit="samples", batch_size=None, epoch_size=None, mode="auto",
-                 stream=None, interval=0.1):
+                 stream=None, interval=0.1, line_interval=60.0):
         super().__init__()
         if not hasattr(self, "params"):
             self.params = None
@@ -289,6 +293,7 @@ class Progress:
         self.mode = mode
         self.stream = stream
         self.interval = interval
+        self.line_interval = line_interval
         self._drawn = 0
 
     @classmethod
@@ -302,7 +307,7 @@ class Progress:
     def get_config(self):
         return {"unit": self.unit, "batch_size": self.batch_size,
                 "epoch_size": self.epoch_size, "mode": self.mode,
-                "interval": self.interval}
+                "interval": self.interval, "line_interval": self.line_interval}
 
     # -- the Keras callback API --------------------------------------------
 
@@ -326,6 +331,7 @@ class Progress:
         self._start = time.perf_counter()
         self._first = None  # (time, position, count) after the first step
         self._position, self._count, self._last_draw = 0, None, 0.0
+        self._last_line = self._start
 
     def on_train_batch_end(self, batch, logs=None):
         logs = logs or {}
@@ -338,6 +344,10 @@ class Progress:
         if self._mode == "bar" and now - self._last_draw >= self.interval:
             self._last_draw = now
             self._draw(self._bar_line(now))
+        elif (self._mode == "lines" and self.line_interval is not None
+              and now - self._last_line >= self.line_interval):
+            self._last_line = now
+            self._write(self._within_line(now) + "\n")
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs or {}
@@ -396,28 +406,39 @@ class Progress:
             parts.append(f"{seconds:.1f} s")
         return f"{self._prefix(epoch)}: " + ", ".join(parts)
 
-    def _bar_line(self, now):
+    def _state(self, now):
+        """(fraction done or None, ETA text, metrics, rate text or None) so far."""
         steps = self.params.get("steps") if self.params else None
-        parts = [self._prefix(self._epoch)]
         t1, p1, c1 = self._first
-        if steps:
-            done = min(self._position / steps, 1.0)
+        done = min(self._position / steps, 1.0) if steps else None
+        eta = "--"
+        if steps and self._position > p1:
+            eta = clock_text((now - t1) / (self._position - p1) * max(steps - self._position, 0))
+        rate = None
+        if self._count is not None and c1 is not None and self._position > p1:
+            rate = f"{(self._count - c1) / max(now - t1, 1e-9):,.0f} {self.unit}/s"
+        return done, eta, self._metrics(getattr(self, "_logs", {})), rate
+
+    def _bar_line(self, now):
+        done, eta, metrics, rate = self._state(now)
+        parts = [self._prefix(self._epoch)]
+        if done is not None:
             filled = int(done * 20)
             arrow = ">" if filled < 20 else ""
             parts.append(f"[{'=' * filled}{arrow}{'.' * (20 - filled - len(arrow))}] "
                          f"{done:4.0%}")
-            if self._position > p1:
-                eta = (now - t1) / (self._position - p1) * max(steps - self._position, 0)
-                parts.append(f"ETA {clock_text(eta)}")
-            else:
-                parts.append("ETA --")
+            parts.append(f"ETA {eta}")
         else:
             parts.append(f"step {self._position:,}")
-        parts.extend(self._metrics(getattr(self, "_logs", {})))
-        if self._count is not None and c1 is not None and self._position > p1:
-            rate = (self._count - c1) / max(now - t1, 1e-9)
-            parts.append(f"{rate:,.0f} {self.unit}/s")
-        return "  ".join(parts)
+        return "  ".join(parts + metrics + ([rate] if rate else []))
+
+    def _within_line(self, now):
+        """The line of `line_interval` within an epoch: `Epoch 1/3: 45%, ETA 4:10, loss ...`."""
+        done, eta, metrics, rate = self._state(now)
+        where = (f"{done:.0%}, ETA {eta}" if done is not None
+                 else f"step {self._position:,}, {now - self._start:.0f} s")
+        return f"{self._prefix(self._epoch)}: " + ", ".join([where] + metrics
+                                                            + ([rate] if rate else []))
 
     # -- output --------------------------------------------------------------
 

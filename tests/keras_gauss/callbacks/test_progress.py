@@ -109,6 +109,37 @@ def test_an_epoch_resumed_midway_rates_only_what_it_trained(monkeypatch):
         "Epoch 2/2: loss 0.2500, 1,000 pairs in 2.0 s (500 pairs/s)"]
 
 
+def test_a_long_epoch_off_a_terminal_writes_a_line_every_line_interval(monkeypatch):
+    # Redirected, an epoch of minutes (a deep taxonomy: 471 s) wrote nothing
+    # until its end; now a line a minute says how far it is.
+    clock = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: clock[0])
+    out = io.StringIO()
+    logger = ProgressLogger(unit="edges", batch_size=100, mode="lines", stream=out)
+    logger.set_params({"epochs": 3, "steps": 10})
+    logger.on_train_begin()
+    logger.on_epoch_begin(0)
+    for step in range(10):
+        clock[0] = 10.0 + 25.0 * step  # 10 s to trace, then 25 s a step
+        logger.on_train_batch_end(step, {"loss": 2.0 - step / 10})
+    logger.on_epoch_end(0, {"loss": 1.1})
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "Epoch 1/3: 30%, ETA 2:55, loss 1.8000, 4 edges/s",  # at 60 s
+        "Epoch 1/3: 60%, ETA 1:40, loss 1.5000, 4 edges/s",  # at 135 s
+        "Epoch 1/3: 90%, ETA 0:25, loss 1.2000, 4 edges/s",  # at 210 s
+        "Epoch 1/3: loss 1.1000, 1,000 edges in 235.0 s (4 edges/s)"]
+    quiet = io.StringIO()
+    logger = ProgressLogger(unit="edges", batch_size=100, mode="lines", stream=quiet,
+                            line_interval=None)
+    logger.set_params({"epochs": 1, "steps": 10})
+    logger.on_train_begin()
+    logger.on_epoch_begin(0)
+    clock[0] = 1e6
+    logger.on_train_batch_end(0, {"loss": 1.0})
+    assert quiet.getvalue() == ""
+
+
 def test_get_config_and_from_verbose():
     logger = ProgressLogger(unit="edges", batch_size=4, epoch_size=10, mode="lines")
     assert ProgressLogger(**logger.get_config()).get_config() == logger.get_config()

@@ -397,8 +397,27 @@ def format_neighbors(rows, header, digits=(3, 2)):
     neighbour  energy  log det
     dog.n.01    0.000     1.50
     """
-    cells = [[name, _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
-    widths = [max([len(str(h))] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
-    lines = [f"{header[0]:<{widths[0]}}  {header[1]:>{widths[1]}}  {header[2]:>{widths[2]}}"]
-    lines += [f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:>{widths[2]}}" for a, b, c in cells]
-    return "\n".join(lines)
+    cells = [[str(name), _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
+    widths = [max([display_width(str(h))] + [display_width(c[i]) for c in cells])
+              for i, h in enumerate(header)]
+
+    def line(a, b, c):
+        return (a + " " * (widths[0] - display_width(a)) + "  " + b.rjust(widths[1]) + "  "
+                + c.rjust(widths[2]))
+
+    return "\n".join([line(*map(str, header))] + [line(*c) for c in cells])
+
+
+def display_width(text):
+    """Columns `text` takes in a terminal: combining marks (a Hindi vowel
+    sign, an accent written apart) none, wide East Asian characters two.
+
+    Example:
+
+    >>> display_width("cafe\u0301"), display_width("犬")
+    (4, 2)
+    """
+    import unicodedata
+
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")  # as wcwidth counts
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

@@ -214,6 +214,21 @@ def test_format_neighbors_never_prints_negative_zero():
     assert len({len(line) for line in lines}) == 1
 
 
+def test_format_neighbors_lines_up_combining_marks_and_wide_characters():
+    # Hindi vowel signs and a separate accent take no column, a CJK character
+    # two: the numbers stood out of line by the difference.
+    from keras_gauss.pipelines.cli import display_width
+    from keras_gauss.pipelines.cli import format_neighbors
+
+    names = ["हिन्दी", "cafe\u0301", "犬", "dog"]
+    table = format_neighbors([(name, 1.0, 2.0) for name in names], ("neighbour", "e", "d"))
+    lines = table.splitlines()
+    assert [line.split("  ")[0] for line in lines[1:]] == names
+    assert len({display_width(line[:line.index("1.000")]) for line in lines[1:]}) == 1
+    assert len({display_width(line) for line in lines}) == 1
+    assert [display_width(n) for n in names] == [5, 4, 2, 3]  # हिन्दी: its virama takes none
+
+
 GENERALITY = 0.5
 
 

@@ -16,6 +16,8 @@ from keras_gauss.pipelines import (
     skipgram_pairs,
 )
 
+from keras_gauss.pipelines.skipgram import MAX_LINE_WORDS, cut_long_lines
+
 NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
 
 ABCD = Vocabulary(["a", "b", "c", "d"], [1, 1, 1, 1])
@@ -128,6 +130,20 @@ def test_epoch_size_counts_pairs(write_corpus):
     assert size.steps(batch_size=7) == 5
     dynamic = epoch_size(path, ABCD, window=2, dynamic_window=True)
     assert dynamic.pairs == 6 + 2 + 10 + (4 + 0 + 8) * 0.5  # distance-2 pairs are kept half the time
+
+
+def test_a_line_of_text8_length_trains_as_lines_of_10000_words(write_corpus):
+    # A corpus of one line (text8: 17 M words) made all its pairs in one
+    # tensor, gigabytes; it now reads as lines of MAX_LINE_WORDS words, as
+    # gensim's LineSentence does, in the stream and in its epoch size alike.
+    assert MAX_LINE_WORDS == 10_000
+    path = write_corpus([" ".join("abcd"[i % 4] for i in range(25_000)) + " ", "a b"])
+    size = epoch_size(path, ABCD, window=1)
+    stream = make_skipgram_dataset(path, ABCD, window=1, sample=0, seed=0, batch_size=60_000,
+                                   chunk_lines=1)
+    pairs = sum(len(y) for _, y in stream.as_numpy_iterator())
+    assert size.pairs == pairs == 2 * (9_999 + 9_999 + 4_999) + 2  # not 2 * 24_999 + 2
+    assert [x.decode() for x in cut_long_lines(load_corpus(path)).as_numpy_iterator()][-1] == "a b"
 
 
 def test_invalid_arguments(write_corpus):

@@ -16,8 +16,8 @@ is turned into (word, context, negatives) examples by vectorised tensor ops
 Only a shuffle buffer of lines and a few chunks are ever held in memory, so the
 corpus may be larger than RAM. A line of more than `MAX_LINE_WORDS` (10,000)
 words, as in a corpus of one line such as text8, is read as lines of that
-many words, as gensim's `LineSentence` reads it (`cut_long_lines`): a chunk's
-pairs stay a few hundred MB at most.
+many words, as gensim's `LineSentence` reads it (`sources.cut_long_lines`):
+a chunk's pairs stay a few hundred MB at most.
 """
 
 from __future__ import annotations
@@ -29,55 +29,18 @@ import numpy as np
 import tensorflow as tf
 
 from .sampling import keep_probabilities  # noqa: F401 - re-exported
-from .sources import Corpus, load_corpus
+from .sources import Corpus, cut_long_lines, load_corpus
 from .tokens import tokenize
 from .vocabulary import Tokenizer, Vocabulary
 
 __all__ = [
-    "MAX_LINE_WORDS",
     "EpochSize",
-    "cut_long_lines",
     "epoch_size",
     "keep_probabilities",
     "make_skipgram_dataset",
     "negative_table",
     "skipgram_pairs",
 ]
-
-
-MAX_LINE_WORDS = 10_000
-"""Whitespace-separated words of the longest line a chunk takes whole
-(gensim's `LineSentence(max_sentence_length=10000)`)."""
-
-
-def cut_long_lines(lines: tf.data.Dataset, words: int = MAX_LINE_WORDS) -> tf.data.Dataset:
-    """`lines` with every line of more than `words` whitespace-separated words
-    cut into lines of `words` (the last one shorter), joined by single spaces;
-    every other line as it is. The order is kept.
-
-    Example:
-        >>> lines = tf.data.Dataset.from_tensor_slices(["a b c d e", "f  g"])
-        >>> [x.decode() for x in cut_long_lines(lines, words=2).as_numpy_iterator()]
-        ['a b', 'c d', 'e', 'f  g']
-    """
-
-    def cut(batch):
-        def pieces():
-            split = tf.strings.split(batch)
-            n = split.row_lengths()
-            count = tf.maximum((n + words - 1) // words, 1)
-            first = tf.ragged.range(count).flat_values * words  # each piece's first word
-            lengths = tf.minimum(tf.repeat(n, count) - first, words)
-            joined = tf.strings.reduce_join(
-                tf.RaggedTensor.from_row_lengths(split.flat_values, lengths), axis=1,
-                separator=" ")
-            return tf.where(tf.repeat(n > words, count), joined, tf.repeat(batch, count))
-
-        # a line of at most 2 * words bytes cannot hold more than `words` words
-        return tf.cond(tf.reduce_any(tf.strings.length(batch) > 2 * words), pieces,
-                       lambda: batch)
-
-    return lines.batch(256).map(cut).unbatch()
 
 
 def negative_table(counts: np.ndarray, size: int = 1_000_000, power: float = 0.75) -> np.ndarray:

@@ -28,7 +28,9 @@ from .text_files import expand_paths, check_text_file, verify_gzip  # noqa: F401
 
 __all__ = [
     "Corpus",
+    "MAX_LINE_WORDS",
     "cache_dir",
+    "cut_long_lines",
     "describe_corpus",
     "verify_gzip",
     "load_corpus",
@@ -192,6 +194,44 @@ def wordnet_source() -> tf.data.Dataset:
         with atomic_file(path, overwrite=True) as f:
             f.writelines(line + "\n" for line in _gloss_lines(reader) if line)
     return tf.data.TextLineDataset(str(path))
+
+
+MAX_LINE_WORDS = 10_000
+"""Whitespace-separated words of the longest line read whole; a longer one
+is read as lines of this many (`cut_long_lines`; gensim's
+`LineSentence(max_sentence_length=10000)`)."""
+
+
+def cut_long_lines(lines: tf.data.Dataset, words: int = MAX_LINE_WORDS) -> tf.data.Dataset:
+    """`lines` with every line of more than `words` whitespace-separated words
+    cut into lines of `words` (the last one shorter), joined by single spaces;
+    every other line as it is. The order is kept.
+
+    Example:
+        >>> lines = tf.data.Dataset.from_tensor_slices(["a b c d e", "f  g"])
+        >>> [x.decode() for x in cut_long_lines(lines, words=2).as_numpy_iterator()]
+        ['a b', 'c d', 'e', 'f  g']
+    """
+
+    def cut(batch):
+        def pieces():
+            split = tf.strings.split(batch)
+            n = split.row_lengths()
+            count = tf.maximum((n + words - 1) // words, 1)
+            first = tf.ragged.range(count).flat_values * words  # each piece's first word
+            lengths = tf.minimum(tf.repeat(n, count) - first, words)
+            joined = tf.strings.reduce_join(
+                tf.RaggedTensor.from_row_lengths(split.flat_values, lengths), axis=1,
+                separator=" ")
+            cut = n > words  # (the other lines, repeated once each, keep their own text)
+            return tf.where(tf.repeat(cut, count), joined, tf.repeat(tf.where(cut, "", batch),
+                                                                      count))
+
+        # a line of at most 2 * words bytes cannot hold more than `words` words
+        return tf.cond(tf.reduce_any(tf.strings.length(batch) > 2 * words), pieces,
+                       lambda: batch)
+
+    return lines.batch(256).map(cut).unbatch()
 
 
 def load_corpus(corpus: Corpus = None) -> tf.data.Dataset:

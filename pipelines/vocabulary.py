@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_gauss.inputs import read_text
 
-from .sources import Corpus, describe_corpus, load_corpus
+from .sources import Corpus, cut_long_lines, describe_corpus, load_corpus
 from .tokens import tokenize
 
 __all__ = ["CorpusCount", "Tokenizer", "Vocabulary", "build_vocabulary", "count_corpus", "vocabulary_from_counts"]
@@ -108,7 +108,8 @@ class CorpusCount(NamedTuple):
 
     Attributes:
         counts: `{word: count}` of every token (before `min_count`).
-        lines: Lines read.
+        lines: Lines read (a line of more than `sources.MAX_LINE_WORDS` words
+            counts as the lines it is read as).
         digest: Order-free fingerprint of those lines (the sum of their
             40-bit FarmHash fingerprints, `tf.strings.to_hash_bucket_fast`,
             modulo `2**64`): equal for equal sets of lines.
@@ -141,7 +142,7 @@ def count_corpus(corpus: Corpus = None, tokenizer: Tokenizer = tokenize, chunk_l
     """
     counter: collections.Counter = collections.Counter()
     lines = digest = 0
-    chunks = load_corpus(corpus).batch(chunk_lines).map(
+    chunks = cut_long_lines(load_corpus(corpus)).batch(chunk_lines).map(
         lambda lines: _chunk_counts(lines, tokenizer), num_parallel_calls=tf.data.AUTOTUNE
     )
     for words, counts, n, chunk_digest in chunks.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():

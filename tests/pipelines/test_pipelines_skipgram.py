@@ -16,7 +16,7 @@ from keras_gauss.pipelines import (
     skipgram_pairs,
 )
 
-from keras_gauss.pipelines.skipgram import MAX_LINE_WORDS, cut_long_lines
+from keras_gauss.pipelines.sources import MAX_LINE_WORDS, cut_long_lines
 
 NEWS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus" / "news2017.txt.gz"
 

@@ -223,9 +223,9 @@ def cut_long_lines(lines: tf.data.Dataset, words: int = MAX_LINE_WORDS) -> tf.da
             joined = tf.strings.reduce_join(
                 tf.RaggedTensor.from_row_lengths(split.flat_values, lengths), axis=1,
                 separator=" ")
-            cut = n > words  # (the other lines, repeated once each, keep their own text)
-            return tf.where(tf.repeat(cut, count), joined, tf.repeat(tf.where(cut, "", batch),
-                                                                      count))
+            long = n > words  # (the other lines, repeated once each, keep their own text)
+            return tf.where(tf.repeat(long, count), joined, tf.repeat(tf.where(long, "", batch),
+                                                                       count))
 
         # a line of at most 2 * words bytes cannot hold more than `words` words
         return tf.cond(tf.reduce_any(tf.strings.length(batch) > 2 * words), pieces,

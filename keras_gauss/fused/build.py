@@ -246,8 +246,35 @@ def compile_command(sources, output):
     import tensorflow as tf
 
     # TensorFlow's flags come last so that its `--std` and ABI defines win.
-    return (_base_command(sources, output) + list(tf.sysconfig.get_compile_flags())
+    base = _base_command(sources, output)
+    return (base + _eigen_flags(base) + list(tf.sysconfig.get_compile_flags())
             + list(tf.sysconfig.get_link_flags()))
+
+
+def _eigen_flags(base):
+    """`-mno-avx512fp16` where `-march=native` turns AVX512-FP16 on (Intel
+    Sapphire Rapids and later): the Eigen headers TensorFlow 2.21 ships do
+    not compile with it under GCC 12 (`PacketMathFP16.h`: "expected
+    initializer before '<'"), and the kernels use no half-precision
+    vectors. [] elsewhere, and where the compiler does not know the flag."""
+    if "-march=native" not in base or "avx512_fp16" not in _cpu_fingerprint().split():
+        return []
+    return ["-mno-avx512fp16"] if _native_defines(base[0], "__AVX512FP16__") else []
+
+
+_defines = {}
+
+
+def _native_defines(cxx, macro):
+    """Whether `cxx -march=native` predefines `macro` (False if it cannot run)."""
+    if cxx not in _defines:
+        try:
+            _defines[cxx] = subprocess.run(
+                [cxx, "-march=native", "-dM", "-E", "-x", "c++", os.devnull],
+                capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            _defines[cxx] = ""
+    return f"#define {macro} " in _defines[cxx]
 
 
 def native_compile_command(sources, output):

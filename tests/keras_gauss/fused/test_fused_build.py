@@ -322,3 +322,32 @@ def test_a_record_less_library_without_the_entry_points_is_rebuilt(native, monke
     err = capsys.readouterr().err
     assert "is damaged (it does not load); rebuilding it." in err, err
     assert ctypes.CDLL(path).kg_tiny_version() == 1
+
+
+@pytest.mark.parametrize("cpu_has_it, compiler_has_it, expected", [
+    (True, True, True), (True, False, False), (False, True, False)])
+def test_avx512_fp16_is_turned_off_for_tensorflows_eigen(monkeypatch, cpu_has_it,
+                                                         compiler_has_it, expected):
+    """TensorFlow 2.21's Eigen headers do not compile under GCC 12 with the
+    AVX512-FP16 that `-march=native` turns on on Sapphire Rapids: the op
+    library's command turns it off after `-march=native`, only there."""
+    flags = "flags\t\t: fpu avx2 avx512f" + (" avx512_fp16" if cpu_has_it else "")
+    monkeypatch.setattr(fused_build, "_cpu_fingerprint", lambda: flags)
+    monkeypatch.setattr(fused_build, "_native_defines",
+                        lambda cxx, macro: compiler_has_it and macro == "__AVX512FP16__")
+    monkeypatch.delenv("KERAS_GAUSS_FUSED_NATIVE", raising=False)
+    monkeypatch.setattr(fused_build.platform, "machine", lambda: "x86_64")
+    command = fused_build.compile_command(["a.cc"], "a.so")
+    assert ("-mno-avx512fp16" in command) == expected
+    if expected:
+        assert command.index("-mno-avx512fp16") > command.index("-march=native")
+    assert "-mno-avx512fp16" not in fused_build.jax_compile_command(["a.cc"], "a.so")
+    assert "-mno-avx512fp16" not in fused_build.native_compile_command(["a.cc"], "a.so")
+
+
+def test_the_compilers_native_defines_are_read():
+    """`_native_defines` asks the compiler itself: GCC and clang predefine
+    `__x86_64__` (or `__aarch64__`) on their native target."""
+    assert fused_build._native_defines("g++", "__x86_64__") or fused_build._native_defines(
+        "g++", "__aarch64__")
+    assert not fused_build._native_defines("no-such-compiler-xyz", "__x86_64__")

@@ -361,7 +361,9 @@ def check_scale_out(blocks, project):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     assert "127.0.0.1:7777" in block.text
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = dict(os.environ)  # one host device each, as the block's reader has
+    env["XLA_FLAGS"] = " ".join(flag for flag in env.get("XLA_FLAGS", "").split()
+                                if not flag.startswith("--xla_force_host_platform_device_count"))
     env["PATH"] = f"{pathlib.Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     done = subprocess.run(["bash", "-ec", block.text.replace("7777", str(port))],

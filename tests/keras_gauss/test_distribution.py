@@ -42,7 +42,7 @@ def jax_env(devices=1):
     # compiled kernels are not partitioned); the one-device references run it
     # too, so that the tables compare to float rounding.
     return dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
-                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+                XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
                 KERAS_GAUSS_KERNELS="reference")
 
 

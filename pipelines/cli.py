@@ -397,6 +397,8 @@ def format_neighbors(rows, header, digits=(3, 2)):
     neighbour  energy  log det
     dog.n.01    0.000     1.50
     """
+    from keras_gauss.pipelines.evaluate import display_width
+
     cells = [[str(name), _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
     widths = [max([display_width(str(h))] + [display_width(c[i]) for c in cells])
               for i, h in enumerate(header)]
@@ -406,18 +408,3 @@ def format_neighbors(rows, header, digits=(3, 2)):
                 + c.rjust(widths[2]))
 
     return "\n".join([line(*map(str, header))] + [line(*c) for c in cells])
-
-
-def display_width(text):
-    """Columns `text` takes in a terminal: combining marks (a Hindi vowel
-    sign, an accent written apart) none, wide East Asian characters two.
-
-    Example:
-
-    >>> display_width("cafe\u0301"), display_width("犬")
-    (4, 2)
-    """
-    import unicodedata
-
-    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")  # as wcwidth counts
-               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

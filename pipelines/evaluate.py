@@ -730,38 +730,62 @@ def scored_anything(results):
 
 def format_table(results):
     """Formats `evaluate`'s result as a text table, one row per file; an
-    undefined measure shows as `n/a` (`undefined_notes` says why)."""
+    undefined measure shows as `n/a` (`undefined_notes` says why). The
+    file names are padded to the columns they take in a terminal
+    (`display_width`)."""
     lines = []
     sim, ent = results.get("similarity", {}), results.get("entailment", {})
     if sim:
-        width = max(len("similarity"), *(len(n) for n in sim))
+        width = max(len("similarity"), *(display_width(n) for n in sim))
         lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
         for name, r in sim.items():
-            lines.append(f"{name:<{width}}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
+            lines.append(f"{_pad(name, width)}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     if ent:
         if lines:
             lines.append("")
-        width = max(len("entailment"), *(len(n) for n in ent))
+        width = max(len("entailment"), *(display_width(n) for n in ent))
         energy = next(iter(ent.values())).get("energy", energies.KL.name)  # one source
         label = ENERGY_LABELS[energy]
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "
                      "AP(cos) F1(cos) coverage")
         for name, r in ent.items():
-            lines.append(f"{name:<{width}}   {_f(r[f'{energy}_ap'])}  {_f(r[f'{energy}_f1'])}  "
+            lines.append(f"{_pad(name, width)}   {_f(r[f'{energy}_ap'])}  "
+                         f"{_f(r[f'{energy}_f1'])}  "
                          f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     graded = results.get("graded", {})
     if graded:
         if lines:
             lines.append("")
-        width = max(len("graded"), *(len(n) for n in graded))
+        width = max(len("graded"), *(display_width(n) for n in graded))
         label = f"rho({ENERGY_LABELS[next(iter(graded.values()))['energy']]})"
         lines.append(f"{'graded':<{width}}  {label:>7}  coverage")
         for name, r in graded.items():
-            lines.append(f"{name:<{width}}   {_f(r['spearman'])}  {r['n_covered']}/{r['n_pairs']}")
+            lines.append(f"{_pad(name, width)}   {_f(r['spearman'])}  "
+                         f"{r['n_covered']}/{r['n_pairs']}")
     return "\n".join(lines)
 
 
 def _f(value):
     return "   n/a" if value is None or math.isnan(value) else f"{value:6.3f}"
+
+
+def _pad(text, width):
+    """`text` padded with spaces to `width` terminal columns (`display_width`)."""
+    return text + " " * (width - display_width(text))
+
+
+def display_width(text):
+    """Columns `text` takes in a terminal: combining marks (a Hindi vowel
+    sign, an accent written apart) none, wide East Asian characters two.
+
+    Example:
+
+    >>> display_width("cafe\u0301"), display_width("犬")
+    (4, 2)
+    """
+    import unicodedata
+
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")  # as wcwidth counts
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

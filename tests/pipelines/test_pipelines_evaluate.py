@@ -482,3 +482,21 @@ def test_table_columns_line_up_under_their_titles_with_short_file_names(tmp_path
     header, row = lines[3], lines[4]
     at = header.index("AP(KL)")
     assert row[at:at + 6] == f"{results['entailment']['e']['kl_ap']:6.3f}"
+
+
+def test_table_lines_up_file_names_with_combining_marks_and_wide_characters(tmp_path, emb):
+    # Names were padded by len(): an accent written apart (NFD) counts one
+    # character but takes no column, a CJK character two, so the scores of
+    # such a file stood out of line (as the neighbours table's did).
+    from keras_gauss.pipelines.evaluate import display_width
+
+    names = ["cafe\u0301", "犬犬", "rg"]
+    for name in names:
+        (tmp_path / f"{name}.tsv").write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    results = evaluate(emb, [tmp_path / f"{name}.tsv" for name in names])
+    lines = format_table(results).splitlines()
+    at = display_width(lines[0][:lines[0].index("rho(m)")])
+    for name, line in zip(names, lines[1:]):
+        assert line.startswith(name)
+        score = f"{results['similarity'][name]['spearman_m']:6.3f}"
+        assert display_width(line[:line.index(score)]) == at, lines

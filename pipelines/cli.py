@@ -107,7 +107,8 @@ def add_parser(subparsers):
             "(word1 TAB word2 TAB score) by cosine between means (m) and "
             "between distributions (d), and average precision / best F1 on "
             "entailment files (word1 TAB word2 TAB True|False) by KL and "
-            "cosine. Pairs with unknown words are skipped (see coverage); a "
+            "cosine. Pairs with unknown words are skipped (see coverage; a "
+            "line per file names the first of those words); a "
             "file with no known pair is an error. On a WordNet run a word "
             "stands for its synsets and a pair scores its best synset pair. "
             "--hyperlex files (HyperLex's format, its nouns) get Spearman rho "
@@ -243,8 +244,10 @@ def run_evaluate(args):
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import file_names
     from keras_gauss.pipelines.evaluate import format_table
+    from keras_gauss.pipelines.evaluate import listing
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
+    from keras_gauss.pipelines.evaluate import unknown_notes
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
 
     if not args.similarity and not args.entailment and not args.hyperlex:
@@ -273,11 +276,14 @@ def run_evaluate(args):
             if not result["n_covered"]:
                 raise CommandError(
                     f"--{flag} {paths[name]}: none of its {result['n_pairs']} pairs has both "
-                    f"words in the vocabulary of {args.run}; nothing to score.")
+                    f"words in the vocabulary of {args.run} (unknown: "
+                    f"{listing(result['unknown'])}); nothing to score.")
     notes = undefined_notes(results)
     if not scored_anything(results):  # every measure undefined: nothing was scored
         raise CommandError(f"nothing could be scored: {'; '.join(notes)}")
     print(format_table(results))
+    for note in unknown_notes(results):  # the words behind a coverage below 100%
+        print(note)
     for note in notes:  # a measure that is undefined says why (as n/a in the table)
         print(note)
     _write_eval(args.run, results, stamp)

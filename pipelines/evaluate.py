@@ -288,6 +288,38 @@ def _pair_ids(emb, pairs, log_probs=None, entailment=False):
                        (lambda word: _rows(emb, word, True)) if entailment else None)
 
 
+def unknown_words(emb, pairs, entailment=False):
+    """The words of `pairs` without a row in `emb` (the words that leave a
+    pair uncovered), each once, in the order the pairs name them. With
+    `entailment`, word2 is looked up as the general side
+    (`Embeddings.general_senses`).
+
+    Example:
+
+    >>> emb = Embeddings(["cat", "dog"], np.eye(2), np.ones((2, 2)))
+    >>> unknown_words(emb, [("cat", "cow", 1.0), ("yak", "dog", 2.0), ("cow", "cat", 3.0)])
+    ['cow', 'yak']
+    """
+    words = {}
+    for pair in pairs:
+        for word, general in ((pair[0], False), (pair[1], entailment)):
+            if word not in words and not _rows(emb, word, general):
+                words[word] = None
+    return list(words)
+
+
+def listing(words, shown=5):
+    """The first `shown` of `words`, quoted, and how many more.
+
+    Example:
+
+    >>> listing(["a", "b", "c"], shown=2)
+    "'a', 'b' and 1 more"
+    """
+    return (", ".join(map(repr, words[:shown]))
+            + (f" and {len(words) - shown} more" if len(words) > shown else ""))
+
+
 def _best_scores(emb, pairs, measure):
     """`pair_scores` of each block's best row pair (the best sense pair)."""
     if not len(pairs.left):
@@ -364,10 +396,12 @@ def similarity(source, path):
 
     Returns:
         `{"spearman_m", "spearman_d", "coverage", "n_pairs", "n_covered",
-        "undefined"}`; rho over the covered pairs. A rho that is undefined
-        (fewer than 2 covered pairs, equal human scores, or equal model
-        scores, where scipy would give NaN and a warning) is `nan` and
-        `undefined` maps its name to the reason (`{}` when all are defined).
+        "unknown", "undefined"}`; rho over the covered pairs, `unknown`
+        the words that left pairs uncovered (`unknown_words`). A rho that
+        is undefined (fewer than 2 covered pairs, equal human scores, or
+        equal model scores, where scipy would give NaN and a warning) is
+        `nan` and `undefined` maps its name to the reason (`{}` when all
+        are defined).
 
     Example:
 
@@ -394,7 +428,7 @@ def similarity(source, path):
             undefined[f"spearman_{measure}"] = reason
     n = int(covered.sum())
     result.update(coverage=n / len(pairs) if pairs else math.nan, n_pairs=len(pairs),
-                  n_covered=n, undefined=undefined)
+                  n_covered=n, unknown=unknown_words(emb, pairs), undefined=undefined)
     return result
 
 
@@ -415,11 +449,12 @@ def entailment(source, path):
 
     Returns:
         `{"energy", "<energy>_ap", "<energy>_f1", "cos_ap", "cos_f1",
-        "positive_rate", "coverage", "n_pairs", "n_covered", "undefined"}`
-        with `<energy>` the energy's name (`"kl"`: `"kl_ap"`). AP and F1 are
-        undefined (`nan`, and `undefined` maps each name to the reason)
-        unless the covered pairs hold both kinds, entailing and not (with
-        one kind they are 1 or nothing, whatever the model).
+        "positive_rate", "coverage", "n_pairs", "n_covered", "unknown",
+        "undefined"}` with `<energy>` the energy's name (`"kl"`: `"kl_ap"`)
+        and `unknown` the words that left pairs uncovered (`unknown_words`).
+        AP and F1 are undefined (`nan`, and `undefined` maps each name to
+        the reason) unless the covered pairs hold both kinds, entailing and
+        not (with one kind they are 1 or nothing, whatever the model).
 
     Example:
 
@@ -457,7 +492,8 @@ def entailment(source, path):
     n = int(covered.sum())
     result.update(positive_rate=float(labels.mean()) if n else math.nan,
                   coverage=n / len(rows) if rows else math.nan, n_pairs=len(rows),
-                  n_covered=n, undefined=undefined)
+                  n_covered=n, unknown=unknown_words(emb, rows, entailment=True),
+                  undefined=undefined)
     return result
 
 
@@ -478,8 +514,9 @@ def graded_entailment(source, path):
 
     Returns:
         `{"energy", "spearman", "coverage", "n_pairs", "n_covered",
-        "undefined"}`: rho over the covered pairs (`nan`, and `undefined`
-        maps `"spearman"` to why, when it is undefined).
+        "unknown", "undefined"}`: rho over the covered pairs (`nan`, and
+        `undefined` maps `"spearman"` to why, when it is undefined);
+        `unknown` the words that left pairs uncovered (`unknown_words`).
 
     Example:
 
@@ -501,7 +538,8 @@ def graded_entailment(source, path):
     n = int(covered.sum())
     return {"energy": emb.energy, "spearman": _spearman(scores, gold),
             "coverage": n / len(rows) if rows else math.nan, "n_pairs": len(rows),
-            "n_covered": n, "undefined": {"spearman": reason} if reason else {}}
+            "n_covered": n, "unknown": unknown_words(emb, rows, entailment=True),
+            "undefined": {"spearman": reason} if reason else {}}
 
 
 def graded_scores(emb, pairs):
@@ -717,6 +755,29 @@ def undefined_notes(results):
                 by_reason.setdefault(reason, []).append(names.get(metric, metric))
             for reason, metrics in by_reason.items():
                 lines.append(f"{name}: {', '.join(metrics)} undefined: {reason}.")
+    return lines
+
+
+def unknown_notes(results):
+    """One line per file with pairs skipped for unknown words: how many,
+    and the first few of those words (as gensim's `evaluate_word_pairs`
+    reports its out-of-vocabulary ratio).
+
+    Example:
+
+    >>> unknown_notes({"similarity": {"rg65": {"n_pairs": 65, "n_covered": 62,
+    ...                                        "unknown": ["cock", "rooster"]}}})
+    ["rg65: 3 of 65 pairs skipped, 2 words not in the vocabulary: 'cock', 'rooster'."]
+    """
+    lines = []
+    for kind in KINDS:
+        for name, result in results.get(kind, {}).items():
+            words = result.get("unknown", [])
+            skipped = result["n_pairs"] - result["n_covered"]
+            if skipped and words:
+                lines.append(f"{name}: {skipped} of {result['n_pairs']} pairs skipped, "
+                             f"{len(words)} word{'s' if len(words) > 1 else ''} not in the "
+                             f"vocabulary: {listing(words)}.")
     return lines
 
 

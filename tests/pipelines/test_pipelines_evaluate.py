@@ -42,6 +42,27 @@ def test_similarity_spearman_and_coverage(tmp_path, emb):
     assert -1 <= result["spearman_d"] <= 1
 
 
+def test_unknown_words_are_named(tmp_path, emb):
+    # Pairs with unknown words were counted (coverage 2/10) but the words
+    # never named: a case or spelling mismatch had to be guessed.
+    from keras_gauss.pipelines.evaluate import unknown_notes
+
+    path = tmp_path / "sim.tsv"
+    path.write_text("a\tb\t9\na\tZebra\t5\nyak\tb\t1\nzebra\tc\t2\na\tc\t4\n"
+                    + "".join(f"w{i}\ta\t1\n" for i in range(5)))
+    ent = tmp_path / "ent.tsv"
+    ent.write_text("b\ta\tTrue\nc\tgnu\tFalse\n")
+    results = evaluate(emb, [path], [ent])
+    assert results["similarity"]["sim"]["unknown"] == ["zebra", "yak", "w0", "w1", "w2", "w3",
+                                                      "w4"]
+    assert unknown_notes(results) == [
+        "sim: 8 of 10 pairs skipped, 7 words not in the vocabulary: 'zebra', 'yak', 'w0', "
+        "'w1', 'w2' and 2 more.",
+        "ent: 1 of 2 pairs skipped, 1 word not in the vocabulary: 'gnu'."]
+    path.write_text("a\tb\t9\na\tc\t4\n")
+    assert similarity(emb, path)["unknown"] == [] and unknown_notes(evaluate(emb, [path])) == []
+
+
 def test_similarity_all_unknown_is_nan_not_error(tmp_path, emb):
     path = tmp_path / "sim.tsv"
     path.write_text("x\ty\t1\nu\tv\t2\n")
@@ -370,11 +391,16 @@ def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_p
     assert saved["similarity"]["flat"]["spearman_m"] is None
     assert "all equal" in saved["similarity"]["flat"]["undefined"]["spearman_d"]
     assert saved["similarity"]["good"]["spearman_m"] is not None
+    partial = tmp_path / "partial.tsv"  # the words behind a coverage below 100%
+    partial.write_text("cat\tdog\t9\ncat\thammer\t1\nsaw\tqwzx\t8\n")
+    assert main(["evaluate", str(run), "--similarity", str(partial)]) == 0
+    assert ("partial: 1 of 3 pairs skipped, 1 word not in the vocabulary: 'qwzx'."
+            in capsys.readouterr().out.splitlines())
     unknown = tmp_path / "hyperlex.txt"
     unknown.write_text("qwzx vbnm N hyp-1 5 5 .1\n")
     err = cli_error(["evaluate", run, "--hyperlex", unknown], capsys)
     assert err.endswith(f"--hyperlex {unknown}: none of its 1 pairs has both words in the "
-                        f"vocabulary of {run}; nothing to score.")
+                        f"vocabulary of {run} (unknown: 'qwzx', 'vbnm'); nothing to score.")
     empty = tmp_path / "empty.txt"
     empty.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD SCORES..\n")
     err = cli_error(["evaluate", run, "--hyperlex", empty], capsys)

@@ -218,8 +218,10 @@ def as_embeddings(source):
 def read_similarity(path):
     """Reads a word similarity file: `word1 TAB word2 TAB score` lines.
 
-    Blank lines and lines starting with `#` are skipped; fields may also be
-    separated by other whitespace; words are lowercased.
+    Blank lines and lines starting with `#` are skipped; a line without a
+    tab may separate its fields by commas (CSV), or, without a comma
+    either, by spaces (`keras_gauss.hierarchy.benchmark_data.split_fields`);
+    words are lowercased.
 
     Args:
         path: the file.
@@ -236,21 +238,23 @@ def read_similarity(path):
     Example:
 
     >>> with open("sim.tsv", "w") as f:
-    ...     _ = f.write("# word1 word2 score\\nCat\\tdog\\t7.5\\ncat car 1.2\\n")
+    ...     _ = f.write("# word1 word2 score\\nCat\\tdog\\t7.5\\ncat car 1.2\\ncat,cow,3\\n")
     >>> read_similarity("sim.tsv")
-    [('cat', 'dog', 7.5), ('cat', 'car', 1.2)]
+    [('cat', 'dog', 7.5), ('cat', 'car', 1.2), ('cat', 'cow', 3.0)]
     """
+    from keras_gauss.hierarchy.benchmark_data import SEPARATORS
+    from keras_gauss.hierarchy.benchmark_data import split_fields
+
     pairs = []
     text = read_text(path, "--similarity")
     for number, line in enumerate(io.StringIO(text, newline=None), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        fields = line.split("\t") if "\t" in line else line.split()
-        fields = [field.strip() for field in fields]
+        fields = split_fields(line)
         if len(fields) < 3 or not fields[0] or not fields[1]:
-            raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
-                             f"got {line!r}")
+            raise ValueError(f"{path}, line {number}: expected word1, word2 and score "
+                             f"separated by {SEPARATORS}; got {line!r}")
         try:
             score = float(fields[2])
         except ValueError:

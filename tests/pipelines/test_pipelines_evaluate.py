@@ -80,6 +80,18 @@ def test_malformed_similarity_line_names_file_and_line(tmp_path):
         read_similarity(path)
 
 
+def test_similarity_files_may_be_comma_separated(tmp_path):
+    # "cat,dog,7.5" was "expected word1<TAB>word2<TAB>score": CSV files
+    # (wordsim353.csv) had to be converted first.
+    path = tmp_path / "sim.csv"
+    path.write_text('# word1,word2,score\nCat,dog,7.5\n"ice cream", cone ,6\n')
+    assert read_similarity(path) == [("cat", "dog", 7.5), ("ice cream", "cone", 6.0)]
+    path.write_text("cat,dog\n")
+    with pytest.raises(ValueError, match=r"sim\.csv, line 1: expected word1, word2 and score "
+                                         "separated by tabs, else commas, else spaces"):
+        read_similarity(path)
+
+
 def test_a_header_line_without_hash_says_how_to_mark_it(tmp_path):
     # "word1 word2 score" as the first line was "score (column 3) is not a
     # finite number: 'score'", with no word of how to keep such a line.

@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_gauss import kernels
+from keras_gauss.checks import INT32_MAX
 from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import tracing_for_tensorflow
 from keras_gauss.constraints.norm_clip import NormClip
@@ -61,7 +62,8 @@ class GaussianEmbedding(keras.layers.Layer):
     the paper leaves them open and the training pipelines set their own.
 
     Args:
-        input_dim: size of the vocabulary (number of Gaussians), `> 0`.
+        input_dim: size of the vocabulary (number of Gaussians), `> 0`;
+            above 2**31 - 1 on JAX only with `jax_enable_x64` (64-bit ids).
         output_dim: dimension `d` of the embedding space, `> 0`.
         covariance: `"diagonal"` or `"spherical"`.
         mean_initializer: initializer of the means table.
@@ -104,6 +106,7 @@ class GaussianEmbedding(keras.layers.Layer):
             raise ValueError(
                 f"`covariance` must be one of {COVARIANCES}, got {covariance!r}."
             )
+        _check_ids_fit(int(input_dim))
         self.input_dim = int(input_dim)  # a NumPy integer (`ids.max() + 1`) too
         self.output_dim = int(output_dim)
         self.covariance = covariance
@@ -335,6 +338,24 @@ class GaussianEmbedding(keras.layers.Layer):
             }
         )
         return config
+
+
+def _check_ids_fit(input_dim):
+    """Raises `ValueError` where the backend cannot hold every id of a table
+    of `input_dim` rows: JAX without 64-bit integers (`jax_enable_x64`)
+    turns int64 ids into int32, so ids from 2**31 on would wrap (2**32 + 3
+    to row 3) before the layer sees them. (TensorFlow and torch keep int64
+    ids: their range checks see them whole.)"""
+    if input_dim <= INT32_MAX or keras.backend.backend() != "jax":
+        return
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"`input_dim`={input_dim:,}: ids above 2**31 - 1 need 64-bit integers, which "
+            "JAX has only with jax_enable_x64 (JAX_ENABLE_X64=1, or "
+            "jax.config.update('jax_enable_x64', True) before any array is made); without "
+            "it they would be cut to 32 bits.")
 
 
 def _initializer(identifier, argument):

@@ -189,6 +189,20 @@ def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):
     assert np.isnan(rows[[0, 1], [1, 0]]).all()
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: TensorFlow and torch keep int64 ids")
+def test_a_table_past_int32_ids_needs_x64_on_jax():
+    # Without jax_enable_x64 JAX turns int64 ids into int32: ids from 2**31
+    # on wrapped (2**32 + 3 read row 3) in a table that has such rows.
+    import jax
+
+    if jax.config.jax_enable_x64:
+        pytest.skip("jax_enable_x64 is on: 64-bit ids are kept")
+    with pytest.raises(ValueError, match=r"^`input_dim`=2,147,483,648: ids above 2\*\*31 - 1 "
+                                         r"need 64-bit integers, .*jax_enable_x64"):
+        GaussianEmbedding(2**31, 4)
+    assert GaussianEmbedding(2**31 - 1, 4).input_dim == 2**31 - 1  # (not built: no table)
+
+
 def test_int64_and_small_int_ids():
     layer = GaussianEmbedding(10, 4)
     a = _numpy(layer(np.array([3, 7], dtype="int64"))[0])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from backends import BACKEND
 from backends import gradients
+from backends import only_on_tensorflow
 from layer_test_case import run_layer_test
 
 from keras_gauss import GaussianEmbedding
@@ -166,6 +167,23 @@ def test_out_of_range_ids_in_compiled_steps(bad_id):
         model()[0].predict(ids, batch_size=4, verbose=0)
     with pytest.raises(_in_step_error(), match=line):
         model()[0].fit(ids, np.zeros((8, 2), "float32"), batch_size=4, verbose=0)
+
+
+@only_on_tensorflow("the graph assertions of predict (other backends: test above)")
+def test_predict_on_tensorflow_names_the_id_outside_the_table():
+    # predict's assertion printed the ids' first values ("[x (data:0) = ]
+    # [0 1 2...]"), not the one outside; now its line is the train step's.
+    layer = GaussianEmbedding(10, 4, name="words")
+    inputs = keras.Input((2,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs)[0])
+    ids = np.array([[0, 1], [2, 3], [4, 12], [-1, 5]], "int32")
+    with pytest.raises(_out_of_range_error(),
+                       match=r"input_dim=10\) \(id 12 outside \[0, 10\)\)\]\n"):
+        model.predict(ids, verbose=0)
+    with pytest.raises(_out_of_range_error(), match=r"\(id -1 outside \[0, 10\)\)"):
+        model.predict(ids[3:], verbose=0)
+    with pytest.raises(_out_of_range_error(), match=r"\(id 4294967299 outside \[0, 10\)\)"):
+        layer(np.array([3, 2**32 + 3], "int64"))  # eager
 
 
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "

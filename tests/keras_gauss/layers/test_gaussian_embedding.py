@@ -186,6 +186,29 @@ def test_predict_on_tensorflow_names_the_id_outside_the_table():
         layer(np.array([3, 2**32 + 3], "int64"))  # eager
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: its steps run asynchronously")
+def test_a_gaussian_model_fit_on_jax_fails_inside_fit():
+    """A JAX step that fails as it runs hands its error to its outputs, and
+    Keras's logs dropped it: `fit` of steps big enough to run asynchronously
+    returned, its loss a failed array, and the next read of the model raised.
+    `GaussianModel` raises it in `fit` (at the epoch's end)."""
+    import jax
+
+    from keras_gauss import GaussianModel
+    from keras_gauss import SparseAdagrad
+
+    layer = GaussianEmbedding(1000, 16, name="words")
+    inputs = keras.Input((20,), dtype="int32")
+    model = GaussianModel(inputs, keras.ops.sum(layer(inputs)[0], axis=-1))
+    model.compile(SparseAdagrad(0.1), "mse")
+    ids = np.random.default_rng(0).integers(0, 1000, (8000, 20)).astype("int32")
+    ids[5000, 3] = 1000
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError),
+                       match=re.escape("GaussianEmbedding 'words': ids must lie in "
+                                       "[0, input_dim=1000)")):
+        model.fit(ids, np.zeros((8000, 20), "float32"), batch_size=1000, verbose=0)
+
+
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "
                     "range check's host callback (TensorFlow exports its assertions)")
 def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):

@@ -9,6 +9,7 @@ The file layouts are described in `shared/data/README.md`.
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import os
@@ -17,7 +18,8 @@ from collections.abc import Iterator
 from keras_gauss.inputs import HEADER_HINT
 from keras_gauss.inputs import read_text
 
-__all__ = ["EDAM_VERSION", "edam_pairs", "read_entailment", "read_hyperlex", "write_edam_edges"]
+__all__ = ["EDAM_VERSION", "edam_pairs", "read_entailment", "read_hyperlex", "split_fields",
+           "write_edam_edges"]
 
 EDAM_VERSION = "1.25.3"
 """The `edam-ontology` release the tests and benchmarks pin (a test/benchmark extra)."""
@@ -39,6 +41,31 @@ def _content_lines(path: str | os.PathLike, setting: str) -> Iterator[tuple[int,
         line = line.strip()
         if line and not line.startswith("#"):
             yield number, line
+
+
+SEPARATORS = "tabs, else commas, else spaces"
+"""How `split_fields` splits a line, for messages."""
+
+
+def split_fields(line: str) -> list[str]:
+    """The fields of a line of a word-pair file: split by tabs when the line
+    holds one, else by commas when it holds one (CSV, quotes allowed), else
+    by runs of whitespace; each field stripped.
+
+    A tab-separated line may hold words with spaces (`ice cream`); a
+    comma-separated one words with spaces too, or quoted commas.
+
+    Example:
+        >>> split_fields("ice cream\\tfood\\tTrue"), split_fields('dog, "animal" ,True')
+        (['ice cream', 'food', 'True'], ['dog', 'animal', 'True'])
+        >>> split_fields("dog  animal True")
+        ['dog', 'animal', 'True']
+    """
+    if "\t" in line:
+        return [field.strip() for field in line.split("\t")]
+    if "," in line:
+        return [field.strip() for field in next(csv.reader([line], skipinitialspace=True))]
+    return line.split()
 
 
 def read_hyperlex(path: str | os.PathLike, *, pos: str | None = "N") -> list[tuple[str, str, float]]:
@@ -101,17 +128,19 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
     """Read a lexical entailment file such as `entailment/baroni2012.tsv`.
 
     Each line is `word1 TAB word2 TAB True|False [TAB relation]`; `True`
-    means word1 entails word2 (word1 is-a word2). The label is matched
-    case-insensitively; any further columns (the relation) are ignored.
+    means word1 entails word2 (word1 is-a word2). A line without a tab may
+    separate its fields by commas (CSV), or, without a comma either, by
+    spaces (`split_fields`). The label is matched case-insensitively; any
+    further columns (the relation) are ignored.
 
     Args:
-        path: The tab-separated file.
+        path: The file (tab-, comma- or space-separated).
 
     Returns:
         A list of `(word1, word2, entails)` with lowercased words, in file order.
 
     Raises:
-        ValueError: On a line with fewer than 3 tab-separated columns, an empty
+        ValueError: On a line with fewer than 3 columns, an empty
             word, or a label other than True/False; the message names the file
             and line number. `keras_gauss.inputs.InputFileError` (a
             `ValueError`): not a regular file, or not UTF-8 text (naming
@@ -122,14 +151,18 @@ def read_entailment(path: str | os.PathLike) -> list[tuple[str, str, bool]]:
         ...     _ = f.write("dog\\tanimal\\tTrue\\nanimal\\tdog\\tFalse\\n")
         >>> read_entailment("baroni2012.tsv")
         [('dog', 'animal', True), ('animal', 'dog', False)]
+        >>> with open("pairs.csv", "w") as f:
+        ...     _ = f.write("dog,animal,True\\n")
+        >>> read_entailment("pairs.csv")
+        [('dog', 'animal', True)]
     """
     pairs = []
     for number, line in _content_lines(path, "--entailment"):
-        fields = [field.strip() for field in line.split("\t")]
+        fields = split_fields(line)
         if len(fields) < 3:
             raise ValueError(
-                f"{path}, line {number}: expected at least 3 tab-separated columns "
-                f"(word1, word2, True|False), got {len(fields)}: {line!r}"
+                f"{path}, line {number}: expected at least 3 columns (word1, word2, "
+                f"True|False) separated by {SEPARATORS}; got {len(fields)}: {line!r}"
             )
         if not fields[0] or not fields[1]:
             raise ValueError(f"{path}, line {number}: empty word in {line!r}")

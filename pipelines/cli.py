@@ -107,7 +107,9 @@ def add_parser(subparsers):
             "(word1 TAB word2 TAB score) by cosine between means (m) and "
             "between distributions (d), and average precision / best F1 on "
             "entailment files (word1 TAB word2 TAB True|False) by KL and "
-            "cosine. Pairs with unknown words are skipped (see coverage); a "
+            "cosine; a line without a tab may separate its fields by commas "
+            "(CSV) or spaces. Pairs with unknown words are skipped (see "
+            "coverage; a line per file names the first of those words); a "
             "file with no known pair is an error. On a WordNet run a word "
             "stands for its synsets and a pair scores its best synset pair. "
             "--hyperlex files (HyperLex's format, its nouns) get Spearman rho "
@@ -243,8 +245,10 @@ def run_evaluate(args):
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import file_names
     from keras_gauss.pipelines.evaluate import format_table
+    from keras_gauss.pipelines.evaluate import listing
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
+    from keras_gauss.pipelines.evaluate import unknown_notes
     from keras_gauss.hierarchy.wordnet import WordNetUnavailableError
 
     if not args.similarity and not args.entailment and not args.hyperlex:
@@ -273,11 +277,14 @@ def run_evaluate(args):
             if not result["n_covered"]:
                 raise CommandError(
                     f"--{flag} {paths[name]}: none of its {result['n_pairs']} pairs has both "
-                    f"words in the vocabulary of {args.run}; nothing to score.")
+                    f"words in the vocabulary of {args.run} (unknown: "
+                    f"{listing(result['unknown'])}); nothing to score.")
     notes = undefined_notes(results)
     if not scored_anything(results):  # every measure undefined: nothing was scored
         raise CommandError(f"nothing could be scored: {'; '.join(notes)}")
     print(format_table(results))
+    for note in unknown_notes(results):  # the words behind a coverage below 100%
+        print(note)
     for note in notes:  # a measure that is undefined says why (as n/a in the table)
         print(note)
     _write_eval(args.run, results, stamp)
@@ -397,6 +404,8 @@ def format_neighbors(rows, header, digits=(3, 2)):
     neighbour  energy  log det
     dog.n.01    0.000     1.50
     """
+    from keras_gauss.pipelines.evaluate import display_width
+
     cells = [[str(name), _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
     widths = [max([display_width(str(h))] + [display_width(c[i]) for c in cells])
               for i, h in enumerate(header)]
@@ -406,18 +415,3 @@ def format_neighbors(rows, header, digits=(3, 2)):
                 + c.rjust(widths[2]))
 
     return "\n".join([line(*map(str, header))] + [line(*c) for c in cells])
-
-
-def display_width(text):
-    """Columns `text` takes in a terminal: combining marks (a Hindi vowel
-    sign, an accent written apart) none, wide East Asian characters two.
-
-    Example:
-
-    >>> display_width("cafe\u0301"), display_width("犬")
-    (4, 2)
-    """
-    import unicodedata
-
-    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")  # as wcwidth counts
-               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

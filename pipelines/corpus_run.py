@@ -8,6 +8,9 @@ Example:
 
 import dataclasses
 
+import numpy as np
+
+from keras_gauss.pipelines.sampling import keep_probabilities
 
 
 def no_pairs(sample=0.0):
@@ -54,6 +57,44 @@ def check_vocabulary(words, config):
                      f"would all be {words[0]!r}, the context itself, and nothing would be "
                      "learned; give a corpus of more distinct words"
                      + (f" or {advice}." if advice else "."))
+
+
+# The share of the tokens an epoch keeps below which `start_lines` says so.
+SUBSAMPLING_NOTE_BELOW = 0.5
+
+
+def start_lines(config, counts, engine):
+    """The lines a corpus run prints as it starts: what it trains, and, when
+    subsampling (`config.sample`) keeps less than `SUBSAMPLING_NOTE_BELOW`
+    of the tokens an epoch (a small corpus under the default threshold),
+    how many it keeps, as gensim's "downsampling leaves estimated N word
+    corpus" line, with the setting that keeps more.
+
+    Args:
+        config: the run's `CorpusConfig`.
+        counts: the vocabulary's counts (`(rows,)`).
+        engine: the engine's name.
+
+    Example:
+
+    >>> from keras_gauss.pipelines.train import CorpusConfig
+    >>> for line in start_lines(CorpusConfig(dim=4), [600, 300, 100], "native"):
+    ...     print(line)
+    3 words, 1,000 tokens; 4-d diagonal EL, window 10, 1 negative(s), 1 epoch(s), engine native
+    downsampling (--sample 0.0001) leaves estimated 17 word corpus (1.7% of prior 1,000) an epoch; give a lower --sample to keep more (--sample 0: no subsampling).
+    """
+    counts = np.asarray(counts, np.float64)
+    total = int(counts.sum())
+    lines = [f"{len(counts):,} words, {total:,} tokens; {config.dim}-d {config.covariance} "
+             f"{config.energy.upper()}, window {config.window}, {config.negatives} "
+             f"negative(s), {config.epochs} epoch(s), engine {engine}"]
+    kept = float((counts * keep_probabilities(counts, config.sample)).sum())
+    if total and kept < SUBSAMPLING_NOTE_BELOW * total:
+        lines.append(f"downsampling (--sample {config.sample:g}) leaves estimated "
+                     f"{kept:,.0f} word corpus ({100 * kept / total:.1f}% of prior {total:,}) "
+                     "an epoch; give a lower --sample to keep more (--sample 0: no "
+                     "subsampling).")
+    return lines
 
 
 def corpus_metrics(config, train_seconds, pairs, tokens, losses, vocab_size):

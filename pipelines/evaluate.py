@@ -218,8 +218,10 @@ def as_embeddings(source):
 def read_similarity(path):
     """Reads a word similarity file: `word1 TAB word2 TAB score` lines.
 
-    Blank lines and lines starting with `#` are skipped; fields may also be
-    separated by other whitespace; words are lowercased.
+    Blank lines and lines starting with `#` are skipped; a line without a
+    tab may separate its fields by commas (CSV), or, without a comma
+    either, by spaces (`keras_gauss.hierarchy.benchmark_data.split_fields`);
+    words are lowercased.
 
     Args:
         path: the file.
@@ -236,21 +238,23 @@ def read_similarity(path):
     Example:
 
     >>> with open("sim.tsv", "w") as f:
-    ...     _ = f.write("# word1 word2 score\\nCat\\tdog\\t7.5\\ncat car 1.2\\n")
+    ...     _ = f.write("# word1 word2 score\\nCat\\tdog\\t7.5\\ncat car 1.2\\ncat,cow,3\\n")
     >>> read_similarity("sim.tsv")
-    [('cat', 'dog', 7.5), ('cat', 'car', 1.2)]
+    [('cat', 'dog', 7.5), ('cat', 'car', 1.2), ('cat', 'cow', 3.0)]
     """
+    from keras_gauss.hierarchy.benchmark_data import SEPARATORS
+    from keras_gauss.hierarchy.benchmark_data import split_fields
+
     pairs = []
     text = read_text(path, "--similarity")
     for number, line in enumerate(io.StringIO(text, newline=None), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        fields = line.split("\t") if "\t" in line else line.split()
-        fields = [field.strip() for field in fields]
+        fields = split_fields(line)
         if len(fields) < 3 or not fields[0] or not fields[1]:
-            raise ValueError(f"{path}, line {number}: expected word1<TAB>word2<TAB>score, "
-                             f"got {line!r}")
+            raise ValueError(f"{path}, line {number}: expected word1, word2 and score "
+                             f"separated by {SEPARATORS}; got {line!r}")
         try:
             score = float(fields[2])
         except ValueError:
@@ -286,6 +290,38 @@ def _pair_ids(emb, pairs, log_probs=None, entailment=False):
 
     return sense_pairs(pairs, lambda word: _rows(emb, word), log_probs,
                        (lambda word: _rows(emb, word, True)) if entailment else None)
+
+
+def unknown_words(emb, pairs, entailment=False):
+    """The words of `pairs` without a row in `emb` (the words that leave a
+    pair uncovered), each once, in the order the pairs name them. With
+    `entailment`, word2 is looked up as the general side
+    (`Embeddings.general_senses`).
+
+    Example:
+
+    >>> emb = Embeddings(["cat", "dog"], np.eye(2), np.ones((2, 2)))
+    >>> unknown_words(emb, [("cat", "cow", 1.0), ("yak", "dog", 2.0), ("cow", "cat", 3.0)])
+    ['cow', 'yak']
+    """
+    words = {}
+    for pair in pairs:
+        for word, general in ((pair[0], False), (pair[1], entailment)):
+            if word not in words and not _rows(emb, word, general):
+                words[word] = None
+    return list(words)
+
+
+def listing(words, shown=5):
+    """The first `shown` of `words`, quoted, and how many more.
+
+    Example:
+
+    >>> listing(["a", "b", "c"], shown=2)
+    "'a', 'b' and 1 more"
+    """
+    return (", ".join(map(repr, words[:shown]))
+            + (f" and {len(words) - shown} more" if len(words) > shown else ""))
 
 
 def _best_scores(emb, pairs, measure):
@@ -364,10 +400,12 @@ def similarity(source, path):
 
     Returns:
         `{"spearman_m", "spearman_d", "coverage", "n_pairs", "n_covered",
-        "undefined"}`; rho over the covered pairs. A rho that is undefined
-        (fewer than 2 covered pairs, equal human scores, or equal model
-        scores, where scipy would give NaN and a warning) is `nan` and
-        `undefined` maps its name to the reason (`{}` when all are defined).
+        "unknown", "undefined"}`; rho over the covered pairs, `unknown`
+        the words that left pairs uncovered (`unknown_words`). A rho that
+        is undefined (fewer than 2 covered pairs, equal human scores, or
+        equal model scores, where scipy would give NaN and a warning) is
+        `nan` and `undefined` maps its name to the reason (`{}` when all
+        are defined).
 
     Example:
 
@@ -394,7 +432,7 @@ def similarity(source, path):
             undefined[f"spearman_{measure}"] = reason
     n = int(covered.sum())
     result.update(coverage=n / len(pairs) if pairs else math.nan, n_pairs=len(pairs),
-                  n_covered=n, undefined=undefined)
+                  n_covered=n, unknown=unknown_words(emb, pairs), undefined=undefined)
     return result
 
 
@@ -415,11 +453,12 @@ def entailment(source, path):
 
     Returns:
         `{"energy", "<energy>_ap", "<energy>_f1", "cos_ap", "cos_f1",
-        "positive_rate", "coverage", "n_pairs", "n_covered", "undefined"}`
-        with `<energy>` the energy's name (`"kl"`: `"kl_ap"`). AP and F1 are
-        undefined (`nan`, and `undefined` maps each name to the reason)
-        unless the covered pairs hold both kinds, entailing and not (with
-        one kind they are 1 or nothing, whatever the model).
+        "positive_rate", "coverage", "n_pairs", "n_covered", "unknown",
+        "undefined"}` with `<energy>` the energy's name (`"kl"`: `"kl_ap"`)
+        and `unknown` the words that left pairs uncovered (`unknown_words`).
+        AP and F1 are undefined (`nan`, and `undefined` maps each name to
+        the reason) unless the covered pairs hold both kinds, entailing and
+        not (with one kind they are 1 or nothing, whatever the model).
 
     Example:
 
@@ -457,7 +496,8 @@ def entailment(source, path):
     n = int(covered.sum())
     result.update(positive_rate=float(labels.mean()) if n else math.nan,
                   coverage=n / len(rows) if rows else math.nan, n_pairs=len(rows),
-                  n_covered=n, undefined=undefined)
+                  n_covered=n, unknown=unknown_words(emb, rows, entailment=True),
+                  undefined=undefined)
     return result
 
 
@@ -478,8 +518,9 @@ def graded_entailment(source, path):
 
     Returns:
         `{"energy", "spearman", "coverage", "n_pairs", "n_covered",
-        "undefined"}`: rho over the covered pairs (`nan`, and `undefined`
-        maps `"spearman"` to why, when it is undefined).
+        "unknown", "undefined"}`: rho over the covered pairs (`nan`, and
+        `undefined` maps `"spearman"` to why, when it is undefined);
+        `unknown` the words that left pairs uncovered (`unknown_words`).
 
     Example:
 
@@ -501,7 +542,8 @@ def graded_entailment(source, path):
     n = int(covered.sum())
     return {"energy": emb.energy, "spearman": _spearman(scores, gold),
             "coverage": n / len(rows) if rows else math.nan, "n_pairs": len(rows),
-            "n_covered": n, "undefined": {"spearman": reason} if reason else {}}
+            "n_covered": n, "unknown": unknown_words(emb, rows, entailment=True),
+            "undefined": {"spearman": reason} if reason else {}}
 
 
 def graded_scores(emb, pairs):
@@ -720,6 +762,29 @@ def undefined_notes(results):
     return lines
 
 
+def unknown_notes(results):
+    """One line per file with pairs skipped for unknown words: how many,
+    and the first few of those words (as gensim's `evaluate_word_pairs`
+    reports its out-of-vocabulary ratio).
+
+    Example:
+
+    >>> unknown_notes({"similarity": {"rg65": {"n_pairs": 65, "n_covered": 62,
+    ...                                        "unknown": ["cock", "rooster"]}}})
+    ["rg65: 3 of 65 pairs skipped, 2 words not in the vocabulary: 'cock', 'rooster'."]
+    """
+    lines = []
+    for kind in KINDS:
+        for name, result in results.get(kind, {}).items():
+            words = result.get("unknown", [])
+            skipped = result["n_pairs"] - result["n_covered"]
+            if skipped and words:
+                lines.append(f"{name}: {skipped} of {result['n_pairs']} pairs skipped, "
+                             f"{len(words)} word{'s' if len(words) > 1 else ''} not in the "
+                             f"vocabulary: {listing(words)}.")
+    return lines
+
+
 def scored_anything(results):
     """Whether at least one measure of one file is defined."""
     measures = {"spearman_m", "spearman_d", "cos_ap", "cos_f1", "spearman"}
@@ -730,38 +795,62 @@ def scored_anything(results):
 
 def format_table(results):
     """Formats `evaluate`'s result as a text table, one row per file; an
-    undefined measure shows as `n/a` (`undefined_notes` says why)."""
+    undefined measure shows as `n/a` (`undefined_notes` says why). The
+    file names are padded to the columns they take in a terminal
+    (`display_width`)."""
     lines = []
     sim, ent = results.get("similarity", {}), results.get("entailment", {})
     if sim:
-        width = max(len("similarity"), *(len(n) for n in sim))
+        width = max(len("similarity"), *(display_width(n) for n in sim))
         lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
         for name, r in sim.items():
-            lines.append(f"{name:<{width}}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
+            lines.append(f"{_pad(name, width)}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     if ent:
         if lines:
             lines.append("")
-        width = max(len("entailment"), *(len(n) for n in ent))
+        width = max(len("entailment"), *(display_width(n) for n in ent))
         energy = next(iter(ent.values())).get("energy", energies.KL.name)  # one source
         label = ENERGY_LABELS[energy]
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "
                      "AP(cos) F1(cos) coverage")
         for name, r in ent.items():
-            lines.append(f"{name:<{width}}   {_f(r[f'{energy}_ap'])}  {_f(r[f'{energy}_f1'])}  "
+            lines.append(f"{_pad(name, width)}   {_f(r[f'{energy}_ap'])}  "
+                         f"{_f(r[f'{energy}_f1'])}  "
                          f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     graded = results.get("graded", {})
     if graded:
         if lines:
             lines.append("")
-        width = max(len("graded"), *(len(n) for n in graded))
+        width = max(len("graded"), *(display_width(n) for n in graded))
         label = f"rho({ENERGY_LABELS[next(iter(graded.values()))['energy']]})"
         lines.append(f"{'graded':<{width}}  {label:>7}  coverage")
         for name, r in graded.items():
-            lines.append(f"{name:<{width}}   {_f(r['spearman'])}  {r['n_covered']}/{r['n_pairs']}")
+            lines.append(f"{_pad(name, width)}   {_f(r['spearman'])}  "
+                         f"{r['n_covered']}/{r['n_pairs']}")
     return "\n".join(lines)
 
 
 def _f(value):
     return "   n/a" if value is None or math.isnan(value) else f"{value:6.3f}"
+
+
+def _pad(text, width):
+    """`text` padded with spaces to `width` terminal columns (`display_width`)."""
+    return text + " " * (width - display_width(text))
+
+
+def display_width(text):
+    """Columns `text` takes in a terminal: combining marks (a Hindi vowel
+    sign, an accent written apart) none, wide East Asian characters two.
+
+    Example:
+
+    >>> display_width("cafe\u0301"), display_width("犬")
+    (4, 2)
+    """
+    import unicodedata
+
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf")  # as wcwidth counts
+               else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

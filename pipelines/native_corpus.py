@@ -49,6 +49,7 @@ from keras_gauss.pipelines.corpus_run import check_vocabulary
 from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
+from keras_gauss.pipelines.corpus_run import start_lines
 from keras_gauss.pipelines.model_file import corpus_model_config
 from keras_gauss.pipelines.model_file import write_corpus_model
 from keras_gauss.pipelines.sampling import keep_probabilities
@@ -554,10 +555,7 @@ class NativeEngine(Engine):
         if arrays is not None:
             _restore(self.tables_, arrays, job.out_dir)
         if job.verbose:
-            print(f"{rows:,} words, {int(self.counts.sum()):,} tokens; {config.dim}-d "
-                  f"{config.covariance} {config.energy.upper()}, window {config.window}, "
-                  f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-                  "engine native")
+            print("\n".join(start_lines(config, self.counts, "native")))
 
     def tables(self):
         config, tables = self.config, self.tables_

@@ -26,6 +26,7 @@ from keras_gauss.pipelines.corpus_run import check_vocabulary
 from keras_gauss.pipelines.corpus_run import no_pairs
 from keras_gauss.pipelines.corpus_run import corpus_metrics
 from keras_gauss.pipelines.corpus_run import corpus_run_info
+from keras_gauss.pipelines.corpus_run import start_lines
 
 # Bounds of the integer settings that would overflow later (`validate`).
 MAX_SEED = 2**23 - 1
@@ -777,10 +778,7 @@ class KerasEngine(Engine):
         with job.distribution.scope():  # build, compile and fit in the distribution's scope
             self.model = model = corpus_model(config, len(vocab))
             if job.verbose:
-                print(f"{len(vocab):,} words, {vocab.total:,} tokens; {config.dim}-d "
-                      f"{config.covariance} {config.energy.upper()}, window {config.window}, "
-                      f"{config.negatives} negative(s), {config.epochs} epoch(s), "
-                      "engine keras")
+                print("\n".join(start_lines(config, vocab.counts, "keras")))
             model.optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, model.optimizer, arrays)

@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_gauss import kernels
+from keras_gauss.checks import INT32_MAX
 from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import tracing_for_tensorflow
 from keras_gauss.constraints.norm_clip import NormClip
@@ -41,7 +42,9 @@ class GaussianEmbedding(keras.layers.Layer):
     An id outside `[0, input_dim)` fails the call, or the compiled step as
     it runs, with one line on every backend: `GaussianEmbedding 'NAME': ids
     must lie in [0, input_dim=N)` (TensorFlow: the gather's or an
-    assertion's `InvalidArgumentError`; JAX in a jitted step: a host
+    assertion's `InvalidArgumentError`, which adds the first id outside,
+    `(id 12 outside [0, N))`, and in a graph (`fit`, `predict`) ends
+    TensorFlow's "Graph execution error"; JAX in a jitted step: a host
     callback taken only on a bad id, or in a training step on CPU the
     compiled gather at no cost, inside a `jax.errors.JaxRuntimeError` (a
     `ValueError` where JAX's C++ dispatch ran the step), after which
@@ -61,7 +64,8 @@ class GaussianEmbedding(keras.layers.Layer):
     the paper leaves them open and the training pipelines set their own.
 
     Args:
-        input_dim: size of the vocabulary (number of Gaussians), `> 0`.
+        input_dim: size of the vocabulary (number of Gaussians), `> 0`;
+            above 2**31 - 1 on JAX only with `jax_enable_x64` (64-bit ids).
         output_dim: dimension `d` of the embedding space, `> 0`.
         covariance: `"diagonal"` or `"spherical"`.
         mean_initializer: initializer of the means table.
@@ -104,6 +108,7 @@ class GaussianEmbedding(keras.layers.Layer):
             raise ValueError(
                 f"`covariance` must be one of {COVARIANCES}, got {covariance!r}."
             )
+        _check_ids_fit(int(input_dim))
         self.input_dim = int(input_dim)  # a NumPy integer (`ids.max() + 1`) too
         self.output_dim = int(output_dim)
         self.covariance = covariance
@@ -293,18 +298,54 @@ class GaussianEmbedding(keras.layers.Layer):
             if values.size and (values.min() < 0 or values.max() >= self.input_dim):
                 self._raise_out_of_range()
         if keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            message = self._range_message()
-            checks = [
-                tf.debugging.assert_non_negative(ids, message=message),
-                tf.debugging.assert_less(
-                    ids, tf.cast(self.input_dim, ids.dtype), message=message
-                ),
-            ]
-            with tf.control_dependencies(checks):
-                ids = tf.identity(ids)
+            ids = self._checked_in_tensorflow(ids)
         return ids
+
+    def _checked_in_tensorflow(self, ids):
+        """`ids` behind a check of their range that fails with the compiled
+        gather's line, naming the first id outside (`_outside_message`):
+        at once when eager, else by an assertion whose message is built
+        only on a bad id (TensorFlow's "Graph execution error" then ends
+        with that line, not with the ids' first values). Inside XLA, which
+        compiles no string op, by TensorFlow's assertions."""
+        import tensorflow as tf
+        from tensorflow.python.framework import ops as tf_ops
+        from tensorflow.python.ops import control_flow_util
+
+        ids = tf.convert_to_tensor(ids)
+        if control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph()):
+            message = self._range_message()
+            checks = [tf.debugging.assert_non_negative(ids, message=message),
+                      tf.debugging.assert_less(ids, tf.cast(self.input_dim, ids.dtype),
+                                               message=message)]
+            with tf.control_dependencies(checks):
+                return tf.identity(ids)
+        flat = tf.reshape(ids, [-1])
+        outside = (flat < 0) | (flat >= tf.cast(self.input_dim, flat.dtype))
+        if tf.executing_eagerly():
+            if bool(tf.reduce_any(outside)):
+                bad = int(flat[int(tf.argmax(tf.cast(outside, tf.int32)))])
+                raise tf.errors.InvalidArgumentError(None, None, self._outside_message(bad))
+            return ids
+
+        def fail():
+            bad = tf.gather(flat, tf.argmax(tf.cast(outside, tf.int32)))
+            head, tail = self._outside_parts()
+            line = tf.strings.join([head, tf.strings.as_string(bad), tail])
+            with tf.control_dependencies([tf.debugging.Assert(False, [line])]):
+                return tf.constant(False)
+
+        checked = tf.cond(tf.reduce_any(outside), fail, lambda: tf.constant(True))
+        with tf.control_dependencies([checked]):
+            return tf.identity(ids)
+
+    def _outside_message(self, bad):
+        """The range error naming the id `bad`, as the compiled gathers say it."""
+        head, tail = self._outside_parts()
+        return f"{head}{bad}{tail}"
+
+    def _outside_parts(self):
+        return f"{self._range_message()} (id ", f" outside [0, {self.input_dim}))"
 
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape) + (self.output_dim,)
@@ -335,6 +376,24 @@ class GaussianEmbedding(keras.layers.Layer):
             }
         )
         return config
+
+
+def _check_ids_fit(input_dim):
+    """Raises `ValueError` where the backend cannot hold every id of a table
+    of `input_dim` rows: JAX without 64-bit integers (`jax_enable_x64`)
+    turns int64 ids into int32, so ids from 2**31 on would wrap (2**32 + 3
+    to row 3) before the layer sees them. (TensorFlow and torch keep int64
+    ids: their range checks see them whole.)"""
+    if input_dim <= INT32_MAX or keras.backend.backend() != "jax":
+        return
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"`input_dim`={input_dim:,}: ids above 2**31 - 1 need 64-bit integers, which "
+            "JAX has only with jax_enable_x64 (JAX_ENABLE_X64=1, or "
+            "jax.config.update('jax_enable_x64', True) before any array is made); without "
+            "it they would be cut to 32 bits.")
 
 
 def _initializer(identifier, argument):

@@ -31,8 +31,10 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
     ...                          np.array([[-2.0, -2.5]]))[0])
     0.5
     """
-    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
-    y_true = ops.cast(ops.convert_to_tensor(y_true), "float32")
+    y_pred = ops.convert_to_tensor(y_pred)
+    dtype = computation_dtype(y_pred)
+    y_pred = ops.cast(y_pred, dtype)
+    y_true = ops.cast(ops.convert_to_tensor(y_true), dtype)
     if len(y_pred.shape) == 1:
         raise ValueError(
             "MaxMarginRanking expects lists of energies shaped "
@@ -52,17 +54,33 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
         # The items' differences y_i - y_j of every ordered pair i != j by
         # one matmul (exact: the matrix holds 1, -1 and 0); on TensorFlow's
         # CPU three times cheaper than the broadcasts below, gradient included.
-        better = ops.cast(ops.greater(ops.matmul(y_true, differences), 0.0), "float32")
+        differences = ops.cast(differences, dtype)
+        better = ops.cast(ops.greater(ops.matmul(y_true, differences), 0.0), dtype)
         hinge = ops.relu(margin - ops.matmul(y_pred, differences))
         return ops.sum(better * hinge, axis=-1)
     # better[b, i, j] is 1 where item i should outrank item j.
     better = ops.cast(
         ops.greater(ops.expand_dims(y_true, -1), ops.expand_dims(y_true, -2)),
-        "float32",
+        dtype,
     )
     gaps = ops.expand_dims(y_pred, -1) - ops.expand_dims(y_pred, -2)
     hinge = ops.relu(margin - gaps)
     return ops.sum(better * hinge, axis=(-2, -1))
+
+
+def computation_dtype(energies):
+    """The dtype a loss of `energies` computes in: float64 for float64
+    energies (a loss with `dtype="float64"` hands it those), else float32
+    (half-precision energies are widened: a hinge's margin and differences
+    keep float32's precision).
+
+    Example:
+
+    >>> computation_dtype(np.zeros(2, "float64")), computation_dtype(np.zeros(2, "float16"))
+    ('float64', 'float32')
+    """
+    dtype = keras.backend.standardize_dtype(energies.dtype)
+    return "float64" if dtype == "float64" else "float32"
 
 
 def check_label_shape(y_true, y_pred, loss):
@@ -123,14 +141,17 @@ class MaxMarginRanking(keras.losses.Loss):
     energy followed by `k` negative energies) and `y_true` holds relevance
     labels of the same shape (for example `[1, 0, ..., 0]`). Every pair
     whose labels are ordered contributes a hinge term. The loss is computed
-    in float32.
+    in float32, or in float64 with `dtype="float64"` (`computation_dtype`).
 
     Args:
         margin: the margin `m > 0` (default 1.0).
         reduction: how per-example losses are reduced (Keras's default,
             `"sum_over_batch_size"`, averages them).
         name: name of the loss.
-        dtype: dtype of the loss computations.
+        dtype: dtype of the loss's inputs and result (default: Keras's
+            float type, `keras.backend.floatx()`): `"float64"` computes in
+            float64; float32 and half precision (whose energies are
+            widened) in float32.
 
     Example:
 

@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_gauss.checks import check_number
 from keras_gauss.losses.max_margin_ranking import check_label_shape
+from keras_gauss.losses.max_margin_ranking import computation_dtype
 
 
 def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
@@ -45,10 +46,12 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     ...                              threshold=1.0, margin=5.0)[0])
     4.0
     """
-    y_pred = ops.cast(ops.convert_to_tensor(y_pred), "float32")
+    y_pred = ops.convert_to_tensor(y_pred)
+    dtype = computation_dtype(y_pred)  # float64 energies stay float64
+    y_pred = ops.cast(y_pred, dtype)
     y_true = ops.convert_to_tensor(y_true)
     check_label_shape(y_true, y_pred, "ThresholdedDivergence")
-    positive = ops.cast(ops.greater(y_true, 0), "float32")
+    positive = ops.cast(ops.greater(y_true, 0), dtype)
     divergence = -y_pred
     losses = (positive * ops.relu(divergence - threshold)
               + (1.0 - positive) * ops.relu(threshold + margin - divergence))
@@ -74,7 +77,11 @@ class ThresholdedDivergence(keras.losses.Loss):
         margin: divergence `m > 0` that negatives must exceed.
         reduction: Keras loss reduction.
         name: name of the loss.
-        dtype: dtype of the loss computations.
+        dtype: dtype of the loss's inputs and result (default: Keras's
+            float type, `keras.backend.floatx()`): `"float64"` computes in
+            float64; float32 and half precision (whose energies are
+            widened) in float32
+            (`keras_gauss.losses.max_margin_ranking.computation_dtype`).
 
     Example:
 

@@ -30,6 +30,9 @@ class GaussianModel(keras.Model):
     lookups of the train step are sparse embedding lookups
     (`keras_gauss.models.row_lookups.TorchRowLookups`): the tables'
     gradients are sparse rows, which `SparseAdagrad` applies row by row.
+    On JAX, a step that fails as it runs (an id outside a table) fails
+    `fit` or `evaluate` at the end of that epoch at the latest (Keras's
+    logs would drop the error, and the next read of the model raise it).
     With `steps_per_execution=K` on a JAX GPU or TPU, the K steps of a call
     run in one compiled `lax.scan` (`scanned_steps`), not as K dispatches;
     `model.scan_steps = True` or `False` (an attribute, not saved) forces
@@ -58,6 +61,21 @@ class GaussianModel(keras.Model):
         if keras.backend.backend() != "jax" or self.optimizer is None:
             return super().train_step(*args, **kwargs)
         return self._row_train_step(*args, **kwargs)
+
+    def get_metrics_result(self):
+        # On JAX a step that fails as it runs (an id outside a table: the
+        # compiled gather's or the range check's error) hands its error to
+        # every output, the metrics' values among them, and Keras's logs
+        # drop it where they turn those into floats (`pythonify_logs`):
+        # `fit` and `evaluate` then returned as if all went well and the
+        # next read of the model raised. Waiting for the values here (fit
+        # reads them at each epoch's end anyway) raises it inside them.
+        results = super().get_metrics_result()
+        if keras.backend.backend() == "jax":
+            import jax
+
+            jax.block_until_ready(results)
+        return results
 
     # Whether `steps_per_execution` steps run in one `lax.scan` on JAX:
     # None (on an accelerator, not on the CPU), True or False.

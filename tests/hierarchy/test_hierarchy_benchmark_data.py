@@ -54,10 +54,22 @@ def test_read_entailment(tmp_path):
     ]
 
 
+def test_read_entailment_takes_comma_and_space_separated_files(tmp_path):
+    # A CSV or space-separated file was refused ("expected at least 3
+    # tab-separated columns ... got 1") though its fields are unambiguous.
+    tab = read_entailment(write(tmp_path, "ache\tpain\tTrue\thyper\nice cream\tfood\tfalse\n"))
+    text = "ache, pain, True, hyper\n\"ice cream\",food,false\n"
+    assert read_entailment(write(tmp_path, text, name="e.csv")) == tab
+    text = "# word1 word2 label\nache  pain True hyper\nice_cream food false\n"
+    assert read_entailment(write(tmp_path, text, name="e.txt")) == [
+        ("ache", "pain", True), ("ice_cream", "food", False)]
+
+
 @pytest.mark.parametrize(
     "bad_line, message",
     [
-        ("cat animal True hyper", "at least 3 tab-separated"),
+        ("cat animal", "at least 3 columns .* separated by tabs, else commas, else spaces"),
+        ("cat,animal", "at least 3 columns"),
         ("cat\tanimal\tyes\thyper", "must be True or False"),
         ("cat\t\tTrue\thyper", "empty word"),
     ],

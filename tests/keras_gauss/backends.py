@@ -18,6 +18,15 @@ def only_on_tensorflow(why):
     return pytest.mark.skipif(BACKEND != "tensorflow", reason=f"TensorFlow only: {why}")
 
 
+def float64_available():
+    """Whether the backend computes in float64 (JAX only with `jax_enable_x64`)."""
+    if BACKEND != "jax":
+        return True
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
 def gradients(loss_fn, variables):
     """The gradients of the scalar `loss_fn()` in the Keras `variables`, as
     dense NumPy arrays, on the current backend."""

@@ -217,7 +217,7 @@ def test_format_neighbors_never_prints_negative_zero():
 def test_format_neighbors_lines_up_combining_marks_and_wide_characters():
     # Hindi vowel signs and a separate accent take no column, a CJK character
     # two: the numbers stood out of line by the difference.
-    from keras_gauss.pipelines.cli import display_width
+    from keras_gauss.pipelines.evaluate import display_width
     from keras_gauss.pipelines.cli import format_neighbors
 
     names = ["हिन्दी", "cafe\u0301", "犬", "dog"]

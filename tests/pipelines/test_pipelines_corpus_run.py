@@ -25,3 +25,30 @@ def test_a_vocabulary_of_one_word_is_one_line_and_no_run(tmp_path, capsys, engin
                           *TRAIN], capsys)
     assert code == 2 and "('the', --max-size 1)" in err and "a larger --max-size" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_heavy_subsampling_is_announced_with_the_setting_that_keeps_more(tmp_path, capsys):
+    # A toy corpus under the default --sample 1e-4 trained on about 5% of
+    # its tokens, unannounced (gensim logs "downsampling leaves estimated N
+    # word corpus (P% of prior M)").
+    from keras_gauss.cli import main
+    from keras_gauss.pipelines.corpus_run import start_lines
+    from keras_gauss.pipelines.train import CorpusConfig
+
+    corpus = tmp_path / "toy.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 500)
+    assert main(["train-corpus", "--corpus", str(corpus), "--out", str(tmp_path / "r"),
+                 "--engine", "native", "--min-count", "1", "--dim", "4",
+                 "--checkpoint-every", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    note = next(i for i, line in enumerate(lines) if line.startswith("downsampling"))
+    assert lines[note - 1].startswith("7 words, 6,000 tokens; 4-d"), lines
+    assert lines[note].startswith("downsampling (--sample 0.0001) leaves estimated ")
+    assert lines[note].endswith("% of prior 6,000) an epoch; give a lower --sample to keep "
+                                "more (--sample 0: no subsampling).")
+    kept = float(lines[note].split("estimated ")[1].split(" word")[0])
+    assert 0 < kept < 0.1 * 6000
+    # subsampling off, or keeping most of the tokens: nothing to announce
+    counts = [300, 200, 100]
+    assert len(start_lines(CorpusConfig(sample=0.0), counts, "native")) == 1
+    assert len(start_lines(CorpusConfig(sample=0.1), counts, "native")) == 1

@@ -42,6 +42,27 @@ def test_similarity_spearman_and_coverage(tmp_path, emb):
     assert -1 <= result["spearman_d"] <= 1
 
 
+def test_unknown_words_are_named(tmp_path, emb):
+    # Pairs with unknown words were counted (coverage 2/10) but the words
+    # never named: a case or spelling mismatch had to be guessed.
+    from keras_gauss.pipelines.evaluate import unknown_notes
+
+    path = tmp_path / "sim.tsv"
+    path.write_text("a\tb\t9\na\tZebra\t5\nyak\tb\t1\nzebra\tc\t2\na\tc\t4\n"
+                    + "".join(f"w{i}\ta\t1\n" for i in range(5)))
+    ent = tmp_path / "ent.tsv"
+    ent.write_text("b\ta\tTrue\nc\tgnu\tFalse\n")
+    results = evaluate(emb, [path], [ent])
+    assert results["similarity"]["sim"]["unknown"] == ["zebra", "yak", "w0", "w1", "w2", "w3",
+                                                      "w4"]
+    assert unknown_notes(results) == [
+        "sim: 8 of 10 pairs skipped, 7 words not in the vocabulary: 'zebra', 'yak', 'w0', "
+        "'w1', 'w2' and 2 more.",
+        "ent: 1 of 2 pairs skipped, 1 word not in the vocabulary: 'gnu'."]
+    path.write_text("a\tb\t9\na\tc\t4\n")
+    assert similarity(emb, path)["unknown"] == [] and unknown_notes(evaluate(emb, [path])) == []
+
+
 def test_similarity_all_unknown_is_nan_not_error(tmp_path, emb):
     path = tmp_path / "sim.tsv"
     path.write_text("x\ty\t1\nu\tv\t2\n")
@@ -56,6 +77,18 @@ def test_malformed_similarity_line_names_file_and_line(tmp_path):
         read_similarity(path)
     path.write_text("a\tb\thigh\n")
     with pytest.raises(ValueError, match="line 1.*score"):
+        read_similarity(path)
+
+
+def test_similarity_files_may_be_comma_separated(tmp_path):
+    # "cat,dog,7.5" was "expected word1<TAB>word2<TAB>score": CSV files
+    # (wordsim353.csv) had to be converted first.
+    path = tmp_path / "sim.csv"
+    path.write_text('# word1,word2,score\nCat,dog,7.5\n"ice cream", cone ,6\n')
+    assert read_similarity(path) == [("cat", "dog", 7.5), ("ice cream", "cone", 6.0)]
+    path.write_text("cat,dog\n")
+    with pytest.raises(ValueError, match=r"sim\.csv, line 1: expected word1, word2 and score "
+                                         "separated by tabs, else commas, else spaces"):
         read_similarity(path)
 
 
@@ -370,11 +403,16 @@ def test_cli_evaluate_undefined_is_explicit_and_nothing_scored_is_an_error(tmp_p
     assert saved["similarity"]["flat"]["spearman_m"] is None
     assert "all equal" in saved["similarity"]["flat"]["undefined"]["spearman_d"]
     assert saved["similarity"]["good"]["spearman_m"] is not None
+    partial = tmp_path / "partial.tsv"  # the words behind a coverage below 100%
+    partial.write_text("cat\tdog\t9\ncat\thammer\t1\nsaw\tqwzx\t8\n")
+    assert main(["evaluate", str(run), "--similarity", str(partial)]) == 0
+    assert ("partial: 1 of 3 pairs skipped, 1 word not in the vocabulary: 'qwzx'."
+            in capsys.readouterr().out.splitlines())
     unknown = tmp_path / "hyperlex.txt"
     unknown.write_text("qwzx vbnm N hyp-1 5 5 .1\n")
     err = cli_error(["evaluate", run, "--hyperlex", unknown], capsys)
     assert err.endswith(f"--hyperlex {unknown}: none of its 1 pairs has both words in the "
-                        f"vocabulary of {run}; nothing to score.")
+                        f"vocabulary of {run} (unknown: 'qwzx', 'vbnm'); nothing to score.")
     empty = tmp_path / "empty.txt"
     empty.write_text("WORD1 WORD2 POS TYPE AVG_SCORE AVG_SCORE_0_10 STD SCORES..\n")
     err = cli_error(["evaluate", run, "--hyperlex", empty], capsys)
@@ -482,3 +520,21 @@ def test_table_columns_line_up_under_their_titles_with_short_file_names(tmp_path
     header, row = lines[3], lines[4]
     at = header.index("AP(KL)")
     assert row[at:at + 6] == f"{results['entailment']['e']['kl_ap']:6.3f}"
+
+
+def test_table_lines_up_file_names_with_combining_marks_and_wide_characters(tmp_path, emb):
+    # Names were padded by len(): an accent written apart (NFD) counts one
+    # character but takes no column, a CJK character two, so the scores of
+    # such a file stood out of line (as the neighbours table's did).
+    from keras_gauss.pipelines.evaluate import display_width
+
+    names = ["cafe\u0301", "犬犬", "rg"]
+    for name in names:
+        (tmp_path / f"{name}.tsv").write_text("a\tb\t9\na\tc\t7\na\td\t3\n")
+    results = evaluate(emb, [tmp_path / f"{name}.tsv" for name in names])
+    lines = format_table(results).splitlines()
+    at = display_width(lines[0][:lines[0].index("rho(m)")])
+    for name, line in zip(names, lines[1:]):
+        assert line.startswith(name)
+        score = f"{results['similarity'][name]['spearman_m']:6.3f}"
+        assert display_width(line[:line.index(score)]) == at, lines

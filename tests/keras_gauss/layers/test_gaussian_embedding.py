@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from backends import BACKEND
 from backends import gradients
+from backends import only_on_tensorflow
 from layer_test_case import run_layer_test
 
 from keras_gauss import GaussianEmbedding
@@ -168,6 +169,46 @@ def test_out_of_range_ids_in_compiled_steps(bad_id):
         model()[0].fit(ids, np.zeros((8, 2), "float32"), batch_size=4, verbose=0)
 
 
+@only_on_tensorflow("the graph assertions of predict (other backends: test above)")
+def test_predict_on_tensorflow_names_the_id_outside_the_table():
+    # predict's assertion printed the ids' first values ("[x (data:0) = ]
+    # [0 1 2...]"), not the one outside; now its line is the train step's.
+    layer = GaussianEmbedding(10, 4, name="words")
+    inputs = keras.Input((2,), dtype="int32")
+    model = keras.Model(inputs, layer(inputs)[0])
+    ids = np.array([[0, 1], [2, 3], [4, 12], [-1, 5]], "int32")
+    with pytest.raises(_out_of_range_error(),
+                       match=r"input_dim=10\) \(id 12 outside \[0, 10\)\)\]\n"):
+        model.predict(ids, verbose=0)
+    with pytest.raises(_out_of_range_error(), match=r"\(id -1 outside \[0, 10\)\)"):
+        model.predict(ids[3:], verbose=0)
+    with pytest.raises(_out_of_range_error(), match=r"\(id 4294967299 outside \[0, 10\)\)"):
+        layer(np.array([3, 2**32 + 3], "int64"))  # eager
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: its steps run asynchronously")
+def test_a_gaussian_model_fit_on_jax_fails_inside_fit():
+    """A JAX step that fails as it runs hands its error to its outputs, and
+    Keras's logs dropped it: `fit` of steps big enough to run asynchronously
+    returned, its loss a failed array, and the next read of the model raised.
+    `GaussianModel` raises it in `fit` (at the epoch's end)."""
+    import jax
+
+    from keras_gauss import GaussianModel
+    from keras_gauss import SparseAdagrad
+
+    layer = GaussianEmbedding(1000, 16, name="words")
+    inputs = keras.Input((20,), dtype="int32")
+    model = GaussianModel(inputs, keras.ops.sum(layer(inputs)[0], axis=-1))
+    model.compile(SparseAdagrad(0.1), "mse")
+    ids = np.random.default_rng(0).integers(0, 1000, (8000, 20)).astype("int32")
+    ids[5000, 3] = 1000
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError),
+                       match=re.escape("GaussianEmbedding 'words': ids must lie in "
+                                       "[0, input_dim=1000)")):
+        model.fit(ids, np.zeros((8000, 20), "float32"), batch_size=1000, verbose=0)
+
+
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "
                     "range check's host callback (TensorFlow exports its assertions)")
 def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):
@@ -187,6 +228,20 @@ def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):
     rows = served.serve(tf.constant([[1, 10], [-1, 3]])).numpy()
     np.testing.assert_array_equal(rows[[0, 1], [0, 1]], means[[1, 3]])
     assert np.isnan(rows[[0, 1], [1, 0]]).all()
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: TensorFlow and torch keep int64 ids")
+def test_a_table_past_int32_ids_needs_x64_on_jax():
+    # Without jax_enable_x64 JAX turns int64 ids into int32: ids from 2**31
+    # on wrapped (2**32 + 3 read row 3) in a table that has such rows.
+    import jax
+
+    if jax.config.jax_enable_x64:
+        pytest.skip("jax_enable_x64 is on: 64-bit ids are kept")
+    with pytest.raises(ValueError, match=r"^`input_dim`=2,147,483,648: ids above 2\*\*31 - 1 "
+                                         r"need 64-bit integers, .*jax_enable_x64"):
+        GaussianEmbedding(2**31, 4)
+    assert GaussianEmbedding(2**31 - 1, 4).input_dim == 2**31 - 1  # (not built: no table)
 
 
 def test_int64_and_small_int_ids():

@@ -3,6 +3,7 @@ import importlib
 import keras
 import numpy as np
 import pytest
+from backends import float64_available
 
 from keras_gauss import MaxMarginRanking
 from keras_gauss.losses import max_margin_ranking
@@ -104,6 +105,19 @@ def test_float16_input_gives_float32():
     loss = MaxMarginRanking()(y_true, y_pred)
     assert keras.backend.standardize_dtype(loss.dtype) == "float32"
     assert float(loss) == pytest.approx(0.5)
+
+
+def test_dtype_float64_computes_in_float64():
+    # dtype="float64" gave a float64 loss computed in float32: 1.1 came
+    # out as 1.100000023841858.
+    if not float64_available():
+        pytest.skip("this backend computes in float32 (JAX without jax_enable_x64)")
+    y_true, y_pred = np.array([[1.0, 0.0]]), np.array([[0.1, 0.2]])
+    loss = MaxMarginRanking(dtype="float64")(y_true, y_pred)  # max(0, 1 - 0.1 + 0.2)
+    assert keras.backend.standardize_dtype(loss.dtype) == "float64"
+    assert float(loss) == pytest.approx(1.1, abs=1e-15)
+    per_example = max_margin_ranking(y_true, y_pred)  # float64 energies: float64
+    assert float(per_example[0]) == pytest.approx(1.1, abs=1e-15)
 
 
 def _values_and_gradients(y_true, y_pred):

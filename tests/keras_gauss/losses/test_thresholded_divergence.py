@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+from backends import float64_available
 from backends import gradients
 
 from keras_gauss.losses import ThresholdedDivergence
@@ -81,3 +82,14 @@ def test_labels_shared_by_every_list_are_taken():
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(thresholded_divergence(shared, energies)),
         keras.ops.convert_to_numpy(thresholded_divergence(np.repeat(shared, 5, 0), energies)))
+
+
+def test_dtype_float64_computes_in_float64():
+    # dtype="float64" gave a float64 loss computed in float32 (0.9 came out
+    # 0.9000000357627869)
+    if not float64_available():
+        pytest.skip("this backend computes in float32 (JAX without jax_enable_x64)")
+    y_true, y_pred = np.array([[1.0, 0.0]]), np.array([[-0.1, -0.2]])
+    loss = ThresholdedDivergence(threshold=0.0, margin=1.0, dtype="float64")(y_true, y_pred)
+    assert keras.backend.standardize_dtype(loss.dtype) == "float64"
+    assert float(loss) == pytest.approx(0.1 + 0.8, abs=1e-15)  # max(0, 0.1), max(0, 1 - 0.2)

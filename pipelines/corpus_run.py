@@ -81,7 +81,7 @@ def start_lines(config, counts, engine):
     >>> for line in start_lines(CorpusConfig(dim=4), [600, 300, 100], "native"):
     ...     print(line)
     3 words, 1,000 tokens; 4-d diagonal EL, window 10, 1 negative(s), 1 epoch(s), engine native
-    downsampling (--sample 0.0001) leaves estimated 17 word corpus (1.7% of prior 1,000) an epoch; give a lower --sample to keep more (--sample 0: no subsampling).
+    downsampling (--sample 0.0001) leaves estimated 17 word corpus (1.7% of prior 1,000) an epoch; give a higher --sample to keep more (--sample 0: no subsampling).
     """
     counts = np.asarray(counts, np.float64)
     total = int(counts.sum())
@@ -92,7 +92,7 @@ def start_lines(config, counts, engine):
     if total and kept < SUBSAMPLING_NOTE_BELOW * total:
         lines.append(f"downsampling (--sample {config.sample:g}) leaves estimated "
                      f"{kept:,.0f} word corpus ({100 * kept / total:.1f}% of prior {total:,}) "
-                     "an epoch; give a lower --sample to keep more (--sample 0: no "
+                     "an epoch; give a higher --sample to keep more (--sample 0: no "
                      "subsampling).")
     return lines
 

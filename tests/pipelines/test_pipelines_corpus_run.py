@@ -44,10 +44,17 @@ def test_heavy_subsampling_is_announced_with_the_setting_that_keeps_more(tmp_pat
     note = next(i for i, line in enumerate(lines) if line.startswith("downsampling"))
     assert lines[note - 1].startswith("7 words, 6,000 tokens; 4-d"), lines
     assert lines[note].startswith("downsampling (--sample 0.0001) leaves estimated ")
-    assert lines[note].endswith("% of prior 6,000) an epoch; give a lower --sample to keep "
+    assert lines[note].endswith("% of prior 6,000) an epoch; give a higher --sample to keep "
                                 "more (--sample 0: no subsampling).")
     kept = float(lines[note].split("estimated ")[1].split(" word")[0])
     assert 0 < kept < 0.1 * 6000
+
+    def estimate(sample):  # the advice's direction: a higher --sample keeps more
+        counts = [3000, 1000, 1000, 500, 250, 125, 125]
+        line = start_lines(CorpusConfig(sample=sample), counts, "native")[-1]
+        return float(line.split("estimated ")[1].split(" word")[0].replace(",", ""))
+
+    assert estimate(1e-4) < estimate(1e-3)
     # subsampling off, or keeping most of the tokens: nothing to announce
     counts = [300, 200, 100]
     assert len(start_lines(CorpusConfig(sample=0.0), counts, "native")) == 1

@@ -408,8 +408,6 @@ def load_run(run_dir):
     from keras_gauss import register_serializables
     from keras_gauss.checks import check_table_bounds
 
-    register_serializables()
-
     run_dir = Path(run_dir)
     if not all(os.path.lexists(run_dir / name) for name in (RUN_FILE, "model.keras")):
         interrupted = interrupted_note(run_dir)
@@ -440,6 +438,7 @@ def load_run(run_dir):
     metrics_path = run_dir / "metrics.json"
     metrics = read_json(metrics_path) if os.path.lexists(metrics_path) else {}
     model_path = run_dir / "model.keras"
+    register_serializables()  # (Keras: only once the run's own files are there)
     model = _load_model(model_path)
     try:
         table = model.get_layer(info["table"])

@@ -667,8 +667,11 @@ def write_error(error):
 def not_writable(path, error, what, kept):
     """`OutputNotWritableError` for a write of `what` to `path` that failed with
     `error`, saying what was kept; None when `error` is no refusal of the
-    file system (`write_error`)."""
-    reason = getattr(error, "reason", None) or write_error(error)
+    file system (`write_error`), such as a word UTF-8 cannot encode."""
+    # The reason of a refusal reported already (a checkpoint's atomic_file); other
+    # exceptions' `reason` (a UnicodeError's: "surrogates not allowed") is none.
+    reason = getattr(error, "reason", None) if isinstance(error, OutputNotWritableError) else None
+    reason = reason or write_error(error)
     if reason is None:
         return None
     refused = OutputNotWritableError(

@@ -408,6 +408,22 @@ def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kin
     assert written.read_text() == "newer"
 
 
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_an_error_of_the_data_is_not_reported_as_the_file_systems(tmp_path, kind):
+    """A word UTF-8 cannot encode (a UnicodeEncodeError, whose `reason` is the codec's)
+    is raised as it is, not as "cannot write ... (surrogates not allowed)"."""
+    target = tmp_path / ("out" if kind == "directory" else "means.txt")
+    opened = (atomic_directory(target, content=PROJECTOR) if kind == "directory"
+              else atomic_file(target, content=WORD2VEC))
+    with pytest.raises(UnicodeEncodeError):
+        with opened as out:
+            if kind == "directory":
+                (out / "metadata.tsv").write_text("bad\udcff\n", encoding="utf-8")
+            else:
+                out.write("bad\udcff\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_path):
     run = tmp_path / "run"
     with atomic_directory(run) as tmp:

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.checks import check_tables_finite
+from keras_gauss.export.word2vec import utf8_words
 from keras_gauss.io import SERVING
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_output_dir
@@ -74,10 +75,11 @@ def check_vocabulary(words, size=None):
         The words as a list of `str`.
 
     Raises:
-        ValueError: a word is not a non-empty string without line breaks, a
-            word is repeated, or the count differs from `size`.
+        ValueError: a word is not a non-empty string without line breaks, is
+            not UTF-8 (`utf8_words`), a word is repeated, or the count differs
+            from `size`.
     """
-    words = [w.decode("utf-8") if isinstance(w, bytes) else w for w in words]
+    words = utf8_words(words, "serving vocabulary")
     bad = [w for w in words if not isinstance(w, str) or not w
            or "\n" in w or "\r" in w]
     if bad:

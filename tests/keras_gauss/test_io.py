@@ -408,6 +408,26 @@ def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kin
     assert written.read_text() == "newer"
 
 
+def test_a_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys):
+    """The output's name, or with the lock or marker keras-gauss writes beside it,
+    longer than the file system takes: one line naming why (it was an OSError traceback)."""
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    longest = {"word2vec": limit - len(".") - len(".keras-gauss.tmp-XXXXXXXX"),
+               "projector": limit - len(".") - len(".keras-gauss-lock"), "serving": limit}
+    for fmt, fits in longest.items():
+        out = tmp_path / ("n" * (fits + 1))  # serving: too long a directory to make
+        err = cli_error(["export", tmp_path / "no-run", "--format", fmt, "--out", out], capsys)
+        assert f"takes names of at most {limit} bytes; choose a shorter name" in err, err
+    with pytest.raises(OutputNotWritableError, match="keras-gauss writes .NAME.keras-gauss-lock"):
+        with atomic_directory(tmp_path / ("n" * (longest["projector"] + 1))):
+            pass
+    assert list(tmp_path.iterdir()) == []
+    with atomic_file(tmp_path / ("n" * longest["word2vec"]), content=WORD2VEC) as out:
+        out.write("fits")
+    with atomic_directory(tmp_path / ("d" * longest["projector"]), content=PROJECTOR):
+        pass
+
+
 @pytest.mark.parametrize("kind", ["directory", "file"])
 def test_an_error_of_the_data_is_not_reported_as_the_file_systems(tmp_path, kind):
     """A word UTF-8 cannot encode (a UnicodeEncodeError, whose `reason` is the codec's)

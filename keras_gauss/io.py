@@ -194,10 +194,12 @@ def check_writable(path, need_bytes=MIN_FREE_BYTES):
     """
     path = _absolute(path)
     ancestor = path.parent
-    while not ancestor.exists():
+    while not os.path.lexists(ancestor):  # a link to nothing is no missing directory to make
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise OutputNotWritableError(f"{path}: {ancestor} is not a directory.")
+        what = ("a symbolic link that leads to no directory" if ancestor.is_symlink()
+                else "not a directory")
+        raise OutputNotWritableError(f"{path}: {ancestor} is {what}.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".keras-gauss-probe-", dir=ancestor)
         os.close(fd)

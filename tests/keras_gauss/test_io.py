@@ -104,6 +104,19 @@ def test_output_under_a_file_is_refused(tmp_path):
         check_output_dir(tmp_path / "file" / "run")
 
 
+def test_output_under_a_symbolic_link_to_no_directory_is_one_line(tmp_path, capsys):
+    """A broken link (an unmounted disk's), a loop: it was a FileExistsError traceback
+    from the directories made for the lock."""
+    (tmp_path / "broken").symlink_to(tmp_path / "unmounted")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for link in ("broken", "loop"):
+        for fmt, out in (("word2vec", "v.txt"), ("projector", "p"), ("serving", "s")):
+            err = cli_error(["export", tmp_path / "no-run", "--format", fmt,
+                             "--out", tmp_path / link / out], capsys)
+            assert f"{tmp_path / link} is a symbolic link that leads to no directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "loop"]
+
+
 WRITER = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path

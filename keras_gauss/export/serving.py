@@ -60,6 +60,8 @@ OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
 
 DEFAULT_K = 10
+# TF Serving reads a version directory's name as an int64, and skips one that is not.
+MAX_VERSION = 2**63 - 1
 VOCABULARY_ASSET = "vocabulary.txt"
 EXPORT_INFO = "keras_gauss_export.json"
 
@@ -103,6 +105,22 @@ def check_vocabulary(words, size=None):
             f"{size} rows."
         )
     return words
+
+
+def check_version(version, name="version"):
+    """Returns `version` when TF Serving can serve it: an integer from 1 to
+    `MAX_VERSION` (2^63 - 1); raises `ValueError` naming `name` otherwise.
+
+    Example:
+
+    >>> check_version(3)
+    3
+    """
+    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) \
+            or not 1 <= version <= MAX_VERSION:
+        raise ValueError(f"{name} must be an integer from 1 to 2^63 - 1 (TF Serving reads "
+                         f"the version directory as an int64), got {version!r}.")
+    return int(version)
 
 
 def _write_vocabulary_asset(words, directory):
@@ -451,7 +469,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     Args:
         run_dir: a run directory written by `train-wordnet` or `train-corpus`.
         serve_dir: TF Serving's model base path.
-        version: the model version, a positive integer.
+        version: the model version, an integer from 1 to 2^63 - 1.
         k: neighbours returned by the `neighbors` signature.
         overwrite: replace a serving export of ours in the version directory.
         candidate_table: the name of another `GaussianEmbedding` layer of
@@ -475,9 +493,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """
-    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}.")
-    target = Path(serve_dir) / str(int(version))
+    target = Path(serve_dir) / str(check_version(version))
     check_output_dir(target, overwrite, content=SERVING)  # fail before loading the model
     run = load_run(run_dir)
     means, variances = run.tables()

@@ -7,7 +7,9 @@ TensorFlow only, never `keras_gauss`:
 
 - `serving_default` (also `energy`): inputs `query`, `candidate` (string
   vectors of the same length, or one of them of length 1, which is
-  broadcast); outputs `energy` (float32), `query_in_vocabulary` and
+  broadcast); outputs `energy` (float32: `Run.energy`'s float64 formula,
+  `keras_gauss.numpy_ops.pair_energy`, in TensorFlow ops whatever Keras's
+  backend), `query_in_vocabulary` and
   `candidate_in_vocabulary` (bool). With EL energy it is the symmetric log
   expected-likelihood kernel `log N(0; mu_q - mu_c, Sigma_q + Sigma_c)`; with
   KL it is `-KL(N_query || N_candidate)`, high (close to 0) when the query
@@ -51,6 +53,7 @@ from keras_gauss.io import SERVING
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_output_dir
 from keras_gauss.numpy_ops import check_generality
+from keras_gauss.numpy_ops import pair_energy
 from keras_gauss import energies
 from keras_gauss.runs import el_include_constant
 from keras_gauss.runs import load_run
@@ -180,21 +183,16 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         "neighbors": fn(query)}`.
     """
     import tensorflow as tf
+    import tensorflow.experimental.numpy as tnp
 
     spec = energies.get(energy)
-    formula = spec.keras_formula()
-    options = ({"include_constant": include_constant}
-               if "include_constant" in spec.options else {})
 
     def score(query_mean, query_var, cand_mean, cand_var):
-        # The candidate is the general side: -KL(N_query || N_candidate), the
-        # query's box inside the candidate's; EL is symmetric.
-        value = formula(cand_mean, cand_var, query_mean, query_var, **options)
-        if generality:
-            value = value + generality * (
-                tf.reduce_sum(tf.math.log(cand_var), axis=-1)
-                - tf.reduce_sum(tf.math.log(query_var), axis=-1))
-        return value
+        # `Run.energy`'s formula in TensorFlow ops whatever Keras's backend (a
+        # run trained and exported on JAX): the query is the specific side,
+        # -KL(N_query || N_candidate), the query's box inside the candidate's.
+        return pair_energy(spec, query_mean, query_var, cand_mean, cand_var,
+                           include_constant=include_constant, generality=generality, xp=tnp)
 
     oov = tf.constant(OOV_ENERGY, tf.float32)
 

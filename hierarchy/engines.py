@@ -240,7 +240,7 @@ class HierarchyEngine(Engine):
         """`model.keras`, `nodes.tsv` and `split/`; returns `run.json`'s entries."""
         config, hierarchy = self.config, self.hierarchy
         self.write_model(directory / "model.keras")
-        (directory / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
+        (directory / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n", encoding="utf-8")
         if self.split is not None:
             write_split(directory / "split", self.split, hierarchy.nodes)
         source = ({"edges": str(config.edges)} if config.edges else

@@ -207,7 +207,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
     with atomic_directory(out_dir, overwrite) as tmp:
         ax.figure.savefig(tmp / "synthetic_hierarchy.png", dpi=100, bbox_inches="tight")
         model.save(tmp / "model.keras")
-        (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n")
+        (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n", encoding="utf-8")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         write_run_info(tmp, kind="hierarchy", energy=energies.KL.name, table="nodes",
                        vocabulary="nodes.tsv")

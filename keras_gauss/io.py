@@ -194,10 +194,12 @@ def check_writable(path, need_bytes=MIN_FREE_BYTES):
     """
     path = _absolute(path)
     ancestor = path.parent
-    while not ancestor.exists():
+    while not os.path.lexists(ancestor):  # a link to nothing is no missing directory to make
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise OutputNotWritableError(f"{path}: {ancestor} is not a directory.")
+        what = ("a symbolic link that leads to no directory" if ancestor.is_symlink()
+                else "not a directory")
+        raise OutputNotWritableError(f"{path}: {ancestor} is {what}.")
     try:
         fd, probe = tempfile.mkstemp(prefix=".keras-gauss-probe-", dir=ancestor)
         os.close(fd)
@@ -212,8 +214,35 @@ def check_writable(path, need_bytes=MIN_FREE_BYTES):
             f"{need_bytes / 2**20:.1f} MiB needed")
 
 
+def _check_name_length(path, beside):
+    """Raises `OutputNotWritableError` when the file system cannot hold a name
+    of the output `path` that is not there yet, or the longest name
+    keras-gauss makes beside it (its lock, its marker's temporary file):
+    `beside`, a template of `NAME` (`path`'s name)."""
+    ancestor = path.parent
+    while not os.path.isdir(ancestor) and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    try:
+        limit = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if limit is None:
+        return
+    limits = f"{ancestor} takes names of at most {limit} bytes; choose a shorter name."
+    for part in path.relative_to(ancestor).parts[:-1]:
+        if len(os.fsencode(part)) > limit:
+            raise OutputNotWritableError(
+                f"{path}: a directory name in it is {len(os.fsencode(part))} bytes, and {limits}")
+    size = len(os.fsencode(beside.replace("NAME", path.name)))
+    if size > limit:
+        raise OutputNotWritableError(
+            f"{path}: the name is too long: keras-gauss writes {beside} beside it, "
+            f"{size} bytes here, and {limits}")
+
+
 def _check_location(path):
     path = _absolute(path)
+    _check_name_length(path, f".NAME{LOCK_SUFFIX}")
     if path.parent == path:
         raise OutputExistsError(f"{path} is the root directory.")
     try:
@@ -667,8 +696,11 @@ def write_error(error):
 def not_writable(path, error, what, kept):
     """`OutputNotWritableError` for a write of `what` to `path` that failed with
     `error`, saying what was kept; None when `error` is no refusal of the
-    file system (`write_error`)."""
-    reason = getattr(error, "reason", None) or write_error(error)
+    file system (`write_error`), such as a word UTF-8 cannot encode."""
+    # The reason of a refusal reported already (a checkpoint's atomic_file); other
+    # exceptions' `reason` (a UnicodeError's: "surrogates not allowed") is none.
+    reason = getattr(error, "reason", None) if isinstance(error, OutputNotWritableError) else None
+    reason = reason or write_error(error)
     if reason is None:
         return None
     refused = OutputNotWritableError(
@@ -799,6 +831,8 @@ def check_output_file(path, overwrite=False, content=None):
         OutputNotWritableError: its directory cannot be written.
     """
     path = _absolute(path)
+    # the longest name made beside it: its marker's temporary file, else its own (mkstemp's)
+    _check_name_length(path, f".NAME{MARKER}.tmp-XXXXXXXX" if content else ".NAME.tmp-XXXXXXXX")
     _check_free(path)
     _check_replaceable_file(path, overwrite, content)
     check_writable(path)

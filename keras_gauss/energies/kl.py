@@ -16,7 +16,8 @@ def generality_term(var_specific, var_general, beta, xp=np):
     Args:
         var_specific, var_general: `(..., d)` diagonal variances (> 0).
         beta: the weight (`>= 0`).
-        xp: the array namespace (NumPy; `jax.numpy` for the device scores).
+        xp: the array namespace (NumPy; `jax.numpy` for the device scores,
+            `tensorflow.experimental.numpy` for the serving export).
 
     Returns:
         `(...)` array.
@@ -26,7 +27,7 @@ def generality_term(var_specific, var_general, beta, xp=np):
     >>> round(float(generality_term([1.0, 1.0], [np.e, np.e], 0.5)), 4)  # 0.5 * (2 - 0)
     1.0
     """
-    return beta * (xp.log(var_general).sum(axis=-1) - xp.log(var_specific).sum(axis=-1))
+    return beta * (xp.sum(xp.log(var_general), axis=-1) - xp.sum(xp.log(var_specific), axis=-1))
 
 
 def kl_numpy(mean_a, var_a, mean_b, var_b, generality=0.0, xp=np):

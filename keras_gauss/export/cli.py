@@ -74,16 +74,19 @@ def run_export(args):
             if getattr(args, flag) is not None:
                 raise CommandError(
                     f"--{flag.replace('_', '-')} applies to --format serving only.")
-    version = 1 if args.version is None else args.version
-    if version < 1:
-        raise CommandError(f"--version must be a positive integer, got {version}.")
+    from keras_gauss.export import serving  # (without TensorFlow)
+
+    try:
+        version = serving.check_version(1 if args.version is None else args.version,
+                                        "--version")
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     if args.k is not None and args.k < 1:
         raise CommandError(f"--k must be >= 1, got {args.k}.")
 
     from keras_gauss.callbacks import Phase
 
     exporting = Phase(f"exporting {args.run_dir} ({args.format})", not args.quiet)
-    from keras_gauss.export import serving
     from keras_gauss.io import OutputExistsError, OutputNotWritableError
 
     try:

@@ -7,7 +7,9 @@ TensorFlow only, never `keras_gauss`:
 
 - `serving_default` (also `energy`): inputs `query`, `candidate` (string
   vectors of the same length, or one of them of length 1, which is
-  broadcast); outputs `energy` (float32), `query_in_vocabulary` and
+  broadcast); outputs `energy` (float32: `Run.energy`'s float64 formula,
+  `keras_gauss.numpy_ops.pair_energy`, in TensorFlow ops whatever Keras's
+  backend), `query_in_vocabulary` and
   `candidate_in_vocabulary` (bool). With EL energy it is the symmetric log
   expected-likelihood kernel `log N(0; mu_q - mu_c, Sigma_q + Sigma_c)`; with
   KL it is `-KL(N_query || N_candidate)`, high (close to 0) when the query
@@ -46,10 +48,12 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.checks import check_tables_finite
+from keras_gauss.export.word2vec import utf8_words
 from keras_gauss.io import SERVING
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_output_dir
 from keras_gauss.numpy_ops import check_generality
+from keras_gauss.numpy_ops import pair_energy
 from keras_gauss import energies
 from keras_gauss.runs import el_include_constant
 from keras_gauss.runs import load_run
@@ -59,6 +63,8 @@ OOV_ENERGY = float(np.finfo(np.float32).min)
 """Energy reported for a pair with an out-of-vocabulary string."""
 
 DEFAULT_K = 10
+# TF Serving reads a version directory's name as an int64, and skips one that is not.
+MAX_VERSION = 2**63 - 1
 VOCABULARY_ASSET = "vocabulary.txt"
 EXPORT_INFO = "keras_gauss_export.json"
 
@@ -74,10 +80,11 @@ def check_vocabulary(words, size=None):
         The words as a list of `str`.
 
     Raises:
-        ValueError: a word is not a non-empty string without line breaks, a
-            word is repeated, or the count differs from `size`.
+        ValueError: a word is not a non-empty string without line breaks, is
+            not UTF-8 (`utf8_words`), a word is repeated, or the count differs
+            from `size`.
     """
-    words = [w.decode("utf-8") if isinstance(w, bytes) else w for w in words]
+    words = utf8_words(words, "serving vocabulary")
     bad = [w for w in words if not isinstance(w, str) or not w
            or "\n" in w or "\r" in w]
     if bad:
@@ -101,6 +108,22 @@ def check_vocabulary(words, size=None):
             f"{size} rows."
         )
     return words
+
+
+def check_version(version, name="version"):
+    """Returns `version` when TF Serving can serve it: an integer from 1 to
+    `MAX_VERSION` (2^63 - 1); raises `ValueError` naming `name` otherwise.
+
+    Example:
+
+    >>> check_version(3)
+    3
+    """
+    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) \
+            or not 1 <= version <= MAX_VERSION:
+        raise ValueError(f"{name} must be an integer from 1 to 2^63 - 1 (TF Serving reads "
+                         f"the version directory as an int64), got {version!r}.")
+    return int(version)
 
 
 def _write_vocabulary_asset(words, directory):
@@ -160,21 +183,16 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
         "neighbors": fn(query)}`.
     """
     import tensorflow as tf
+    import tensorflow.experimental.numpy as tnp
 
     spec = energies.get(energy)
-    formula = spec.keras_formula()
-    options = ({"include_constant": include_constant}
-               if "include_constant" in spec.options else {})
 
     def score(query_mean, query_var, cand_mean, cand_var):
-        # The candidate is the general side: -KL(N_query || N_candidate), the
-        # query's box inside the candidate's; EL is symmetric.
-        value = formula(cand_mean, cand_var, query_mean, query_var, **options)
-        if generality:
-            value = value + generality * (
-                tf.reduce_sum(tf.math.log(cand_var), axis=-1)
-                - tf.reduce_sum(tf.math.log(query_var), axis=-1))
-        return value
+        # `Run.energy`'s formula in TensorFlow ops whatever Keras's backend (a
+        # run trained and exported on JAX): the query is the specific side,
+        # -KL(N_query || N_candidate), the query's box inside the candidate's.
+        return pair_energy(spec, query_mean, query_var, cand_mean, cand_var,
+                           include_constant=include_constant, generality=generality, xp=tnp)
 
     oov = tf.constant(OOV_ENERGY, tf.float32)
 
@@ -449,7 +467,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     Args:
         run_dir: a run directory written by `train-wordnet` or `train-corpus`.
         serve_dir: TF Serving's model base path.
-        version: the model version, a positive integer.
+        version: the model version, an integer from 1 to 2^63 - 1.
         k: neighbours returned by the `neighbors` signature.
         overwrite: replace a serving export of ours in the version directory.
         candidate_table: the name of another `GaussianEmbedding` layer of
@@ -473,9 +491,7 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     >>> export_run("runs/tiny", "serving/tiny", version=1, k=3)
     PosixPath('serving/tiny/1')
     """
-    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}.")
-    target = Path(serve_dir) / str(int(version))
+    target = Path(serve_dir) / str(check_version(version))
     check_output_dir(target, overwrite, content=SERVING)  # fail before loading the model
     run = load_run(run_dir)
     means, variances = run.tables()

@@ -26,14 +26,49 @@ from keras_gauss.io import atomic_file
 from keras_gauss.io import check_output_file
 
 
+def utf8_words(words, what):
+    """The words as `str` (bytes decoded), checked to be UTF-8 text.
+
+    Args:
+        words: `str` or `bytes` entries (others are returned as they are).
+        what: how the message names the files (`"word2vec"`).
+
+    Raises:
+        ValueError: naming the entries UTF-8 cannot hold: bytes that do not
+            decode, or a `str` with a lone surrogate (what `os.fsdecode` and
+            `errors="surrogateescape"` make of such bytes).
+
+    Example:
+
+    >>> utf8_words([b"caf\\xc3\\xa9", "dog"], "word2vec")
+    ['café', 'dog']
+    """
+    text, bad = [], []
+    for word in words:
+        try:
+            if isinstance(word, bytes):
+                word = word.decode("utf-8")
+            elif isinstance(word, str):
+                word.encode("utf-8")
+        except UnicodeError:
+            bad.append(word)
+        text.append(word)
+    if bad:
+        raise ValueError(
+            f"{what} files are written in UTF-8, which cannot hold "
+            f"{', '.join(map(repr, bad[:5]))}"
+            + (f" and {len(bad) - 5} more" if len(bad) > 5 else "") + ".")
+    return text
+
+
 def check_words(words, size, separators=(" ",), what="word2vec"):
     """Checks that `words` can be written in a format split on `separators`.
 
     Raises:
-        ValueError: a word is empty, holds a separator or a line break, or
-            the number of words is not `size`.
+        ValueError: a word is empty, holds a separator or a line break, is
+            not UTF-8 (`utf8_words`), or the number of words is not `size`.
     """
-    words = [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in words]
+    words = [w if isinstance(w, str) else str(w) for w in utf8_words(words, what)]
     if len(words) != size:
         raise ValueError(f"{len(words)} words for {size} vectors.")
     forbidden = tuple(separators) + ("\n", "\r")

@@ -129,6 +129,21 @@ def test_a_taxonomy_of_two_pairs_trains_and_says_its_steps(tmp_path, capsys):
     assert "batches of 1 edges, so that an epoch takes 2 steps" in capsys.readouterr().out
 
 
+def test_names_beyond_ascii_are_written_in_utf8_whatever_the_locale(tmp_path, monkeypatch):
+    """nodes.tsv is UTF-8 (as the run's readers expect) under a locale that is not:
+    pathlib's default encoding made ASCII, as `LC_ALL=C PYTHONUTF8=0` makes it."""
+    import io
+
+    from keras_gauss.runs import load_run
+
+    path = tmp_path / "tiny.tsv"
+    path.write_text("café\tmammal\n狗\tmammal\n", encoding="utf-8")
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: encoding or "ascii")
+    assert main(["train-hierarchy", "--edges", str(path), "--out", str(tmp_path / "run"),
+                 "--dim", "2", "--epochs", "1", "-q"]) == 0
+    assert sorted(load_run(tmp_path / "run").words) == ["café", "mammal", "狗"]
+
+
 def test_train_hierarchy_on_a_csv_tree(tmp_path, capsys):
     path = tmp_path / "tree.csv"
     path.write_text("child,parent\n" + "".join(f"{c},{p}\n" for c, p in tree_pairs()))

@@ -51,7 +51,7 @@ def _job(name, out):
         _train_tf_run(corpus, out / "tf_run")
         return "models/backend_run.py", ["train", corpus, out / "jax_run", out / "jax.npz", "--",
                                          "load", out / "tf_run", out / "tf_on_jax.npz",
-                                         out / "retrained.keras"], {}
+                                         out / "retrained.keras", out / "serve_on_jax"], {}
     if name == "model_parallel":
         # A root, 16 children, one grandchild each: 16 + 2 * 16 = 48 closure edges.
         lines = [f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]

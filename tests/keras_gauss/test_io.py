@@ -104,6 +104,19 @@ def test_output_under_a_file_is_refused(tmp_path):
         check_output_dir(tmp_path / "file" / "run")
 
 
+def test_output_under_a_symbolic_link_to_no_directory_is_one_line(tmp_path, capsys):
+    """A broken link (an unmounted disk's), a loop: it was a FileExistsError traceback
+    from the directories made for the lock."""
+    (tmp_path / "broken").symlink_to(tmp_path / "unmounted")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for link in ("broken", "loop"):
+        for fmt, out in (("word2vec", "v.txt"), ("projector", "p"), ("serving", "s")):
+            err = cli_error(["export", tmp_path / "no-run", "--format", fmt,
+                             "--out", tmp_path / link / out], capsys)
+            assert f"{tmp_path / link} is a symbolic link that leads to no directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "loop"]
+
+
 WRITER = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path
@@ -406,6 +419,42 @@ def test_a_write_the_file_system_refuses_keeps_the_previous_output(tmp_path, kin
         ["run"] if kind == "directory" else [".means.txt.keras-gauss", "means.txt"])
     write("newer")
     assert written.read_text() == "newer"
+
+
+def test_a_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys):
+    """The output's name, or with the lock or marker keras-gauss writes beside it,
+    longer than the file system takes: one line naming why (it was an OSError traceback)."""
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    longest = {"word2vec": limit - len(".") - len(".keras-gauss.tmp-XXXXXXXX"),
+               "projector": limit - len(".") - len(".keras-gauss-lock"), "serving": limit}
+    for fmt, fits in longest.items():
+        out = tmp_path / ("n" * (fits + 1))  # serving: too long a directory to make
+        err = cli_error(["export", tmp_path / "no-run", "--format", fmt, "--out", out], capsys)
+        assert f"takes names of at most {limit} bytes; choose a shorter name" in err, err
+    with pytest.raises(OutputNotWritableError, match="keras-gauss writes .NAME.keras-gauss-lock"):
+        with atomic_directory(tmp_path / ("n" * (longest["projector"] + 1))):
+            pass
+    assert list(tmp_path.iterdir()) == []
+    with atomic_file(tmp_path / ("n" * longest["word2vec"]), content=WORD2VEC) as out:
+        out.write("fits")
+    with atomic_directory(tmp_path / ("d" * longest["projector"]), content=PROJECTOR):
+        pass
+
+
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_an_error_of_the_data_is_not_reported_as_the_file_systems(tmp_path, kind):
+    """A word UTF-8 cannot encode (a UnicodeEncodeError, whose `reason` is the codec's)
+    is raised as it is, not as "cannot write ... (surrogates not allowed)"."""
+    target = tmp_path / ("out" if kind == "directory" else "means.txt")
+    opened = (atomic_directory(target, content=PROJECTOR) if kind == "directory"
+              else atomic_file(target, content=WORD2VEC))
+    with pytest.raises(UnicodeEncodeError):
+        with opened as out:
+            if kind == "directory":
+                (out / "metadata.tsv").write_text("bad\udcff\n", encoding="utf-8")
+            else:
+                out.write("bad\udcff\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_output_of_ours_holding_files_we_did_not_write_is_never_replaced(tmp_path):

@@ -87,6 +87,24 @@ def test_word2vec_refuses_words_it_cannot_hold(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v.txt"]
 
 
+def test_words_utf8_cannot_hold_are_named_before_anything_is_written(tmp_path):
+    """A lone surrogate (os.fsdecode's, surrogateescape's) or bytes that are not UTF-8."""
+    from keras_gauss.export import export_tables
+
+    means, variances = np.eye(3), np.ones((3, 1))
+    for words in (["ok", "bad\udcff", "z"], [b"ok", b"bad\xff", b"z"]):
+        bad = repr(words[1])
+        for write in (lambda: save_word2vec(words, means, tmp_path / "v.txt"),
+                      lambda: save_word2vec(words, means, tmp_path / "v.bin", binary=True),
+                      lambda: write_projector(tmp_path / "p", words, means, variances),
+                      lambda: export_tables(means, variances, words, tmp_path / "s" / "1", "el")):
+            with pytest.raises(ValueError, match="UTF-8, which cannot hold") as error:
+                write()
+            assert bad in str(error.value)
+    assert list(tmp_path.iterdir()) == []
+    assert save_word2vec(["café", b"na\xc3\xafve"], np.eye(2), tmp_path / "v.txt").is_file()
+
+
 @pytest.mark.parametrize("run_name", ["wordnet_run", "corpus_run"])
 def test_projector_files(run_name, request, tmp_path):
     run_dir = request.getfixturevalue(run_name)

@@ -419,13 +419,18 @@ def test_a_failed_export_leaves_no_version_behind(exported, monkeypatch):
 def test_bad_arguments(exported, tmp_path, capsys):
     run_dir = str(exported["root"] / "wordnet_run")
     for argv, message in [
-        (["--version", "0"], "--version must be a positive"),
+        (["--version", "0"], "--version must be an integer from 1 to 2^63 - 1"),
+        # TF Serving reads version directories as int64 and skips the others
+        (["--version", str(2 ** 63)], "--version must be an integer from 1 to 2^63 - 1"),
         (["--k", "0"], "--k must be >= 1"),
         (["--format", "word2vec", "--k", "3"], "--k applies to --format serving"),
     ]:
         with pytest.raises(SystemExit):
             main(["export", run_dir, "--out", str(tmp_path / "x")] + argv)
         assert message in capsys.readouterr().err
+    with pytest.raises(ValueError, match="version must be an integer from 1 to 2"):
+        export_run(run_dir, tmp_path / "x", version=2 ** 63)
+    assert not (tmp_path / "x").exists()
     model = exported["corpus_model"]
     with pytest.raises(ValueError, match="pass `table=`"):
         export_energy_model(model, WORDS, tmp_path / "a", "el")

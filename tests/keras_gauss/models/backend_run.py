@@ -1,13 +1,14 @@
 """Trains, or loads and scores, a corpus run on the backend in KERAS_BACKEND.
 
     python backend_run.py train CORPUS RUN_DIR OUT.npz
-    python backend_run.py load RUN_DIR OUT.npz [RETRAINED.keras]
+    python backend_run.py load RUN_DIR OUT.npz [RETRAINED.keras [SERVE_DIR]]
     python backend_run.py train ... -- load ...   (both, in this order, one process)
 
 `train` runs `train_corpus` (engine "keras") on a tiny corpus; `load` loads
 a run written on another backend. Both write the model's energies on fixed
 examples and the word table to OUT.npz; `load` with RETRAINED also fits the
-loaded model on the examples for one epoch and saves it there.
+loaded model on the examples for one epoch and saves it there, and with
+SERVE_DIR exports the run for TF Serving there (`export_run`, version 1).
 """
 
 import os
@@ -60,6 +61,10 @@ def main(argv):
         run_dir, out, *retrained = argv[1:]
         model = load_run(run_dir).model
         scores(model, out)
+        if len(retrained) > 1:
+            from keras_gauss.export.serving import export_run
+
+            export_run(run_dir, retrained[1])
         if retrained:
             x, y = examples(model.get_layer("words").input_dim)
             model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)

@@ -1,5 +1,6 @@
 """One model file, any backend: a run trained on JAX loads, scores and
-exports on TensorFlow, and a TensorFlow run loads, trains and saves on JAX."""
+exports on TensorFlow, and a TensorFlow run loads, trains, saves and exports
+for TF Serving on JAX."""
 
 import numpy as np
 import pytest
@@ -8,8 +9,8 @@ import pytest
 def both_ways(jax_job):
     """A run trained here (TensorFlow, `tf_run`), then, in the tests' one JAX
     child (`jax_job`), `backend_run.py` trains a run (`jax_run`, its
-    scores `jax.npz`) and loads, scores and retrains `tf_run`
-    (`tf_on_jax.npz`, `retrained.keras`)."""
+    scores `jax.npz`) and loads, scores, exports and retrains `tf_run`
+    (`tf_on_jax.npz`, `serve_on_jax/1`, `retrained.keras`)."""
     return jax_job("interop")[0]
 
 
@@ -62,3 +63,19 @@ def test_tensorflow_run_loads_trains_and_saves_on_jax(both_ways):
         for mine, theirs in zip(run.model.get_layer(name).weights,
                                 back.get_layer(name).weights):
             np.testing.assert_allclose(theirs.numpy(), mine.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_tensorflow_run_exports_for_serving_on_jax(both_ways):
+    """The serving graph is TensorFlow's whatever Keras's backend: on JAX it fed
+    TensorFlow tensors to keras.ops code, a NotImplementedError traceback."""
+    import tensorflow as tf
+
+    from keras_gauss.runs import load_run
+
+    run = load_run(both_ways / "tf_run")
+    served = tf.saved_model.load(str(both_ways / "serve_on_jax" / "1"))
+    words = list(run.words)
+    out = served.signatures["serving_default"](query=tf.constant(words),
+                                               candidate=tf.constant(words[::-1]))
+    np.testing.assert_allclose(out["energy"].numpy(), run.energy(words, words[::-1]),
+                               rtol=1e-6, atol=1e-6)

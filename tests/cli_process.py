@@ -12,6 +12,7 @@ Example:
 {'tensorflow': False, 'keras': False}
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -110,6 +111,28 @@ def _open(file, mode="r", *args, **kwargs):
     return f
 _io.open = _builtins.open = _open
 """
+
+
+@contextlib.contextmanager
+def disk_full_here(pattern, after=0):
+    """`disk_full` in this process: within the block, writes to the files
+    whose path matches `pattern` fail as `disk_full`'s child's do (its very
+    code, run here); the real `open` is back after the block.
+
+    Example:
+
+    >>> with disk_full_here("*/exports/*.tmp-*"):  # doctest: +SKIP
+    ...     main(["export", "runs/a", "--out", "exports/serve", "--overwrite"])
+    """
+    import builtins
+    import io
+
+    real = io.open, builtins.open
+    exec(disk_full(pattern, after), {"os": os})
+    try:
+        yield
+    finally:
+        io.open, builtins.open = real
 
 
 def interrupted(argv, out, count):

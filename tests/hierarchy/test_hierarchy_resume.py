@@ -19,8 +19,8 @@ from keras_gauss.runs import load_run
 from cli_errors import cli_error
 from run_files import assert_same_run
 
-# 1,321 closure edges of a ternary tree of 300 nodes: 83 steps an epoch.
-TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "16", "--seed", "2", "--val-size", "0",
+# 1,321 closure edges of a ternary tree of 300 nodes: 21 steps an epoch.
+TRAIN = ["--dim", "4", "--epochs", "2", "--batch-size", "64", "--seed", "2", "--val-size", "0",
          "--test-size", "0", "--reconstruction-nodes", "10", "--quiet", "--energy", "kl",
          "--engine", "keras"]  # the native engine: test_hierarchy_native_training.py
 
@@ -41,10 +41,10 @@ def test_killed_and_resumed_run_equals_uninterrupted_bit_for_bit(edges, tmp_path
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out = tmp_path / "b"
     if kill:
-        state, _ = killed(argv, out, KILL_AFTER, 100)
+        state, _ = killed(argv, out, KILL_AFTER, 26)
     else:
-        state = interrupted_run(argv, out, 100)
-    assert (state["epoch"], state["step"]) == (1, 17)  # mid-way through the second epoch
+        state = interrupted_run(argv, out, 26)
+    assert (state["epoch"], state["step"]) == (1, 5)  # mid-way through the second epoch
     assert len(state["losses"]) == 1
     assert main([*argv, "--resume", str(out)]) == 0
     assert not (out / ".checkpoint").exists()

@@ -57,21 +57,38 @@ def test_bad_patience(patience):
 # --- through train-hierarchy ------------------------------------------------------
 
 # --split ganea at 50% on the `edges` tree without its root (296 basic + 363 non-basic
-# training edges): STEPS steps of 16 an epoch.
-TRAIN = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batch-size", "16",
+# training edges): STEPS steps of 64 an epoch.
+TRAIN = ["--split", "ganea", "--non-basic-percent", "50", "--dim", "4", "--batch-size", "64",
          "--seed", "1", "--reconstruction-nodes", "10", "--quiet", "--engine", "keras"]
 _TREE = drop_root(hierarchy_from_parents({f"n{i}": [f"n{(i - 1) // 3}"] for i in range(1, 300)}),
                   "n0")
-STEPS = -(-len(ganea_split(_TREE, 50, seed=1).train) // 16)
-def test_a_run_writes_the_best_epochs_tables(edges, tmp_path, scripted):
+STEPS = -(-len(ganea_split(_TREE, 50, seed=1).train) // 64)
+FIVE = ["--epochs", "5", "--patience", "4"]
+
+
+@pytest.fixture(scope="module")
+def five_epochs(edges, tmp_path_factory):
+    """A run of `TRAIN` and `FIVE`, scored by `SCRIPTED` (the `scripted`
+    fixture's scorer), uninterrupted: its best epoch is the second."""
+    from keras_gauss.hierarchy import engines
+    from scripted_selection import scripted_scorer
+
+    out = tmp_path_factory.mktemp("selection") / "five"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engines, "validation_scorer", scripted_scorer)
+        assert main(["train-hierarchy", "--edges", str(edges), *TRAIN, *FIVE,
+                     "--out", str(out)]) == 0
+    return out
+
+
+def test_a_run_writes_the_best_epochs_tables(edges, five_epochs, tmp_path, scripted):
     argv = ["train-hierarchy", "--edges", str(edges), *TRAIN]
-    assert main([*argv, "--epochs", "5", "--patience", "4", "--out", str(tmp_path / "a")]) == 0
     assert main([*argv, "--epochs", "2", "--patience", "4", "--out", str(tmp_path / "b")]) == 0
-    selection = json.loads((tmp_path / "a" / "metrics.json").read_text())["selection"]
+    selection = json.loads((five_epochs / "metrics.json").read_text())["selection"]
     assert selection["history"] == SCRIPTED and selection["best_epoch"] == 2
     assert selection["epochs_trained"] == 5 and not selection["stopped_early"]
     # The five-epoch run kept the tables of its second epoch: those of a two-epoch run.
-    assert_same_run(tmp_path / "a", tmp_path / "b")
+    assert_same_run(five_epochs, tmp_path / "b")
 
 
 def test_training_stops_after_patience_epochs_without_improvement(edges, tmp_path, scripted):
@@ -83,15 +100,15 @@ def test_training_stops_after_patience_epochs_without_improvement(edges, tmp_pat
     assert metrics["selection"]["stopped_early"] and metrics["selection"]["best_epoch"] == 2
 
 
-def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(edges, tmp_path, scripted):
-    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, "--epochs", "5", "--patience", "4"]
-    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+def test_killed_and_resumed_run_selects_the_same_epoch_bit_for_bit(edges, five_epochs, tmp_path,
+                                                                   scripted):
+    argv = ["train-hierarchy", "--edges", str(edges), *TRAIN, *FIVE]
     out = tmp_path / "b"
     # Stopped in the fourth epoch, after the best (second) epoch's tables were replaced
     # (in this process, as the scorer is; the SIGKILLs: test_hierarchy_resume.py).
-    state = interrupted(argv, out, 3 * STEPS + 20)
-    assert (state["epoch"], state["step"]) == (3, 20)
+    state = interrupted(argv, out, 3 * STEPS + 5)
+    assert (state["epoch"], state["step"]) == (3, 5)
     assert state["selection"]["best_epoch"] == 1 and state["selection"]["history"] == SCRIPTED[:3]
     assert main([*argv, "--resume", str(out)]) == 0
-    assert_same_run(tmp_path / "a", out,
+    assert_same_run(five_epochs, out,
                     ("selection", "test_f1", "val_f1", "test_auc", "final_loss", "config"))

@@ -49,8 +49,22 @@ def test_failed_build_leaves_no_cache(tmp_path, isolated, monkeypatch):
     assert list((tmp_path / "corpora").iterdir()) == []
 
 
-def test_reader_from_cache_matches_parser(tmp_path, isolated):
-    wn = W.load_wordnet(tmp_path)
+@pytest.fixture(scope="module")
+def cached_reader(tmp_path_factory):
+    """`(path, reader)`: NLTK's reader of a fresh WordNet cache in `path`
+    (`load_wordnet(path)`), with reader and noun caches and `nltk.data.path`
+    of this module's own. Built once (NLTK's reader takes seconds): the
+    tests that compare with NLTK share it."""
+    path = tmp_path_factory.mktemp("wordnet")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(W, "_READERS", {})
+        patch.setattr(W, "_SYNSETS", {})
+        patch.setattr(nltk.data, "path", list(nltk.data.path))
+        yield path, W.load_wordnet(path)
+
+
+def test_reader_from_cache_matches_parser(cached_reader):
+    tmp_path, wn = cached_reader
     assert W.load_wordnet(tmp_path) is wn  # memoised
     assert wn.get_version() == "3.0"
     assert str(tmp_path.resolve()) in nltk.data.path
@@ -68,8 +82,9 @@ def test_reader_from_cache_matches_parser(tmp_path, isolated):
     assert sorted(h.name() for h in dog.hypernyms()) == ["canine.n.02", "domestic_animal.n.01"]
 
 
-def test_sense_counts_match_nltk_and_a_missing_index_is_one_clear_error(tmp_path):
-    wn = W.load_wordnet()
+def test_sense_counts_match_nltk_and_a_missing_index_is_one_clear_error(tmp_path,
+                                                                       cached_reader):
+    wn = cached_reader[1]  # NLTK's reader of the same files
     counts = W.read_sense_counts()
     for s in random.Random(0).sample(W.read_noun_synsets(), 300):
         for lemma in wn.synset(s.name).lemmas():
@@ -85,8 +100,8 @@ def test_sense_counts_match_nltk_and_a_missing_index_is_one_clear_error(tmp_path
         W.read_sense_counts(tmp_path)
 
 
-def test_verb_synsets_match_nltk():
-    wn = W.load_wordnet()
+def test_verb_synsets_match_nltk(cached_reader):
+    wn = cached_reader[1]
     verbs = W.read_synsets(pos="v")
     offsets = {o for senses in wn._lemma_pos_offset_map.values() for o in senses.get("v", ())}
     assert len(verbs) == 13767 and {s.offset for s in verbs} == offsets

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from cli_process import MARK, disk_full, run_cli
+from cli_process import MARK, disk_full, disk_full_here, run_cli
 from keras_gauss.checkpoint import read_checkpoint
 from keras_gauss.checks import TrainingDivergedError
 from keras_gauss.cli import main
@@ -180,20 +180,7 @@ def test_no_space_for_the_run_is_one_line_and_the_previous_run_is_kept(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "run"]
 
 
-# Run in the child: each export of the JSON list of argvs, with its exit status.
-EXPORTS = """
-import json
-from keras_gauss.cli import main
-for argv in json.loads(sys.argv[1]):
-    try:
-        code = main(argv)
-    except SystemExit as stop:
-        code = stop.code
-    print("exit", code, file=sys.stderr, flush=True)
-"""
-
-
-def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_path):
+def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_path, capsys):
     corpus, run = _corpus(tmp_path), tmp_path / "run"
     assert main(["train-corpus", "--corpus", str(corpus), *TRAIN, "--out", str(run)]) == 0
     exports = tmp_path / "exports"
@@ -203,17 +190,19 @@ def test_no_space_for_an_export_is_one_line_and_the_previous_export_is_kept(tmp_
     for argv in commands:
         assert main(argv) == 0
     before = {str(p): p.read_bytes() for p in exports.rglob("*") if p.is_file()}
-    code = disk_full("*/exports/*.tmp-*") + EXPORTS
-    result = subprocess.run(
-        [sys.executable, "-c", "import os, sys\n" + code,
-         json.dumps([[*argv, "--overwrite", "--quiet"] for argv in commands])],
-        capture_output=True, text=True, timeout=300)
+    capsys.readouterr()
+    codes = []
+    with disk_full_here("*/exports/*.tmp-*"):
+        for argv in commands:
+            try:
+                codes.append(main([*argv, "--overwrite", "--quiet"]))
+            except SystemExit as stop:
+                codes.append(stop.code)
+    err = capsys.readouterr().err
     # (Only our lines: a backend may print notices of its own on some machines.)
-    errors = [line for line in result.stderr.splitlines()
-              if line.startswith("keras-gauss export: error:")]
-    statuses = [line for line in result.stderr.splitlines() if line.startswith("exit ")]
-    assert statuses == ["exit 2"] * 3 and len(errors) == 3, result.stderr
-    assert "Traceback" not in result.stderr
+    errors = [line for line in err.splitlines() if line.startswith("keras-gauss export: error:")]
+    assert codes == [2] * 3 and len(errors) == 3, err
+    assert "Traceback" not in err
     for path, error in zip(("m.txt", "p", "serve/1"), errors):
         assert f"{exports / path}: cannot write" in error and "(no space left on device)" \
             in error and "left as it was" in error, error

@@ -137,8 +137,9 @@ def test_device_pairs_train_as_well_as_host_pairs(topic_runs):
     config = json.loads((topic_runs["device"][0] / "metrics.json").read_text())["config"]
     assert config["pairs"] == "device"
     # an epoch: the stream's expected pairs, in whole batches of 256
-    size = topic_runs["host"][1]["pairs"] / 8
-    assert device_metrics["pairs"] == 8 * 256 * round(size / 256)
+    epochs = config["epochs"]
+    size = topic_runs["host"][1]["pairs"] / epochs
+    assert device_metrics["pairs"] == epochs * 256 * round(size / 256)
 
 
 def test_device_pairs_refuse_what_they_cannot_do_in_one_line(tmp_path):

@@ -28,7 +28,7 @@ def topic_corpus(path, n=300, seed=0):
 
 
 def tiny_config(**kwargs):
-    base = dict(dim=8, epochs=8, window=3, min_count=1, sample=0.0, batch_size=256,
+    base = dict(dim=8, epochs=2, window=3, min_count=1, sample=0.0, batch_size=256,
                 learning_rate=0.1, seed=0, engine="keras")
     base.update(kwargs)
     return CorpusConfig(**base)

@@ -27,6 +27,17 @@ def float64_available():
     return bool(jax.config.jax_enable_x64)
 
 
+def float64_loss_available():
+    """Whether a Keras loss of float64 values comes out float64: not where
+    the backend computes in float32 (`float64_available`), nor on torch in
+    Keras 3.15, whose `divide_no_nan` (the losses' mean over the batch)
+    returns float32, for Keras's own losses too."""
+    if not float64_available():
+        return False
+    one = keras.ops.convert_to_tensor(np.float64(1.0), dtype="float64")
+    return keras.backend.standardize_dtype(keras.ops.divide_no_nan(one, one).dtype) == "float64"
+
+
 def gradients(loss_fn, variables):
     """The gradients of the scalar `loss_fn()` in the Keras `variables`, as
     dense NumPy arrays, on the current backend."""

@@ -50,6 +50,19 @@ def check_number(value, name, *, above=None, at_least=None, at_most=None, below=
     return value
 
 
+def listing(items, shown=5):
+    """The first `shown` of `items`, quoted, and how many more: how a message
+    names what it refuses or misses.
+
+    Example:
+
+    >>> listing(["a", "b", "c"], shown=2)
+    "'a', 'b' and 1 more"
+    """
+    return (", ".join(map(repr, items[:shown]))
+            + (f" and {len(items) - shown} more" if len(items) > shown else ""))
+
+
 def is_number(value):
     """True for Python and numpy scalars (not tensors, schedules or bools)."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.checkpoint import interrupted_note
+from keras_gauss.checks import listing
 from keras_gauss.inputs import InputFileError
 from keras_gauss.inputs import check_input_file
 from keras_gauss.numpy_ops import containment_rank
@@ -158,9 +159,7 @@ class Run:
         unknown = [w for w in words if w not in index]
         if unknown:
             suggestions = self.suggest(unknown[0]) if len(unknown) == 1 else []
-            message = (f"not in the vocabulary of {self.path}: "
-                       f"{', '.join(map(repr, unknown[:5]))}"
-                       + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+            message = f"not in the vocabulary of {self.path}: {listing(unknown)}"
             if suggestions:
                 message += f"; did you mean {_listing(suggestions)}?"
             raise UnknownWordError(message, unknown[0], suggestions)

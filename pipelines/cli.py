@@ -245,7 +245,7 @@ def run_evaluate(args):
     from keras_gauss.pipelines.evaluate import evaluate
     from keras_gauss.pipelines.evaluate import file_names
     from keras_gauss.pipelines.evaluate import format_table
-    from keras_gauss.pipelines.evaluate import listing
+    from keras_gauss.checks import listing
     from keras_gauss.pipelines.evaluate import scored_anything
     from keras_gauss.pipelines.evaluate import undefined_notes
     from keras_gauss.pipelines.evaluate import unknown_notes
@@ -405,13 +405,13 @@ def format_neighbors(rows, header, digits=(3, 2)):
     dog.n.01    0.000     1.50
     """
     from keras_gauss.pipelines.evaluate import display_width
+    from keras_gauss.pipelines.evaluate import pad_to_width
 
     cells = [[str(name), _fixed(a, digits[0]), _fixed(b, digits[1])] for name, a, b in rows]
     widths = [max([display_width(str(h))] + [display_width(c[i]) for c in cells])
               for i, h in enumerate(header)]
 
     def line(a, b, c):
-        return (a + " " * (widths[0] - display_width(a)) + "  " + b.rjust(widths[1]) + "  "
-                + c.rjust(widths[2]))
+        return f"{pad_to_width(a, widths[0])}  {b.rjust(widths[1])}  {c.rjust(widths[2])}"
 
     return "\n".join([line(*map(str, header))] + [line(*c) for c in cells])

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss import energies
+from keras_gauss.checks import listing
 from keras_gauss.inputs import HEADER_HINT
 from keras_gauss.inputs import read_text
 from keras_gauss.numpy_ops import pair_energy
@@ -310,18 +311,6 @@ def unknown_words(emb, pairs, entailment=False):
             if word not in words and not _rows(emb, word, general):
                 words[word] = None
     return list(words)
-
-
-def listing(words, shown=5):
-    """The first `shown` of `words`, quoted, and how many more.
-
-    Example:
-
-    >>> listing(["a", "b", "c"], shown=2)
-    "'a', 'b' and 1 more"
-    """
-    return (", ".join(map(repr, words[:shown]))
-            + (f" and {len(words) - shown} more" if len(words) > shown else ""))
 
 
 def _best_scores(emb, pairs, measure):
@@ -804,7 +793,7 @@ def format_table(results):
         width = max(len("similarity"), *(display_width(n) for n in sim))
         lines.append(f"{'similarity':<{width}}  rho(m)  rho(d)  coverage")
         for name, r in sim.items():
-            lines.append(f"{_pad(name, width)}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
+            lines.append(f"{pad_to_width(name, width)}  {_f(r['spearman_m'])}  {_f(r['spearman_d'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     if ent:
         if lines:
@@ -815,7 +804,7 @@ def format_table(results):
         lines.append(f"{'entailment':<{width}}  {f'AP({label})':>7} {f'F1({label})':>7}  "
                      "AP(cos) F1(cos) coverage")
         for name, r in ent.items():
-            lines.append(f"{_pad(name, width)}   {_f(r[f'{energy}_ap'])}  "
+            lines.append(f"{pad_to_width(name, width)}   {_f(r[f'{energy}_ap'])}  "
                          f"{_f(r[f'{energy}_f1'])}  "
                          f"{_f(r['cos_ap'])}  {_f(r['cos_f1'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
@@ -827,7 +816,7 @@ def format_table(results):
         label = f"rho({ENERGY_LABELS[next(iter(graded.values()))['energy']]})"
         lines.append(f"{'graded':<{width}}  {label:>7}  coverage")
         for name, r in graded.items():
-            lines.append(f"{_pad(name, width)}   {_f(r['spearman'])}  "
+            lines.append(f"{pad_to_width(name, width)}   {_f(r['spearman'])}  "
                          f"{r['n_covered']}/{r['n_pairs']}")
     return "\n".join(lines)
 
@@ -836,8 +825,14 @@ def _f(value):
     return "   n/a" if value is None or math.isnan(value) else f"{value:6.3f}"
 
 
-def _pad(text, width):
-    """`text` padded with spaces to `width` terminal columns (`display_width`)."""
+def pad_to_width(text, width):
+    """`text` padded with spaces to `width` terminal columns (`display_width`).
+
+    Example:
+
+    >>> pad_to_width("犬", 4) + "|"
+    '犬  |'
+    """
     return text + " " * (width - display_width(text))
 
 

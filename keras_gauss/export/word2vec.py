@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_gauss.checks import listing
 from keras_gauss.io import WORD2VEC
 from keras_gauss.io import atomic_file
 from keras_gauss.io import check_output_file
@@ -55,9 +56,7 @@ def utf8_words(words, what):
         text.append(word)
     if bad:
         raise ValueError(
-            f"{what} files are written in UTF-8, which cannot hold "
-            f"{', '.join(map(repr, bad[:5]))}"
-            + (f" and {len(bad) - 5} more" if len(bad) > 5 else "") + ".")
+            f"{what} files are written in UTF-8, which cannot hold {listing(bad)}.")
     return text
 
 
@@ -76,9 +75,7 @@ def check_words(words, size, separators=(" ",), what="word2vec"):
     if bad:
         raise ValueError(
             f"the {what} format cannot hold empty words or words containing "
-            f"{' or '.join(map(repr, forbidden))}; got "
-            f"{', '.join(map(repr, bad[:5]))}"
-            + (f" and {len(bad) - 5} more" if len(bad) > 5 else "") + ".")
+            f"{' or '.join(map(repr, forbidden))}; got {listing(bad)}.")
     return words
 
 

@@ -22,6 +22,7 @@ a chunk's pairs stay a few hundred MB at most.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -254,6 +255,41 @@ def make_skipgram_dataset(
         raise ValueError(f"window and negatives must be >= 1, got window={window}, negatives={negatives}")
     if len(vocab) == 0:
         raise ValueError("empty vocabulary")
+    examples = _examples_function(_Same(vocab), _Same(tokenizer), window, dynamic_window,
+                                  negatives, sample, table_size)
+    lines = cut_long_lines(load_corpus(corpus))
+    if shuffle_buffer:
+        lines = lines.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    chunk_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    return (
+        tf.data.Dataset.zip(lines.batch(chunk_lines), chunk_seeds)
+        .map(examples, num_parallel_calls=tf.data.AUTOTUNE)
+        .rebatch(batch_size)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+class _Same:
+    """A key that is equal for the same object only (`_examples_function`'s cache)."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __hash__(self):
+        return id(self.item)
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.item is self.item
+
+
+@functools.lru_cache(maxsize=4)
+def _examples_function(vocab, tokenizer, window, dynamic_window, negatives, sample, table_size):
+    """`make_skipgram_dataset`'s step from a chunk of lines and its seed to its
+    shuffled examples, traced once a process for each vocabulary (`_Same`) and
+    settings, not once each dataset built: the keras engine builds one an epoch."""
+    vocab, tokenizer = vocab.item, tokenizer.item
     keep = tf.constant(keep_probabilities(vocab.counts, sample), tf.float32)
     table = tf.constant(negative_table(vocab.counts, table_size))
     label = tf.constant([[1.0] + [0.0] * negatives])
@@ -271,13 +307,6 @@ def make_skipgram_dataset(
         x = {"word": tf.gather(word, order), "context": tf.gather(context, order), "negatives": tf.gather(table, slots)}
         return x, tf.tile(label, [n, 1])
 
-    lines = cut_long_lines(load_corpus(corpus))
-    if shuffle_buffer:
-        lines = lines.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    chunk_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-    return (
-        tf.data.Dataset.zip(lines.batch(chunk_lines), chunk_seeds)
-        .map(examples, num_parallel_calls=tf.data.AUTOTUNE)
-        .rebatch(batch_size)
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    return tf.function(examples, input_signature=[tf.TensorSpec([None], tf.string),
+                                                  tf.TensorSpec([], tf.int64)],
+                       autograph=False)

@@ -121,6 +121,24 @@ def test_seeded_stream_is_reproducible_and_reshuffled_per_epoch(write_corpus):
     assert second_epoch != epochs[0]
 
 
+def test_the_datasets_of_one_vocabulary_trace_their_steps_once(write_corpus):
+    """The keras engine builds a dataset an epoch: the chunk step and the line
+    cutting are traced once a process (they were traced once a dataset, about
+    0.6 CPU-s an epoch), and a dataset of another seed draws other batches."""
+    from keras_gauss.pipelines import skipgram, sources
+
+    path = write_corpus([" ".join("abcd"[i % 4] for i in range(j, j + 7)) for j in range(50)])
+    vocab = Vocabulary(["a", "b", "c", "d"], [1, 1, 1, 1])
+    epochs = [[x["word"].tolist() for x, _ in make_skipgram_dataset(
+        path, vocab, window=2, batch_size=32, seed=seed, chunk_lines=8).as_numpy_iterator()]
+        for seed in (1, 2, 1)]
+    assert epochs[0] == epochs[2] != epochs[1]
+    step = skipgram._examples_function(skipgram._Same(vocab), skipgram._Same(skipgram.tokenize),
+                                       2, False, 1, 1e-3, 1_000_000)
+    assert step.experimental_get_tracing_count() == 1
+    assert sources._cut_function(MAX_LINE_WORDS).experimental_get_tracing_count() == 1
+
+
 def test_epoch_size_counts_pairs(write_corpus):
     lines = ["a b c d", "a b", "c", "a x b c d a b"]
     path = write_corpus(lines)

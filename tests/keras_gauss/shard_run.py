@@ -2,7 +2,7 @@
 on its own shard, or the one-process reference fed the same global batches.
 
     KERAS_BACKEND=jax python shard_run.py OUT KIND DATA RUN PORT PID [resume]
-    KERAS_BACKEND=jax python shard_run.py OUT KIND DATA RUN reference
+    KERAS_BACKEND=jax python shard_run.py reference OUT KIND DATA [OUT KIND DATA ...]
 
 `KIND` is `corpus` (`train_corpus` on the text file `DATA`) or `hierarchy`
 (`train_hierarchy` on the edges file `DATA`). A process writes the tables
@@ -13,10 +13,11 @@ takes no callbacks, process 0's from `RUN`) and its metrics
 With `fault_injection.KILL_AFTER` set it checkpoints after every step and
 is killed at that checkpoint.
 
-`reference`: one process, one device, trains the model of `KIND` on the
-global batches of the two-process job, built here from the two processes'
-own streams (`shard_batches` / the hierarchy's shard of edges, for
-`Distribution("data", 2, i)`), batch `k` of process 0 then of process 1.
+`reference`: one process, one device, trains the model of each `KIND` on
+the global batches of its two-process job, built here from the two
+processes' own streams (`shard_batches` / the hierarchy's shard of edges,
+for `Distribution("data", 2, i)`), batch `k` of process 0 then of process
+1; each as in a fresh process (`keras.backend.clear_session()`).
 """
 
 import json
@@ -128,13 +129,20 @@ def reference(kind, data):
     return {"steps": steps}
 
 
-def main(out, kind, data, out_run, port, pid=None, *flags):
-    if port == "reference":
-        metrics = reference(kind, data)
-    else:
-        metrics = run(kind, data, out_run, int(port), int(pid), "resume" in flags)
+def save(out, metrics):
     np.savez(out, metrics=np.array(json.dumps(metrics)),
              **{f"tables/{k}": v for k, v in Tables.tables.items()})
+
+
+def main(out, kind, *args):
+    if out == "reference":  # (OUT KIND DATA) triples: one process for them all
+        triples = (kind, *args)
+        for i in range(0, len(triples), 3):
+            keras.backend.clear_session()  # the layer names of a fresh process
+            save(triples[i], reference(*triples[i + 1:i + 3]))
+        return
+    data, out_run, port, pid, *flags = args
+    save(out, run(kind, data, out_run, int(port), int(pid), "resume" in flags))
 
 
 if __name__ == "__main__":

@@ -421,17 +421,11 @@ def _finish(procs, timeout=300):
         assert proc.returncode == 0, err[-3000:]
 
 
-def _job_beside_reference(kind, data, tmp):
-    """Two processes of `kind` on `data` (run `tmp`/two, outputs `tmp`/out.PID.npz) and, run
-    beside them, the one-process reference fed the same global batches
-    (`tmp`/ref.npz)."""
-    procs = _shard_job(kind, data, tmp / "two", tmp / "out")
-    reference = subprocess.run(
-        [sys.executable, str(HERE / "shard_run.py"), str(tmp / "ref.npz"), kind,
-         str(data), str(tmp / "unused"), "reference"], env=jax_env(1),
-        capture_output=True, text=True, timeout=300)
-    _finish(procs)
-    assert reference.returncode == 0, reference.stderr[-3000:]
+def _hierarchy_edges():
+    """63 closure edges: a root, 16 children, one grandchild each, and 5 great-grandchildren
+    (16 + 32 + 15)."""
+    return ([f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
+            + [f"h{i}\tg{i}" for i in range(5)])
 
 
 def _results(path):
@@ -442,12 +436,23 @@ def _results(path):
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    """A two-process corpus job on its shards, and the one-process reference fed
-    the same global batches (run beside it)."""
+    """A two-process corpus job on its shards (run `two`, outputs out.PID.npz)
+    and, run beside it in one process, the one-process references fed the
+    same global batches of that job (ref.npz) and of the hierarchy job of
+    `test_hierarchy_processes_train_their_own_edges` on edges.tsv
+    (hierarchy_ref.npz)."""
     pytest.importorskip("jax")
     tmp = tmp_path_factory.mktemp("sharded")
     (tmp / "corpus.txt").write_text("\n".join(_uneven_lines()) + "\n", encoding="utf-8")
-    _job_beside_reference("corpus", tmp / "corpus.txt", tmp)
+    (tmp / "edges.tsv").write_text("\n".join(_hierarchy_edges()) + "\n")
+    procs = _shard_job("corpus", tmp / "corpus.txt", tmp / "two", tmp / "out")
+    reference = subprocess.run(
+        [sys.executable, str(HERE / "shard_run.py"), "reference",
+         str(tmp / "ref.npz"), "corpus", str(tmp / "corpus.txt"),
+         str(tmp / "hierarchy_ref.npz"), "hierarchy", str(tmp / "edges.tsv")],
+        env=jax_env(1), capture_output=True, text=True, timeout=300)
+    _finish(procs)
+    assert reference.returncode == 0, reference.stderr[-3000:]
     return tmp
 
 
@@ -549,18 +554,14 @@ def test_more_processes_than_lines_is_one_line_on_every_process(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_hierarchy_processes_train_their_own_edges(tmp_path):
+def test_hierarchy_processes_train_their_own_edges(sharded, tmp_path):
     """`train_hierarchy` on two processes: process i trains edges i::2 of the
     63 training edges (32 and 31: 4 and 3 batches of 8, the job takes 3),
     to the tables of one process fed the same global batches (to 1e-5, as
-    above)."""
-    pytest.importorskip("jax")
-    lines = ([f"c{i}\tr" for i in range(16)] + [f"g{i}\tc{i}" for i in range(16)]
-             + [f"h{i}\tg{i}" for i in range(5)])  # 16 + 32 + 15 = 63 closure edges
-    (tmp_path / "edges.tsv").write_text("\n".join(lines) + "\n")
-    _job_beside_reference("hierarchy", tmp_path / "edges.tsv", tmp_path)
+    above; `sharded` runs that one)."""
+    _finish(_shard_job("hierarchy", sharded / "edges.tsv", tmp_path / "two", tmp_path / "out"))
     metrics, tables = _results(tmp_path / "out.0.npz")
-    ref, ref_tables = _results(tmp_path / "ref.npz")
+    ref, ref_tables = _results(sharded / "hierarchy_ref.npz")
     job = metrics["distribution"]
     assert [s["edges"] for s in job["shards"]] == [32, 31]
     assert [s["local_steps"] for s in job["shards"]] == [4, 3]

@@ -102,6 +102,8 @@ def text_source(paths: str | os.PathLike | Iterable[str | os.PathLike], recursiv
         check_text_file(f)  # whole; a .gz file is verified too (gzip_chunks)
     names = [str(f) for f in files]
     compression = ["GZIP" if f.suffix == ".gz" else "" for f in files]
+    if len(set(compression)) == 1:  # one reader of the files in turn: nothing to trace
+        return tf.data.TextLineDataset(names, compression_type=compression[0])
     return tf.data.Dataset.from_tensor_slices((names, compression)).flat_map(
         lambda name, comp: tf.data.TextLineDataset(name, compression_type=comp)
     )

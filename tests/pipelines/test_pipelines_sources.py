@@ -30,6 +30,8 @@ def test_directory_sorted_hidden_skipped_recursive_optional(write_corpus, tmp_pa
     with pytest.warns(UserWarning, match=r"its 1 sub-directory \(sub\) is not read"):
         assert read(load_corpus(tmp_path / "d")) == ["a", "b", "zipped"]
     assert read(text_source(tmp_path / "d", recursive=True)) == ["a", "b", "zipped", "nested"]
+    # files of one compression are read by one reader, in the order given
+    assert read(text_source([tmp_path / "d" / "b.txt", tmp_path / "d" / "a.txt"])) == ["b", "a"]
 
 
 def test_missing_path(tmp_path):

@@ -6,6 +6,8 @@ the unit tests again on JAX and torch, one child Python each).
 for `tf.GradientTape` and `tf.IndexedSlices`.
 """
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -16,6 +18,12 @@ BACKEND = keras.backend.backend()
 def only_on_tensorflow(why):
     """A mark: the test skips with `why` on a backend other than TensorFlow."""
     return pytest.mark.skipif(BACKEND != "tensorflow", reason=f"TensorFlow only: {why}")
+
+
+def forced_host_devices(devices):
+    """`XLA_FLAGS` for a child JAX process: this process's flags (the tests'
+    `TEST_XLA_FLAGS`) and `devices` forced host devices."""
+    return f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
 
 
 def float64_available():

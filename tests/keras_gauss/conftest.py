@@ -20,6 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from backends import forced_host_devices  # noqa: E402
 from child_jobs import CHILD_JOBS  # noqa: E402
 
 
@@ -131,7 +132,7 @@ def _child_jobs(backend, request, tmp_path_factory):
     (folder / "jobs.json").write_text(json.dumps(jobs))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-               XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2")
+               XLA_FLAGS=forced_host_devices(2))
     done = subprocess.run([sys.executable, str(HERE / "child_jobs.py"), str(folder / "jobs.json"),
                            str(folder / "status.json")], env=env, capture_output=True,
                           text=True, timeout=1800)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import forced_host_devices
 from fault_injection import KILL_AFTER
 from keras_gauss.distribution import Distribution
 from keras_gauss.distribution import DistributionConfig
@@ -42,7 +43,7 @@ def jax_env(devices=1):
     # compiled kernels are not partitioned); the one-device references run it
     # too, so that the tables compare to float rounding.
     return dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
-                XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
+                XLA_FLAGS=forced_host_devices(devices),
                 KERAS_GAUSS_KERNELS="reference")
 
 

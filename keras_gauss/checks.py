@@ -63,6 +63,39 @@ def listing(items, shown=5):
             + (f" and {len(items) - shown} more" if len(items) > shown else ""))
 
 
+def utf8_words(words, what):
+    """The words as `str` (bytes decoded), checked to be UTF-8 text.
+
+    Args:
+        words: `str` or `bytes` entries (others are returned as they are).
+        what: how the message names the files (`"word2vec"`).
+
+    Raises:
+        ValueError: naming the entries UTF-8 cannot hold: bytes that do not
+            decode, or a `str` with a lone surrogate (what `os.fsdecode` and
+            `errors="surrogateescape"` make of such bytes).
+
+    Example:
+
+    >>> utf8_words([b"caf\\xc3\\xa9", "dog"], "word2vec")
+    ['café', 'dog']
+    """
+    text, bad = [], []
+    for word in words:
+        try:
+            if isinstance(word, bytes):
+                word = word.decode("utf-8")
+            elif isinstance(word, str):
+                word.encode("utf-8")
+        except UnicodeError:
+            bad.append(word)
+        text.append(word)
+    if bad:
+        raise ValueError(
+            f"{what} files are written in UTF-8, which cannot hold {listing(bad)}.")
+    return text
+
+
 def is_number(value):
     """True for Python and numpy scalars (not tensors, schedules or bools)."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(

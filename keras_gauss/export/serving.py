@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.checks import check_tables_finite
-from keras_gauss.export.word2vec import utf8_words
+from keras_gauss.checks import utf8_words
 from keras_gauss.io import SERVING
 from keras_gauss.io import atomic_directory
 from keras_gauss.io import check_output_dir

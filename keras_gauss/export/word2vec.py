@@ -22,42 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from keras_gauss.checks import listing
+from keras_gauss.checks import utf8_words
 from keras_gauss.io import WORD2VEC
 from keras_gauss.io import atomic_file
 from keras_gauss.io import check_output_file
-
-
-def utf8_words(words, what):
-    """The words as `str` (bytes decoded), checked to be UTF-8 text.
-
-    Args:
-        words: `str` or `bytes` entries (others are returned as they are).
-        what: how the message names the files (`"word2vec"`).
-
-    Raises:
-        ValueError: naming the entries UTF-8 cannot hold: bytes that do not
-            decode, or a `str` with a lone surrogate (what `os.fsdecode` and
-            `errors="surrogateescape"` make of such bytes).
-
-    Example:
-
-    >>> utf8_words([b"caf\\xc3\\xa9", "dog"], "word2vec")
-    ['café', 'dog']
-    """
-    text, bad = [], []
-    for word in words:
-        try:
-            if isinstance(word, bytes):
-                word = word.decode("utf-8")
-            elif isinstance(word, str):
-                word.encode("utf-8")
-        except UnicodeError:
-            bad.append(word)
-        text.append(word)
-    if bad:
-        raise ValueError(
-            f"{what} files are written in UTF-8, which cannot hold {listing(bad)}.")
-    return text
 
 
 def check_words(words, size, separators=(" ",), what="word2vec"):

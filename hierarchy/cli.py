@@ -4,6 +4,7 @@ import argparse
 import os
 
 from keras_gauss import energies
+from keras_gauss.checks import command_line_text
 from keras_gauss.fused.pairs import LOSSES
 
 
@@ -95,7 +96,7 @@ def add_parser(subparsers):
     )
     train.add_argument("--pos", choices=("n", "v"), default=defaults.pos,
                        help="part of speech: n (nouns, default) or v (verbs)")
-    train.add_argument("--root", default=None,
+    train.add_argument("--root", default=None, type=command_line_text,
                        help="embed only this synset's subtree, e.g. mammal.n.01")
     train.add_argument("--lemmas", dest="include_lemmas", default=None,
                        action=argparse.BooleanOptionalAction,
@@ -122,7 +123,7 @@ def add_parser(subparsers):
         ),
     )
     own.add_argument("--edges", default=None, help="TSV or CSV file of child, parent pairs")
-    own.add_argument("--root", default=None, help="embed only this node's subtree")
+    own.add_argument("--root", default=None, type=command_line_text, help="embed only this node's subtree")
     own.add_argument("--train-edges", default=None, metavar="FILE",
                      help="instead of --edges: train on exactly these child, parent pairs (no "
                           "closure added), choosing on --val-edges and scoring on --test-edges "
@@ -154,7 +155,7 @@ def _add_training_flags(train, defaults):
     train.add_argument("--non-basic-percent", type=float, default=None, metavar="X",
                        help="--split ganea: percent of the non-basic edges (those implied by "
                             "two others) to train on: the published 0, 10, 25, 50")
-    train.add_argument("--drop-root", default=None, metavar="NODE",
+    train.add_argument("--drop-root", default=None, metavar="NODE", type=command_line_text,
                        help="remove this top node and its edges first (default: with --split "
                             "ganea the root, e.g. entity.n.01; 'none' keeps it)")
     train.add_argument("--epochs", type=int, default=None,

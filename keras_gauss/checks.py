@@ -96,6 +96,27 @@ def utf8_words(words, what):
     return text
 
 
+def command_line_text(text):
+    """A command-line argument that names a word or a node (`neighbors`'s
+    WORD, `--root`, `--drop-root`) as the UTF-8 text the run's files hold.
+
+    Where the locale cannot decode the argument (`LC_ALL=C` with
+    `PYTHONUTF8=0`: Python keeps its bytes as lone surrogates), its bytes
+    are decoded as UTF-8; other text is returned as it is.
+
+    Example:
+
+    >>> command_line_text("caf\\udcc3\\udca9")
+    'café'
+    """
+    if not any("\udc80" <= c <= "\udcff" for c in text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8", "surrogateescape")
+    except UnicodeError:  # (a file system encoding that cannot give the bytes back)
+        return text
+
+
 def is_number(value):
     """True for Python and numpy scalars (not tensors, schedules or bools)."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(

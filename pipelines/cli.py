@@ -4,6 +4,7 @@ import argparse
 import os
 
 from keras_gauss import energies
+from keras_gauss.checks import command_line_text
 
 
 def add_parser(subparsers):
@@ -146,7 +147,7 @@ def add_parser(subparsers):
         ),
     )
     neighbors.add_argument("run", metavar="DIR", help="run directory")
-    neighbors.add_argument("word", metavar="WORD")
+    neighbors.add_argument("word", metavar="WORD", type=command_line_text)
     neighbors.add_argument("--k", type=int, default=10, help="(default: 10)")
     neighbors.add_argument("--by", choices=("energy", "similarity", "variance"), default=None,
                            help="(default: energy on hierarchy runs, similarity on corpus runs)")

@@ -53,7 +53,8 @@ class BestEffortStream:
     The first failed write or flush (`OSError`: a closed pipe, a full disk;
     `ValueError`: a closed file) writes one warning line on stderr (once a
     process); that write and every later one are dropped: progress output
-    is never the reason a job fails.
+    is never the reason a job fails. Characters the stream's encoding
+    cannot hold (`LC_ALL=C`) are written as backslash escapes.
 
     Args:
         stream: the stream to wrap (`sys.stdout`).
@@ -71,7 +72,12 @@ class BestEffortStream:
         self.failed = False
 
     def write(self, text):
-        self._attempt(self.stream.write, text)
+        try:
+            self._attempt(self.stream.write, text)
+        except UnicodeEncodeError:  # (a stream whose encoding lacks a character: LC_ALL=C)
+            encoding = getattr(self.stream, "encoding", None) or "ascii"
+            self._attempt(self.stream.write,
+                          text.encode(encoding, "backslashreplace").decode(encoding))
         return len(text)
 
     def flush(self):
@@ -81,6 +87,8 @@ class BestEffortStream:
         if not self.failed:
             try:
                 action(*args)
+            except UnicodeEncodeError:
+                raise
             except (OSError, ValueError) as error:
                 self.failed = True
                 _output_failed(error)

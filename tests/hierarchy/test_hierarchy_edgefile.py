@@ -142,6 +142,14 @@ def test_names_beyond_ascii_are_written_in_utf8_whatever_the_locale(tmp_path, mo
     assert main(["train-hierarchy", "--edges", str(path), "--out", str(tmp_path / "run"),
                  "--dim", "2", "--epochs", "1", "-q"]) == 0
     assert sorted(load_run(tmp_path / "run").words) == ["café", "mammal", "狗"]
+    # `neighbors café` there: the argument's UTF-8 bytes (kept as surrogates by an
+    # ASCII locale) name the word; what ASCII cannot hold is printed escaped
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr("sys.stdout", ascii_out)
+    assert main(["neighbors", str(tmp_path / "run"), "caf\udcc3\udca9", "--k", "2"]) == 0
+    ascii_out.flush()
+    rows = ascii_out.buffer.getvalue().decode("ascii").splitlines()
+    assert sorted(row.split()[0] for row in rows[1:]) == ["\\u72d7", "mammal"]
 
 
 def test_train_hierarchy_on_a_csv_tree(tmp_path, capsys):

@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_gauss import kernels
 from keras_gauss.checks import INT32_MAX
+from keras_gauss.checks import check_variance_range
 from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import tracing_for_tensorflow
 from keras_gauss.constraints.norm_clip import NormClip
@@ -73,8 +74,10 @@ class GaussianEmbedding(keras.layers.Layer):
             are clipped into `[min_variance, max_variance]` when built.
         max_norm: `C`, the bound on each mean's L2 norm, or `None` for no
             bound.
-        min_variance: `m > 0`, the smallest variance.
-        max_variance: `M >= m`, the largest variance.
+        min_variance: `m > 0`, the smallest variance (a normal number of
+            the tables' dtype: at least 1.18e-38 in float32).
+        max_variance: `M >= m`, the largest variance (finite in the
+            tables' dtype).
         **kwargs: other `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Example:
@@ -128,6 +131,10 @@ class GaussianEmbedding(keras.layers.Layer):
             ) from None
         self.min_variance = self.variance_constraint.min_value
         self.max_variance = self.variance_constraint.max_value
+        # A bound the table cannot hold would clip to 0 (1e-50 in float32:
+        # zero variances, NaN energies) or to infinity.
+        check_variance_range(self.min_variance, self.max_variance, self.variable_dtype,
+                             ("`min_variance`", "`max_variance`"))
         # Sparse row updates and the id range check are not XLA friendly on
         # TensorFlow; JAX always compiles its steps (without jit every op
         # would run on its own).

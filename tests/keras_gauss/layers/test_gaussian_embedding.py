@@ -316,3 +316,14 @@ def test_numpy_integer_sizes_are_taken_and_saved_as_ints():
 def test_an_unknown_initializer_names_the_argument(argument):
     with pytest.raises(ValueError, match=f"`{argument}`.*nope"):
         GaussianEmbedding(10, 4, **{argument: "nope"})
+
+
+@pytest.mark.parametrize("kwargs, argument", [({"min_variance": 1e-50}, "min_variance"),
+                                              ({"max_variance": 1e50}, "max_variance")])
+def test_variance_bounds_the_float32_tables_cannot_hold_are_refused(kwargs, argument):
+    # 1e-50 is 0 in float32: the clip let zero variances in (energies NaN);
+    # 1e50 is infinity there: no bound.
+    with pytest.raises(ValueError, match=f"^`{argument}` 1e[+-]50: the tables are float32"):
+        GaussianEmbedding(10, 4, **kwargs)
+    if BACKEND != "jax":  # (JAX without x64 has no float64 tables)
+        assert GaussianEmbedding(10, 4, dtype="float64", **kwargs).min_variance > 0

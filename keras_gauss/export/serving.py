@@ -7,7 +7,8 @@ TensorFlow only, never `keras_gauss`:
 
 - `serving_default` (also `energy`): inputs `query`, `candidate` (string
   vectors of the same length, or one of them of length 1, which is
-  broadcast); outputs `energy` (float32: `Run.energy`'s float64 formula,
+  broadcast; other lengths fail the request with one line naming both);
+  outputs `energy` (float32: `Run.energy`'s float64 formula,
   `keras_gauss.numpy_ops.pair_energy`, in TensorFlow ops whatever Keras's
   backend), `query_in_vocabulary` and
   `candidate_in_vocabulary` (bool). With EL energy it is the symmetric log
@@ -197,7 +198,16 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
     oov = tf.constant(OOV_ENERGY, tf.float32)
 
     def energy_fn(query, candidate):
-        shape = tf.broadcast_dynamic_shape(tf.shape(query), tf.shape(candidate))
+        # Lengths that do not pair up fail the request with this line, not
+        # with the broadcast's "Incompatible shapes: [2] vs. [3]".
+        lengths = tf.stack([tf.size(query), tf.size(candidate)])
+        paired = tf.logical_or(tf.equal(lengths[0], lengths[1]),
+                               tf.reduce_any(tf.equal(lengths, 1)))
+        check = tf.debugging.Assert(paired, [tf.strings.format(
+            "energy: `query` has {} strings and `candidate` {}: give them the same "
+            "length, or one of them length 1", [lengths[0], lengths[1]])])
+        with tf.control_dependencies([check]):
+            shape = tf.broadcast_dynamic_shape(tf.shape(query), tf.shape(candidate))
         query = tf.broadcast_to(query, shape)
         candidate = tf.broadcast_to(candidate, shape)
         query_ids, query_known = vocabulary.lookup(query)

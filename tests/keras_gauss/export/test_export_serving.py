@@ -475,3 +475,22 @@ def test_generality_term_in_the_exported_kl_energy(tmp_path):
         with pytest.raises(ValueError, match=message):
             export_tables(means, variances, words, tmp_path / "x", energy, generality=beta)
     assert not (tmp_path / "x").exists()
+
+
+def test_energy_of_lengths_that_do_not_pair_up_names_both(tmp_path):
+    # The request failed with the broadcast's "Incompatible shapes: [2] vs. [3]".
+    import tensorflow as tf
+
+    layer = kg.GaussianEmbedding(3, 2, name="words")
+    _ = layer(np.array([0]))
+    served = tf.saved_model.load(str(export_energy_model(layer, ["a", "b", "c"],
+                                                         tmp_path / "1", "el", k=1)))
+    energy = served.signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="energy: `query` has 2 strings and `candidate` 3: give them "
+                             "the same length, or one of them length 1"):
+        energy(query=tf.constant(["a", "b"]), candidate=tf.constant(["a", "b", "c"]))
+    out = energy(query=tf.constant(["a"]), candidate=tf.constant(["a", "b", "c"]))
+    assert out["energy"].shape == (3,)
+    assert energy(query=tf.constant([], tf.string),
+                  candidate=tf.constant([], tf.string))["energy"].shape == (0,)

@@ -50,7 +50,11 @@ class GaussianEmbedding(keras.layers.Layer):
     compiled gather at no cost, inside a `jax.errors.JaxRuntimeError` (a
     `ValueError` where JAX's C++ dispatch ran the step), after which
     Keras has dropped the model's variable values: reload it; torch and
-    eager JAX: `IndexError`). On JAX the exported function of
+    eager JAX: `IndexError`). NumPy ids given to the layer are checked
+    before Keras converts them (JAX without `jax_enable_x64` cuts int64 to
+    32 bits); a model's `keras.Input(dtype="int32")` casts its data before
+    the layer sees it, so there an int64 id from 2**31 on wraps and a float
+    id is truncated, unchecked. On JAX the exported function of
     `model.export` (jax2tf, which cannot serialize that callback) does not
     fail: an id outside gives NaN rows there, never another row.
 
@@ -162,6 +166,23 @@ class GaussianEmbedding(keras.layers.Layer):
             self.means.assign(self.mean_constraint(self.means))
         self.built = True
 
+    def __call__(self, *args, **kwargs):
+        ids = args[0] if args else kwargs.get("ids")
+        if isinstance(ids, (np.ndarray, np.generic)):
+            self._check_numpy_ids(ids)
+        return super().__call__(*args, **kwargs)
+
+    def _check_numpy_ids(self, ids):
+        """NumPy ids checked before Keras converts them: their dtype (JAX
+        read strings as floats: "could not convert string to float"), and on
+        JAX their range, since JAX without `jax_enable_x64` cuts 64-bit ids
+        to 32 bits (2**32 + 3 read row 3)."""
+        if ids.dtype.kind not in "iu":
+            raise TypeError(self._id_dtype_message(ids.dtype.name))
+        if (keras.backend.backend() == "jax" and ids.size
+                and (ids.min() < 0 or ids.max() >= self.input_dim)):
+            self._raise_out_of_range()
+
     def call(self, ids, training=None):
         ids = self._cast_ids(ids)
         kernel = kernels.get(training)
@@ -254,12 +275,12 @@ class GaussianEmbedding(keras.layers.Layer):
     def _require_int_dtype(self, ids):
         dtype = keras.backend.standardize_dtype(ids.dtype)
         if "int" not in dtype:
-            raise TypeError(
-                f"{self.__class__.__name__} '{self.name}' expects integer ids, "
-                f"got dtype {dtype}. Convert words to ids with a vocabulary "
-                "lookup first."
-            )
+            raise TypeError(self._id_dtype_message(dtype))
         return dtype
+
+    def _id_dtype_message(self, dtype):
+        return (f"{self.__class__.__name__} '{self.name}' expects integer ids, got dtype "
+                f"{dtype}. Convert words to ids with a vocabulary lookup first.")
 
     def _cast_ids(self, ids):
         dtype = self._require_int_dtype(ids)

@@ -244,6 +244,22 @@ def test_a_table_past_int32_ids_needs_x64_on_jax():
     assert GaussianEmbedding(2**31 - 1, 4).input_dim == 2**31 - 1  # (not built: no table)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_numpy_ids_past_32_bits_fail_the_range_check(dtype):
+    # On JAX without x64, Keras cut NumPy's int64 2**32 + 3 to 3 before the
+    # layer saw it: row 3, silently.
+    layer = GaussianEmbedding(10, 4, name="words")
+    with pytest.raises(_out_of_range_error(), match=r"input_dim=10"):
+        layer(np.array([1, 2**32 + 3], dtype))
+
+
+def test_string_ids_are_a_type_error():
+    # JAX said "could not convert string to float: np.str_('cat')"
+    layer = GaussianEmbedding(10, 4)
+    with pytest.raises(TypeError, match="expects integer ids, got dtype str"):
+        layer(np.array(["cat"]))
+
+
 def test_int64_and_small_int_ids():
     layer = GaussianEmbedding(10, 4)
     a = _numpy(layer(np.array([3, 7], dtype="int64"))[0])

@@ -626,8 +626,13 @@ def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, ta
     check_output_dir(path, overwrite, content=SERVING)
 
     def gather(layer):
+        # The variables' rows as float32, not a call's: under `mixed_float16`
+        # a call gives float16 rows (means off by 1e-3, and unlike the
+        # tables `neighbors` reads); the vocabulary's ids never lie outside.
         def fn(ids):
-            return layer(ids)
+            mean = tf.cast(tf.gather(layer.means.value, ids), tf.float32)
+            var = tf.cast(tf.gather(layer.variances.value, ids), tf.float32)
+            return mean, tf.broadcast_to(var, tf.shape(mean))
         return fn
 
     def all_candidates():

@@ -376,20 +376,14 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     import tensorflow as tf
 
 
-    means = np.asarray(means, np.float32)
-    variances = np.asarray(variances, np.float32)
-    if means.ndim != 2 or variances.ndim != 2 or variances.shape[0] != means.shape[0] \
-            or variances.shape[1] not in (1, means.shape[1]):
-        raise ValueError(
-            f"means must be (n, d) and variances (n, d) or (n, 1); got "
-            f"{means.shape} and {variances.shape}.")
+    means, variances = _checked_table(means, variances, "means", "variances")
     if candidate_means is None:
         candidate_means, candidate_variances = means, variances
         separate = False
     else:
-        candidate_means = np.asarray(candidate_means, np.float32)
-        candidate_variances = np.asarray(candidate_variances, np.float32)
-        if candidate_means.shape != means.shape or candidate_variances.shape[0] != means.shape[0]:
+        candidate_means, candidate_variances = _checked_table(
+            candidate_means, candidate_variances, "candidate_means", "candidate_variances")
+        if candidate_means.shape != means.shape:
             raise ValueError("the candidate table must have the query table's shape.")
         separate = True
     check_tables_finite(means, variances, "export: the query table")
@@ -459,6 +453,20 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                                           include_constant=include_constant,
                                           **(info or {})))
     return Path(path)
+
+
+def _checked_table(means, variances, mean_name, variance_name):
+    """`(means, variances)` as float32 arrays, checked to be `(n, d)` with
+    `d >= 1` and `(n, d)` or `(n, 1)` (a candidate table's variances of
+    another width failed the export with a traced graph's error)."""
+    means = np.asarray(means, np.float32)
+    variances = np.asarray(variances, np.float32)
+    if means.ndim != 2 or not means.shape[1] or variances.ndim != 2 \
+            or variances.shape[0] != means.shape[0] or variances.shape[1] not in (1, means.shape[1]):
+        raise ValueError(
+            f"{mean_name} must be (n, d) with d >= 1 and {variance_name} (n, d) or (n, 1); "
+            f"got {means.shape} and {variances.shape}.")
+    return means, variances
 
 
 def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,

@@ -524,3 +524,21 @@ def test_export_under_mixed_float16_serves_the_float32_tables(tmp_path):
     kl = 0.5 * np.sum(v[0] / v[c] + (m[c] - m[0]) ** 2 / v[c] - 1 - np.log(v[0] / v[c]))
     np.testing.assert_allclose(energy, [-kl], rtol=1e-6)
     assert neighbor["energies"].numpy()[0, 0] == energy[0]
+
+
+def test_table_shapes_are_checked_candidate_table_too(tmp_path):
+    # candidate variances of another width failed inside the traced graph
+    # ("in user code: ..."); a table of dimension 0 was exported
+    from keras_gauss.export import export_tables
+
+    means, variances = np.zeros((3, 2), "float32"), np.ones((3, 2), "float32")
+    for kwargs, message in (
+            ({"means": np.zeros((3, 0)), "variances": np.ones((3, 0))},
+             r"^means must be \(n, d\) with d >= 1 .*got \(3, 0\) and \(3, 0\)\.$"),
+            ({"candidate_means": means, "candidate_variances": np.ones((3, 3))},
+             r"^candidate_means must be \(n, d\) with d >= 1 and candidate_variances \(n, d\) "
+             r"or \(n, 1\); got \(3, 2\) and \(3, 3\)\.$")):
+        with pytest.raises(ValueError, match=message):
+            export_tables(**{"means": means, "variances": variances, **kwargs},
+                          words=["a", "b", "c"], path=tmp_path / "1", energy="kl")
+    assert not (tmp_path / "1").exists()

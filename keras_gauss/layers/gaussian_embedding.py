@@ -170,7 +170,20 @@ class GaussianEmbedding(keras.layers.Layer):
         ids = args[0] if args else kwargs.get("ids")
         if isinstance(ids, (np.ndarray, np.generic)):
             self._check_numpy_ids(ids)
+        else:
+            self._require_dense(ids)
         return super().__call__(*args, **kwargs)
+
+    def _require_dense(self, ids):
+        """Raises one `TypeError` for ragged or sparse ids (TensorFlow's), which
+        failed deep in the call ("object of type 'RaggedTensor' has no len()")."""
+        ragged = getattr(ids, "ragged_rank", None) is not None
+        if ragged or (getattr(ids, "indices", None) is not None
+                      and getattr(ids, "dense_shape", None) is not None):
+            fix = "ids.to_tensor()" if ragged else "tf.sparse.to_dense(ids)"
+            raise TypeError(
+                f"{self.__class__.__name__} '{self.name}' expects a dense tensor of ids, got "
+                f"a {type(ids).__name__}: pad it first ({fix}).")
 
     def _check_numpy_ids(self, ids):
         """NumPy ids checked before Keras converts them: their dtype (JAX

@@ -260,6 +260,20 @@ def test_string_ids_are_a_type_error():
         layer(np.array(["cat"]))
 
 
+@only_on_tensorflow("ragged and sparse tensors are TensorFlow's")
+def test_ragged_and_sparse_ids_are_a_type_error():
+    # "object of type 'RaggedTensor' has no len()" deep in the call
+    import tensorflow as tf
+
+    layer = GaussianEmbedding(10, 4, name="words")
+    with pytest.raises(TypeError, match=r"^GaussianEmbedding 'words' expects a dense tensor "
+                                        r"of ids, got a RaggedTensor: pad it first "
+                                        r"\(ids.to_tensor\(\)\)\.$"):
+        layer(tf.ragged.constant([[1, 2], [3]]))
+    with pytest.raises(TypeError, match=r"got a SparseTensor: .*tf.sparse.to_dense"):
+        layer(tf.sparse.from_dense(tf.constant([[1, 0], [0, 2]])))
+
+
 def test_int64_and_small_int_ids():
     layer = GaussianEmbedding(10, 4)
     a = _numpy(layer(np.array([3, 7], dtype="int64"))[0])

@@ -1,6 +1,7 @@
 """The hierarchy model: one shared Gaussian table scored with asymmetric KL."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_gauss import energies
@@ -47,8 +48,10 @@ def build_kl_model(num_nodes, dim=50, negatives=1, energy=energies.KL.name, **ta
     >>> model = build_kl_model(num_nodes=100, dim=10, negatives=2)
     >>> model.compile(optimizer=SparseAdagrad(0.05), loss=MaxMarginRanking())
     """
-    if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 1:
+    if (isinstance(negatives, (bool, np.bool_)) or not isinstance(negatives, (int, np.integer))
+            or negatives < 1):
         raise ValueError(f"`negatives` must be an integer >= 1, got {negatives!r}.")
+    negatives = int(negatives)  # a NumPy integer (read from an array or a config) too
     energy = energies.get(energy, task="hierarchy", setting="`energy`").name
     nodes = GaussianEmbedding(num_nodes, dim, name="nodes", **table)
     general = keras.Input((), dtype="int32", name="general")

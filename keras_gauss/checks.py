@@ -300,12 +300,8 @@ def check_config(config, positive):
         value = getattr(config, name)
         if isinstance(value, bool) or not value > 0:
             raise ValueError(f"{flag(name)} must be > 0, got {value}.")
-    tables = np.finfo(np.float32)  # the tables' numbers
-    for name, bad in (("min_variance", config.min_variance < float(tables.tiny)),
-                      ("max_variance", config.max_variance > float(tables.max))):
-        if bad:
-            raise ValueError(f"{flag(name)} {getattr(config, name):g}: the tables are float32, "
-                             f"which hold variances in [{tables.tiny:.3g}, {tables.max:.3g}].")
+    check_variance_range(config.min_variance, config.max_variance, "float32",
+                         (flag("min_variance"), flag("max_variance")))
     if config.min_variance > config.max_variance:
         raise ValueError(
             f"--min-variance ({config.min_variance}) must not exceed "
@@ -315,6 +311,36 @@ def check_config(config, positive):
         raise ValueError(
             f"--covariance must be 'diagonal' or 'spherical', got {config.covariance!r}."
         )
+
+
+def check_variance_range(min_variance, max_variance, dtype, names):
+    """Raises `ValueError` unless the variance bounds are numbers the
+    tables' `dtype` holds: `min_variance` at least its smallest positive
+    normal number (below it the bound rounds to 0, or to a subnormal whose
+    log-determinant and KL lose all precision) and `max_variance` at most
+    its largest (beyond it, infinity: no bound). A dtype NumPy does not
+    know (bfloat16) is not checked.
+
+    Args:
+        min_variance, max_variance: the bounds (numbers).
+        dtype: the tables' dtype (`"float32"`).
+        names: how the message names the two bounds (`"--min-variance"`).
+
+    Example:
+
+    >>> check_variance_range(1e-50, 5.0, "float32", ("`min_variance`", "`max_variance`"))
+    Traceback (most recent call last):
+    ValueError: `min_variance` 1e-50: the tables are float32, which hold variances in [1.18e-38, 3.4e+38].
+    """
+    try:
+        tables = np.finfo(dtype)
+    except (TypeError, ValueError):
+        return
+    for name, value, bad in ((names[0], min_variance, min_variance < float(tables.tiny)),
+                             (names[1], max_variance, max_variance > float(tables.max))):
+        if bad:
+            raise ValueError(f"{name} {value:g}: the tables are {tables.dtype.name}, "
+                             f"which hold variances in [{tables.tiny:.3g}, {tables.max:.3g}].")
 
 
 def check_table_memory(rows, dim, tables, what="--dim"):

@@ -16,6 +16,8 @@ import math
 
 from keras import ops
 
+from keras_gauss.checks import check_number
+
 LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -207,7 +209,7 @@ def inner_product_range(mean_x, var_x, mean_y, var_y, num_std=1.0):
         var_x: `(..., d)` variances of `x`.
         mean_y: `(..., d)` means of `y`.
         var_y: `(..., d)` variances of `y`.
-        num_std: `c`, the number of standard deviations (`>= 0`). By
+        num_std: `c`, the number of standard deviations (finite, `>= 0`). By
             Chebyshev's inequality at least `1 - 1/c^2` of the dot products
             fall inside the range.
 
@@ -220,8 +222,7 @@ def inner_product_range(mean_x, var_x, mean_y, var_y, num_std=1.0):
     >>> low, high = inner_product_range(np.ones(2), np.ones(2), np.ones(2),
     ...                                 np.ones(2), num_std=2.0)
     """
-    if num_std < 0:
-        raise ValueError(f"`num_std` must be >= 0, got {num_std}.")
+    check_number(num_std, "`num_std`", at_least=0)  # finite: NaN made a NaN range
     mean, variance = inner_product_moments(mean_x, var_x, mean_y, var_y)
     half_width = num_std * ops.sqrt(variance)
     return mean - half_width, mean + half_width

@@ -154,11 +154,14 @@ class Run:
         return self.kind != "corpus"
 
     def ids(self, words):
-        """Maps words to table ids; raises `UnknownWordError` naming unknown words."""
+        """Maps words (`str`, or UTF-8 `bytes` as the serving signatures take
+        them) to table ids; raises `UnknownWordError` naming unknown words."""
         index = self.index
+        words = [_text(w) for w in words]
         unknown = [w for w in words if w not in index]
         if unknown:
-            suggestions = self.suggest(unknown[0]) if len(unknown) == 1 else []
+            suggestions = (self.suggest(unknown[0])
+                           if len(unknown) == 1 and isinstance(unknown[0], str) else [])
             message = f"not in the vocabulary of {self.path}: {listing(unknown)}"
             if suggestions:
                 message += f"; did you mean {_listing(suggestions)}?"
@@ -194,7 +197,7 @@ class Run:
     # ------------------------------------------------------------------ queries
 
     def _side(self, words):
-        single = isinstance(words, str)
+        single = isinstance(words, (str, bytes))  # (bytes: one word, not its byte values)
         ids = self.ids([words] if single else list(words))
         return ids, single
 
@@ -338,6 +341,16 @@ class Run:
                     "(trained without validation edges); pass threshold=.")
         values = self.energy(a, b)
         return bool(values >= threshold) if np.ndim(values) == 0 else values >= threshold
+
+
+def _text(word):
+    """`word`, UTF-8 bytes decoded (undecodable bytes as they are: unknown)."""
+    if isinstance(word, bytes):
+        try:
+            return word.decode("utf-8")
+        except UnicodeDecodeError:
+            return word
+    return word
 
 
 def _lemma(name):

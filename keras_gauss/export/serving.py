@@ -7,7 +7,8 @@ TensorFlow only, never `keras_gauss`:
 
 - `serving_default` (also `energy`): inputs `query`, `candidate` (string
   vectors of the same length, or one of them of length 1, which is
-  broadcast); outputs `energy` (float32: `Run.energy`'s float64 formula,
+  broadcast; other lengths fail the request with one line naming both);
+  outputs `energy` (float32: `Run.energy`'s float64 formula,
   `keras_gauss.numpy_ops.pair_energy`, in TensorFlow ops whatever Keras's
   backend), `query_in_vocabulary` and
   `candidate_in_vocabulary` (bool). With EL energy it is the symmetric log
@@ -197,7 +198,16 @@ def _endpoint_functions(vocabulary, gather_query, gather_candidate,
     oov = tf.constant(OOV_ENERGY, tf.float32)
 
     def energy_fn(query, candidate):
-        shape = tf.broadcast_dynamic_shape(tf.shape(query), tf.shape(candidate))
+        # Lengths that do not pair up fail the request with this line, not
+        # with the broadcast's "Incompatible shapes: [2] vs. [3]".
+        lengths = tf.stack([tf.size(query), tf.size(candidate)])
+        paired = tf.logical_or(tf.equal(lengths[0], lengths[1]),
+                               tf.reduce_any(tf.equal(lengths, 1)))
+        check = tf.debugging.Assert(paired, [tf.strings.format(
+            "energy: `query` has {} strings and `candidate` {}: give them the same "
+            "length, or one of them length 1", [lengths[0], lengths[1]])])
+        with tf.control_dependencies([check]):
+            shape = tf.broadcast_dynamic_shape(tf.shape(query), tf.shape(candidate))
         query = tf.broadcast_to(query, shape)
         candidate = tf.broadcast_to(candidate, shape)
         query_ids, query_known = vocabulary.lookup(query)
@@ -366,20 +376,14 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
     import tensorflow as tf
 
 
-    means = np.asarray(means, np.float32)
-    variances = np.asarray(variances, np.float32)
-    if means.ndim != 2 or variances.ndim != 2 or variances.shape[0] != means.shape[0] \
-            or variances.shape[1] not in (1, means.shape[1]):
-        raise ValueError(
-            f"means must be (n, d) and variances (n, d) or (n, 1); got "
-            f"{means.shape} and {variances.shape}.")
+    means, variances = _checked_table(means, variances, "means", "variances")
     if candidate_means is None:
         candidate_means, candidate_variances = means, variances
         separate = False
     else:
-        candidate_means = np.asarray(candidate_means, np.float32)
-        candidate_variances = np.asarray(candidate_variances, np.float32)
-        if candidate_means.shape != means.shape or candidate_variances.shape[0] != means.shape[0]:
+        candidate_means, candidate_variances = _checked_table(
+            candidate_means, candidate_variances, "candidate_means", "candidate_variances")
+        if candidate_means.shape != means.shape:
             raise ValueError("the candidate table must have the query table's shape.")
         separate = True
     check_tables_finite(means, variances, "export: the query table")
@@ -449,6 +453,20 @@ def export_tables(means, variances, words, path, energy, *, k=DEFAULT_K,
                                           include_constant=include_constant,
                                           **(info or {})))
     return Path(path)
+
+
+def _checked_table(means, variances, mean_name, variance_name):
+    """`(means, variances)` as float32 arrays, checked to be `(n, d)` with
+    `d >= 1` and `(n, d)` or `(n, 1)` (a candidate table's variances of
+    another width failed the export with a traced graph's error)."""
+    means = np.asarray(means, np.float32)
+    variances = np.asarray(variances, np.float32)
+    if means.ndim != 2 or not means.shape[1] or variances.ndim != 2 \
+            or variances.shape[0] != means.shape[0] or variances.shape[1] not in (1, means.shape[1]):
+        raise ValueError(
+            f"{mean_name} must be (n, d) with d >= 1 and {variance_name} (n, d) or (n, 1); "
+            f"got {means.shape} and {variances.shape}.")
+    return means, variances
 
 
 def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
@@ -616,8 +634,13 @@ def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, ta
     check_output_dir(path, overwrite, content=SERVING)
 
     def gather(layer):
+        # The variables' rows as float32, not a call's: under `mixed_float16`
+        # a call gives float16 rows (means off by 1e-3, and unlike the
+        # tables `neighbors` reads); the vocabulary's ids never lie outside.
         def fn(ids):
-            return layer(ids)
+            mean = tf.cast(tf.gather(layer.means.value, ids), tf.float32)
+            var = tf.cast(tf.gather(layer.variances.value, ids), tf.float32)
+            return mean, tf.broadcast_to(var, tf.shape(mean))
         return fn
 
     def all_candidates():

@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_gauss import kernels
 from keras_gauss.checks import INT32_MAX
+from keras_gauss.checks import check_variance_range
 from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.checks import tracing_for_tensorflow
 from keras_gauss.constraints.norm_clip import NormClip
@@ -49,7 +50,11 @@ class GaussianEmbedding(keras.layers.Layer):
     compiled gather at no cost, inside a `jax.errors.JaxRuntimeError` (a
     `ValueError` where JAX's C++ dispatch ran the step), after which
     Keras has dropped the model's variable values: reload it; torch and
-    eager JAX: `IndexError`). On JAX the exported function of
+    eager JAX: `IndexError`). NumPy ids given to the layer are checked
+    before Keras converts them (JAX without `jax_enable_x64` cuts int64 to
+    32 bits); a model's `keras.Input(dtype="int32")` casts its data before
+    the layer sees it, so there an int64 id from 2**31 on wraps and a float
+    id is truncated, unchecked. On JAX the exported function of
     `model.export` (jax2tf, which cannot serialize that callback) does not
     fail: an id outside gives NaN rows there, never another row.
 
@@ -73,8 +78,10 @@ class GaussianEmbedding(keras.layers.Layer):
             are clipped into `[min_variance, max_variance]` when built.
         max_norm: `C`, the bound on each mean's L2 norm, or `None` for no
             bound.
-        min_variance: `m > 0`, the smallest variance.
-        max_variance: `M >= m`, the largest variance.
+        min_variance: `m > 0`, the smallest variance (a normal number of
+            the tables' dtype: at least 1.18e-38 in float32).
+        max_variance: `M >= m`, the largest variance (finite in the
+            tables' dtype).
         **kwargs: other `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Example:
@@ -128,6 +135,10 @@ class GaussianEmbedding(keras.layers.Layer):
             ) from None
         self.min_variance = self.variance_constraint.min_value
         self.max_variance = self.variance_constraint.max_value
+        # A bound the table cannot hold would clip to 0 (1e-50 in float32:
+        # zero variances, NaN energies) or to infinity.
+        check_variance_range(self.min_variance, self.max_variance, self.variable_dtype,
+                             ("`min_variance`", "`max_variance`"))
         # Sparse row updates and the id range check are not XLA friendly on
         # TensorFlow; JAX always compiles its steps (without jit every op
         # would run on its own).
@@ -154,6 +165,36 @@ class GaussianEmbedding(keras.layers.Layer):
         if self.mean_constraint is not None:
             self.means.assign(self.mean_constraint(self.means))
         self.built = True
+
+    def __call__(self, *args, **kwargs):
+        ids = args[0] if args else kwargs.get("ids")
+        if isinstance(ids, (np.ndarray, np.generic)):
+            self._check_numpy_ids(ids)
+        else:
+            self._require_dense(ids)
+        return super().__call__(*args, **kwargs)
+
+    def _require_dense(self, ids):
+        """Raises one `TypeError` for ragged or sparse ids (TensorFlow's), which
+        failed deep in the call ("object of type 'RaggedTensor' has no len()")."""
+        ragged = getattr(ids, "ragged_rank", None) is not None
+        if ragged or (getattr(ids, "indices", None) is not None
+                      and getattr(ids, "dense_shape", None) is not None):
+            fix = "ids.to_tensor()" if ragged else "tf.sparse.to_dense(ids)"
+            raise TypeError(
+                f"{self.__class__.__name__} '{self.name}' expects a dense tensor of ids, got "
+                f"a {type(ids).__name__}: pad it first ({fix}).")
+
+    def _check_numpy_ids(self, ids):
+        """NumPy ids checked before Keras converts them: their dtype (JAX
+        read strings as floats: "could not convert string to float"), and on
+        JAX their range, since JAX without `jax_enable_x64` cuts 64-bit ids
+        to 32 bits (2**32 + 3 read row 3)."""
+        if ids.dtype.kind not in "iu":
+            raise TypeError(self._id_dtype_message(ids.dtype.name))
+        if (keras.backend.backend() == "jax" and ids.size
+                and (ids.min() < 0 or ids.max() >= self.input_dim)):
+            self._raise_out_of_range()
 
     def call(self, ids, training=None):
         ids = self._cast_ids(ids)
@@ -247,12 +288,12 @@ class GaussianEmbedding(keras.layers.Layer):
     def _require_int_dtype(self, ids):
         dtype = keras.backend.standardize_dtype(ids.dtype)
         if "int" not in dtype:
-            raise TypeError(
-                f"{self.__class__.__name__} '{self.name}' expects integer ids, "
-                f"got dtype {dtype}. Convert words to ids with a vocabulary "
-                "lookup first."
-            )
+            raise TypeError(self._id_dtype_message(dtype))
         return dtype
+
+    def _id_dtype_message(self, dtype):
+        return (f"{self.__class__.__name__} '{self.name}' expects integer ids, got dtype "
+                f"{dtype}. Convert words to ids with a vocabulary lookup first.")
 
     def _cast_ids(self, ids):
         dtype = self._require_int_dtype(ids)

@@ -25,6 +25,7 @@ a resumed run draws exactly the pairs the uninterrupted one drew.
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 _GOLDEN = 0x9E3779B9
@@ -340,8 +341,12 @@ class SkipGramSampler(keras.layers.Layer):
         for name, value in (("corpus_size", corpus_size), ("line_count", line_count),
                             ("window", window), ("batch_size", batch_size),
                             ("negatives", negatives), ("table_size", table_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))
+                    or value < 1):
                 raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
+        # NumPy integers too (`len`s and settings read with NumPy), kept as ints
+        corpus_size, line_count, window, batch_size, negatives, table_size = map(
+            int, (corpus_size, line_count, window, batch_size, negatives, table_size))
         if corpus_size >= 2**31:
             raise ValueError(f"`corpus_size` must be < 2^31, got {corpus_size}.")
         self.corpus_size, self.line_count = corpus_size, line_count

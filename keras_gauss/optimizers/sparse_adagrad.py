@@ -114,6 +114,8 @@ class SparseAdagrad(keras.optimizers.Optimizer):
             variables = self._trainable_variables
         else:
             variables = list(trainable_variables)
+        if self.loss_scale_factor is not None and keras.backend.backend() == "tensorflow":
+            grads = [_divisible(g) for g in grads]
         with _HIDING:
             if not self._hiding:
                 hidden = [v for v in variables if _row_constraint(v) is not None]
@@ -408,6 +410,22 @@ def _is_torch_table(value):
     import torch
 
     return isinstance(value, torch.Tensor) and value.layout == torch.strided and value.ndim == 2
+
+
+def _divisible(gradient):
+    """`gradient`, a `tf.IndexedSlices` made divisible by a number: Keras's
+    `apply` divides every gradient by `loss_scale_factor`, and an
+    IndexedSlices has no `/` ("unsupported operand type(s) for /:
+    'IndexedSlices' and 'float'"); other gradients as they are."""
+    if not _is_indexed_slices(gradient):
+        return gradient
+    import tensorflow as tf
+
+    class DivisibleSlices(tf.IndexedSlices):
+        def __truediv__(self, scale):
+            return tf.IndexedSlices(self.values / scale, self.indices, self.dense_shape)
+
+    return DivisibleSlices(gradient.values, gradient.indices, gradient.dense_shape)
 
 
 def _tf_variable(variable):

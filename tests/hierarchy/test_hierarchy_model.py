@@ -1,5 +1,7 @@
 """The hierarchy model's training step touches only the rows of its batch."""
 
+import numpy as np
+import pytest
 import tensorflow as tf
 
 import keras_gauss as kg
@@ -62,3 +64,12 @@ def test_keras_step_check_catches_a_whole_table_constraint():
                   loss=kg.MaxMarginRanking())
     model.optimizer.build(model.trainable_variables)
     assert _table_sized(_traced_step(model))
+
+
+def test_negatives_may_be_a_numpy_integer():
+    # `np.int64(2)` was refused as "`negatives` must be an integer >= 1"
+    model = build_kl_model(10, 2, negatives=np.int64(2))
+    assert tuple(model.output.shape) == (None, 3)
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match="`negatives` must be an integer >= 1"):
+            build_kl_model(10, 2, negatives=bad)

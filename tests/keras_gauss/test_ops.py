@@ -372,10 +372,12 @@ def test_inner_product_range_contains_chebyshev_fraction():
     assert float(_np(zero_low)) == float(_np(zero_high)) == pytest.approx(mean)
 
 
-def test_inner_product_range_rejects_negative_num_std():
+@pytest.mark.parametrize("num_std", [-1.0, float("nan"), float("inf")])
+def test_inner_product_range_rejects_a_negative_or_non_finite_num_std(num_std):
+    # a NaN gave the range (nan, nan)
     with pytest.raises(ValueError, match="num_std"):
         gauss_ops.inner_product_range(np.ones(2), np.ones(2), np.ones(2),
-                                      np.ones(2), num_std=-1.0)
+                                      np.ones(2), num_std=num_std)
 
 
 def test_log_det():

@@ -178,6 +178,18 @@ def test_unknown_words_and_lemma_suggestions(hierarchy_run):
         run.energy("unicorn.n.01", "animal.n.01")
 
 
+def test_words_given_as_utf8_bytes_are_words(hierarchy_run):
+    # energy(b"dog.n.01", ...) looked up the byte values ("not in the
+    # vocabulary: 100, 111, 103, ..."), neighbors(b"...") failed in suggest
+    # ("TypeError: a bytes-like object is required, not 'str'")
+    run = kg.load_run(hierarchy_run)
+    assert run.energy(b"dog.n.01", b"mammal.n.01") == run.energy("dog.n.01", "mammal.n.01")
+    assert run.is_a([b"dog.n.01"], "mammal.n.01").tolist() == [True]
+    assert run.neighbors(b"dog.n.01", k=2) == run.neighbors("dog.n.01", k=2)
+    with pytest.raises(UnknownWordError, match=r"vocabulary of .*: b'\\xff'$"):
+        run.neighbors(b"\xff")
+
+
 def test_cli_neighbors_on_a_hierarchy_run(hierarchy_run, capsys):
     run = kg.load_run(hierarchy_run)
     assert main(["neighbors", str(hierarchy_run), "dog.n.01", "--k", "7"]) == 0

@@ -475,3 +475,70 @@ def test_generality_term_in_the_exported_kl_energy(tmp_path):
         with pytest.raises(ValueError, match=message):
             export_tables(means, variances, words, tmp_path / "x", energy, generality=beta)
     assert not (tmp_path / "x").exists()
+
+
+def test_energy_of_lengths_that_do_not_pair_up_names_both(tmp_path):
+    # The request failed with the broadcast's "Incompatible shapes: [2] vs. [3]".
+    import tensorflow as tf
+
+    layer = kg.GaussianEmbedding(3, 2, name="words")
+    _ = layer(np.array([0]))
+    served = tf.saved_model.load(str(export_energy_model(layer, ["a", "b", "c"],
+                                                         tmp_path / "1", "el", k=1)))
+    energy = served.signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="energy: `query` has 2 strings and `candidate` 3: give them "
+                             "the same length, or one of them length 1"):
+        energy(query=tf.constant(["a", "b"]), candidate=tf.constant(["a", "b", "c"]))
+    out = energy(query=tf.constant(["a"]), candidate=tf.constant(["a", "b", "c"]))
+    assert out["energy"].shape == (3,)
+    assert energy(query=tf.constant([], tf.string),
+                  candidate=tf.constant([], tf.string))["energy"].shape == (0,)
+
+
+def test_export_under_mixed_float16_serves_the_float32_tables(tmp_path):
+    # `embed` and `energy` served the layer's float16 rows (means off by
+    # 2e-3, energies by 10 in 46,000), `neighbors` the float32 tables.
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    means = (3 * rng.normal(size=(3, 8))).astype("float32")
+    variances = rng.uniform(0.01, 1.0, (3, 8)).astype("float32")
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        layer = kg.GaussianEmbedding(3, 8, name="nodes", max_norm=None, min_variance=0.01)
+        _ = layer(np.array([0]))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    layer.means.assign(means)
+    layer.variances.assign(variances)
+    served = tf.saved_model.load(str(export_energy_model(layer, ["a", "b", "c"],
+                                                         tmp_path / "1", "kl", k=1)))
+    np.testing.assert_array_equal(served.signatures["embed"](word=tf.constant(["b"]))["mean"],
+                                  means[1:2])
+    neighbor = served.signatures["neighbors"](query=tf.constant(["a"]))
+    best = neighbor["candidates"].numpy()[0, 0].decode()
+    energy = served.signatures["energy"](query=tf.constant(["a"]),
+                                         candidate=tf.constant([best]))["energy"].numpy()
+    m, v, c = means.astype(np.float64), variances.astype(np.float64), "abc".index(best)
+    kl = 0.5 * np.sum(v[0] / v[c] + (m[c] - m[0]) ** 2 / v[c] - 1 - np.log(v[0] / v[c]))
+    np.testing.assert_allclose(energy, [-kl], rtol=1e-6)
+    assert neighbor["energies"].numpy()[0, 0] == energy[0]
+
+
+def test_table_shapes_are_checked_candidate_table_too(tmp_path):
+    # candidate variances of another width failed inside the traced graph
+    # ("in user code: ..."); a table of dimension 0 was exported
+    from keras_gauss.export import export_tables
+
+    means, variances = np.zeros((3, 2), "float32"), np.ones((3, 2), "float32")
+    for kwargs, message in (
+            ({"means": np.zeros((3, 0)), "variances": np.ones((3, 0))},
+             r"^means must be \(n, d\) with d >= 1 .*got \(3, 0\) and \(3, 0\)\.$"),
+            ({"candidate_means": means, "candidate_variances": np.ones((3, 3))},
+             r"^candidate_means must be \(n, d\) with d >= 1 and candidate_variances \(n, d\) "
+             r"or \(n, 1\); got \(3, 2\) and \(3, 3\)\.$")):
+        with pytest.raises(ValueError, match=message):
+            export_tables(**{"means": means, "variances": variances, **kwargs},
+                          words=["a", "b", "c"], path=tmp_path / "1", energy="kl")
+    assert not (tmp_path / "1").exists()

@@ -244,6 +244,36 @@ def test_a_table_past_int32_ids_needs_x64_on_jax():
     assert GaussianEmbedding(2**31 - 1, 4).input_dim == 2**31 - 1  # (not built: no table)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_numpy_ids_past_32_bits_fail_the_range_check(dtype):
+    # On JAX without x64, Keras cut NumPy's int64 2**32 + 3 to 3 before the
+    # layer saw it: row 3, silently.
+    layer = GaussianEmbedding(10, 4, name="words")
+    with pytest.raises(_out_of_range_error(), match=r"input_dim=10"):
+        layer(np.array([1, 2**32 + 3], dtype))
+
+
+def test_string_ids_are_a_type_error():
+    # JAX said "could not convert string to float: np.str_('cat')"
+    layer = GaussianEmbedding(10, 4)
+    with pytest.raises(TypeError, match="expects integer ids, got dtype str"):
+        layer(np.array(["cat"]))
+
+
+@only_on_tensorflow("ragged and sparse tensors are TensorFlow's")
+def test_ragged_and_sparse_ids_are_a_type_error():
+    # "object of type 'RaggedTensor' has no len()" deep in the call
+    import tensorflow as tf
+
+    layer = GaussianEmbedding(10, 4, name="words")
+    with pytest.raises(TypeError, match=r"^GaussianEmbedding 'words' expects a dense tensor "
+                                        r"of ids, got a RaggedTensor: pad it first "
+                                        r"\(ids.to_tensor\(\)\)\.$"):
+        layer(tf.ragged.constant([[1, 2], [3]]))
+    with pytest.raises(TypeError, match=r"got a SparseTensor: .*tf.sparse.to_dense"):
+        layer(tf.sparse.from_dense(tf.constant([[1, 0], [0, 2]])))
+
+
 def test_int64_and_small_int_ids():
     layer = GaussianEmbedding(10, 4)
     a = _numpy(layer(np.array([3, 7], dtype="int64"))[0])
@@ -316,3 +346,14 @@ def test_numpy_integer_sizes_are_taken_and_saved_as_ints():
 def test_an_unknown_initializer_names_the_argument(argument):
     with pytest.raises(ValueError, match=f"`{argument}`.*nope"):
         GaussianEmbedding(10, 4, **{argument: "nope"})
+
+
+@pytest.mark.parametrize("kwargs, argument", [({"min_variance": 1e-50}, "min_variance"),
+                                              ({"max_variance": 1e50}, "max_variance")])
+def test_variance_bounds_the_float32_tables_cannot_hold_are_refused(kwargs, argument):
+    # 1e-50 is 0 in float32: the clip let zero variances in (energies NaN);
+    # 1e50 is infinity there: no bound.
+    with pytest.raises(ValueError, match=f"^`{argument}` 1e[+-]50: the tables are float32"):
+        GaussianEmbedding(10, 4, **kwargs)
+    if BACKEND != "jax":  # (JAX without x64 has no float64 tables)
+        assert GaussianEmbedding(10, 4, dtype="float64", **kwargs).min_variance > 0

@@ -116,6 +116,15 @@ def test_config_round_trip_and_bad_arrays():
         SkipGramSampler(10, 2, window=0, batch_size=8)
 
 
+def test_numpy_integer_sizes_are_taken_and_saved_as_ints():
+    # `np.int64(10)` was refused: "`corpus_size` must be an integer >= 1"
+    sampler = SkipGramSampler(np.int64(10), np.int32(2), window=np.int64(2), batch_size=8,
+                              table_size=np.int64(5))
+    config = sampler.get_config()
+    assert (config["corpus_size"], config["window"], config["table_size"]) == (10, 2, 5)
+    assert all(type(config[key]) is int for key in ("corpus_size", "line_count", "window"))
+
+
 def _batch_11():
     """Batch 11 of a sampler with subsampling, on the backend of this process."""
     corpus, lines = _positions_corpus()

@@ -162,6 +162,23 @@ def test_constraints_hold_after_every_step_of_fit():
     assert float(optimizer.min_value.numpy()) == pytest.approx(0.1)
 
 
+def test_a_loss_scale_factor_trains_as_without_it():
+    # On TensorFlow, Keras's `apply` divided the tables' tf.IndexedSlices by
+    # the factor: "unsupported operand type(s) for /: 'IndexedSlices' and 'float'"
+    rng = np.random.default_rng(0)
+    x = [rng.integers(0, 30, (32, 1)), rng.integers(0, 30, (32, 4))]
+    y = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], "float32"), (32, 1))
+
+    def fit(**settings):
+        keras.utils.set_random_seed(0)
+        model, _ = _corpus_model(lambda words, contexts: SparseAdagrad(0.5, **settings))
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+        return [w.numpy() for w in model.weights]
+
+    for plain, scaled in zip(fit(), fit(loss_scale_factor=4.0)):
+        np.testing.assert_allclose(scaled, plain, rtol=1e-6)
+
+
 def test_dense_gradients_take_the_dense_path():
     def train(optimizer):
         keras.utils.set_random_seed(3)

@@ -164,7 +164,22 @@ class GaussianEmbedding(keras.layers.Layer):
         self.variances.assign(self.variance_constraint(self.variances))
         if self.mean_constraint is not None:
             self.means.assign(self.mean_constraint(self.means))
+        self._check_initialized()
         self.built = True
+
+    def _check_initialized(self):
+        """One `ValueError` for an initializer that gave NaN or inf (the
+        clips keep a NaN); nothing to read where the build is traced."""
+        for argument, table in (("mean_initializer", self.means),
+                                ("variance_initializer", self.variances)):
+            try:
+                finite = bool(ops.all(ops.isfinite(table.value)))
+            except TypeError:  # (a symbolic tensor: built inside a traced function)
+                return
+            if not finite:
+                raise ValueError(
+                    f"{self.__class__.__name__} '{self.name}': `{argument}` gave "
+                    "non-finite values (NaN or inf); give one that yields finite numbers.")
 
     def __call__(self, *args, **kwargs):
         ids = args[0] if args else kwargs.get("ids")

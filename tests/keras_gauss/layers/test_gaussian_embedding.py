@@ -357,3 +357,13 @@ def test_variance_bounds_the_float32_tables_cannot_hold_are_refused(kwargs, argu
         GaussianEmbedding(10, 4, **kwargs)
     if BACKEND != "jax":  # (JAX without x64 has no float64 tables)
         assert GaussianEmbedding(10, 4, dtype="float64", **kwargs).min_variance > 0
+
+
+@pytest.mark.parametrize("argument, value", [("mean_initializer", float("nan")),
+                                             ("mean_initializer", float("inf")),
+                                             ("variance_initializer", float("nan"))])
+def test_an_initializer_that_gives_nan_or_inf_is_refused_at_build(argument, value):
+    # the clips into the bounds keep a NaN (an infinite variance is clipped to the bound)
+    layer = GaussianEmbedding(3, 2, name="words", **{argument: keras.initializers.Constant(value)})
+    with pytest.raises(ValueError, match=f"'words': `{argument}` gave non-finite values"):
+        layer.build()

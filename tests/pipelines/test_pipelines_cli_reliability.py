@@ -67,6 +67,9 @@ def test_out_is_checked_before_training(corpus, tmp_path, capsys, monkeypatch):
     ("--sample", "nan", "--sample must be finite"),
     ("--seed", "8388608", "--seed must be in"),
     ("--seed", "-1", "--seed must be in"),
+    # Past 2**31 - 1 too, the bound named is the flag's own, not every integer's.
+    ("--seed", "3000000000", "--seed must be in [0, 8,388,607], got 3000000000."),
+    ("--epochs", "3000000000", "--epochs must be in [1, 65,535], got 3000000000."),
     ("--window", "3000000000", "--window must be"),
     ("--dim", "10000000000", "--dim must be"),
     ("--dim", "2000000000", "--dim 2000000000: 2 table(s)"),

@@ -176,6 +176,7 @@ def test_a_run_of_the_removed_fused_step_engine_says_what_to_do(runs, tmp_path):
     ("run.json-keys", "run.json", "'table' is missing"),
     ("vocab", "vocab.tsv", "line 2"),
     ("vocab-short", "vocab.tsv", "entries for a table of"),
+    ("vocab-repeated", "vocab.tsv", "line 3: 'the' repeats line 1"),
     ("vocab-binary", "vocab.tsv", "not UTF-8"),
     ("metrics", "metrics.json", "not valid JSON"),
     ("model", "model.keras", "cannot load the model"),
@@ -196,6 +197,10 @@ def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damag
     elif damage == "vocab":
         lines = path.read_text().splitlines()
         lines[1] = lines[1].split("\t")[0] + "\tmany"
+        path.write_text("\n".join(lines) + "\n")
+    elif damage == "vocab-repeated":  # before: loaded, 'the' answered for row 2
+        lines = path.read_text().splitlines()
+        lines[2] = lines[0]
         path.write_text("\n".join(lines) + "\n")
     elif damage == "vocab-short":
         path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")

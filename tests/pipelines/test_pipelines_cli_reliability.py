@@ -179,7 +179,8 @@ def test_a_run_of_the_removed_fused_step_engine_says_what_to_do(runs, tmp_path):
     ("vocab-repeated", "vocab.tsv", "line 3: 'the' repeats line 1"),
     ("vocab-binary", "vocab.tsv", "not UTF-8"),
     ("metrics", "metrics.json", "not valid JSON"),
-    ("model", "model.keras", "cannot load the model"),
+    # before: "cannot load the model (ValueError: File not found: filepath=...)"
+    ("model", "model.keras", r"cannot load the model: not a \.keras file \(a zip archive\)"),
     ("nan", "model.keras", "non-finite means"),
     ("variance", "model.keras", "non-positive variances"),
     ("bounds", "model.keras", "norm above max_norm 4"),

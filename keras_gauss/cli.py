@@ -13,9 +13,6 @@ import os
 import sys
 import warnings
 
-from keras_gauss import distribution
-from keras_gauss.checks import CommandError
-
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
     "keras_gauss.hierarchy.cli",
@@ -182,14 +179,24 @@ def _interrupted(args, word="interrupted"):
 
 
 def main(argv=None):
-    quiet_backend_logs()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # Loading the command (numpy, the subcommands' modules: a third of a
+    # second) is inside main, so that Ctrl-C then is one line, not a traceback
+    # of the import under way.
+    try:
+        quiet_backend_logs()
+        from keras_gauss import distribution
+        from keras_gauss.callbacks.progress import BestEffortStream
+        from keras_gauss.callbacks.progress import Phase
+        from keras_gauss.checks import CommandError
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("keras-gauss: interrupted\n")
+        return 130
     if args.command is None:
         parser.print_help()
         return 0
-    from keras_gauss.callbacks.progress import BestEffortStream
-    from keras_gauss.callbacks.progress import Phase
 
     # A multi-process job's other processes hear of this one's error, and
     # its watchdog's line (another process ended) starts as ours.

@@ -34,6 +34,8 @@ def test_help_of_every_subcommand_imports_no_backend():
     result = _python("""
         import sys
         from keras_gauss.cli import main
+        # the command's modules load inside main, where Ctrl-C is one line
+        print("LOADED AT IMPORT", "numpy" in sys.modules, file=sys.stderr)
         for argv in [["--help"]] + [[c, "--help"] for c in sys.argv[1:]]:
             try:
                 main(argv)
@@ -43,10 +45,27 @@ def test_help_of_every_subcommand_imports_no_backend():
         print("HEAVY", heavy, file=sys.stderr)
         """ % (HEAVY,), *_subcommands())
     assert result.returncode == 0, result.stderr
-    assert "HEAVY []" in result.stderr
+    assert "HEAVY []" in result.stderr and "LOADED AT IMPORT False" in result.stderr
     for command in _subcommands():
         assert f"keras-gauss {command}" in result.stdout
     assert result.stdout.count("--quiet") >= len(_subcommands())
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line(monkeypatch, capsys):
+    # before: Ctrl-C in a command's first third of a second (numpy and the
+    # subcommands' modules loading) printed a traceback of the import under way
+    from keras_gauss import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    try:
+        code = main(["train-corpus", "--help"])
+    except KeyboardInterrupt:  # (escaping, it would stop the whole pytest session)
+        pytest.fail("Ctrl-C while the command loads escaped main")
+    assert code == 130
+    assert capsys.readouterr().err == "keras-gauss: interrupted\n"
 
 
 def test_every_option_says_its_real_default_in_words():

@@ -68,6 +68,28 @@ def test_ctrl_c_while_the_command_loads_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "keras-gauss: interrupted\n"
 
 
+def test_ctrl_c_while_tensorflow_loads_is_ctrl_c_not_a_missing_tensorflow(tmp_path, monkeypatch,
+                                                                       capsys):
+    # before: "keras-gauss export: error: keras-gauss needs TensorFlow, which is not
+    # installed": pybind11 turns Ctrl-C in a module's initialisation into an ImportError
+    from cli_errors import cli_exit
+    from keras_gauss.export import cli as export_cli
+
+    def interrupted_import(args):
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as stop:
+                raise ImportError("initialization failed") from stop
+        except ImportError as error:  # as keras_setup.require_backend words it
+            raise ImportError("keras-gauss needs TensorFlow. Install it with the extra that "
+                              "fits your machine: `pip install keras-gauss[cpu]`") from error
+
+    monkeypatch.setattr(export_cli, "run_export", interrupted_import)
+    code, err = cli_exit(["export", tmp_path / "run", "--out", tmp_path / "out"], capsys)
+    assert (code, err) == (130, "interrupted\n")
+
+
 def test_every_option_says_its_real_default_in_words():
     # --pairs and --max-size said "(default: None)"; --negatives "(default: 10
     # with kl, 10 with containment)"; train-wordnet's --covariance said nothing

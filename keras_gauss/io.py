@@ -166,6 +166,10 @@ def _is_empty(path):
 def _check_replaceable(path, overwrite, content=RUN):
     """Checks that the directory `path` may be written as `content`; returns
     what it holds now (None: nothing)."""
+    if os.path.islink(path):  # the rename into place would replace the link, not follow it
+        raise OutputExistsError(
+            f"{path} is a symbolic link (to {os.readlink(path)}): a link of yours is never "
+            f"replaced; give the directory itself, {os.path.realpath(path)}.")
     if os.path.lexists(path) and not path.is_dir():
         raise OutputExistsError(f"{path} exists and is not a directory.")
     check_not_inside_an_output(path)

@@ -32,11 +32,12 @@ _TRUE = {"true": True, "false": False}
 def _content_lines(path: str | os.PathLike, setting: str) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, stripped_line)` for every non-blank, non-comment line.
 
-    The file is read whole first (`keras_gauss.inputs.read_text`): a
-    FIFO, device or directory, a NUL byte or invalid UTF-8 anywhere is an
-    error naming `setting`, the file and the line.
+    The file is read whole first (`keras_gauss.inputs.read_text`; a
+    leading BOM dropped): a FIFO, device or directory, a NUL byte or
+    invalid UTF-8 anywhere is an error naming `setting`, the file and the
+    line.
     """
-    text = read_text(path, setting)
+    text = read_text(path, setting, encoding="utf-8-sig")  # (Excel's BOM dropped)
     for number, line in enumerate(io.StringIO(text, newline=None), start=1):
         line = line.strip()
         if line and not line.startswith("#"):

@@ -104,7 +104,7 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
     Raises:
         EdgeFileError: the file is missing, not a regular file (a FIFO, a
             device, a directory), holds a NUL byte or invalid UTF-8 anywhere,
-            holds no pair, a line is not two non-empty names, or the header
+            holds no pair or one line only, a line is not two non-empty names, or the header
             puts the general node first (`parent, child`: `GENERAL_FIRST`;
             the message names the line).
 
@@ -133,6 +133,12 @@ def read_edge_file(path: str | os.PathLike) -> EdgeFile:
         rows.append((number, fields))
     if not rows:
         raise EdgeFileError(f"--edges {name}: no is-a pairs (the file is empty or all comments).")
+    if len(rows) == 1:  # (a header alone, or one pair: no third node to draw a negative from)
+        number, (first, second) = rows[0]
+        raise EdgeFileError(
+            f"--edges {name}: its only line, line {number} ({first!r}, {second!r}), is a header "
+            "with no pairs below it or a single pair, which has no node unrelated to it to "
+            "train against; give more is-a pairs.")
 
     header = None
     if len(rows) > 1:

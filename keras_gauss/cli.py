@@ -13,9 +13,6 @@ import os
 import sys
 import warnings
 
-from keras_gauss import distribution
-from keras_gauss.checks import CommandError
-
 # module path of each subcommand's `add_parser`, in the order `--help` shows
 SUBCOMMANDS = [
     "keras_gauss.hierarchy.cli",
@@ -181,15 +178,51 @@ def _interrupted(args, word="interrupted"):
             f"`{command}` and the same settings")
 
 
+def _ctrl_c(error):
+    """The `KeyboardInterrupt` behind an `ImportError`, or None: Ctrl-C while
+    a compiled module initialises (TensorFlow's, numpy's) comes out of the
+    import as an `ImportError` caused by it (pybind11's "initialization
+    failed"), which would otherwise read as TensorFlow not installed."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _run(args):
+    """Runs the subcommand; Ctrl-C that an import turned into an ImportError
+    is Ctrl-C again."""
+    try:
+        return args.handler(args) or 0
+    except ImportError as error:
+        stop = _ctrl_c(error)
+        if stop is None:
+            raise
+        raise stop from None
+
+
 def main(argv=None):
-    quiet_backend_logs()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # Loading the command (numpy, the subcommands' modules: a third of a
+    # second) is inside main, so that Ctrl-C then is one line, not a traceback
+    # of the import under way.
+    try:
+        quiet_backend_logs()
+        from keras_gauss import distribution
+        from keras_gauss.callbacks.progress import BestEffortStream
+        from keras_gauss.callbacks.progress import Phase
+        from keras_gauss.checks import CommandError
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except (KeyboardInterrupt, ImportError) as error:
+        if isinstance(error, ImportError) and _ctrl_c(error) is None:
+            raise
+        sys.stderr.write("keras-gauss: interrupted\n")
+        return 130
     if args.command is None:
         parser.print_help()
         return 0
-    from keras_gauss.callbacks.progress import BestEffortStream
-    from keras_gauss.callbacks.progress import Phase
 
     # A multi-process job's other processes hear of this one's error, and
     # its watchdog's line (another process ended) starts as ours.
@@ -203,7 +236,7 @@ def main(argv=None):
     _private_matplotlib_config()
     sigterm = _on_sigterm()
     try:
-        return args.handler(args) or 0
+        return _run(args)
     except CommandError as error:
         Phase.break_line()
         distribution.job_failed(str(error))

@@ -168,13 +168,17 @@ def plot_path(run_dir, out=None, overwrite=False):
 
     Raises:
         CommandError: one line naming `--out`: not a `.png` name, a directory,
-            a directory that does not exist, or an existing file without
-            `overwrite`.
+            a directory that does not exist, an existing file without
+            `overwrite`, or a path inside a run or an export of ours (but
+            the run's own `history.png`, always redrawn).
     """
     from keras_gauss.checks import CommandError
+    from keras_gauss.io import OutputExistsError
+    from keras_gauss.io import check_not_inside_an_output
 
-    if out is None:
-        return Path(run_dir) / HISTORY_PNG
+    own = Path(run_dir) / HISTORY_PNG
+    if out is None or os.path.abspath(out) == os.path.abspath(own):  # always redrawn
+        return own
     path = Path(out)
     if path.is_dir():
         raise CommandError(f"--out {out} is a directory; give the PNG's file name, e.g. "
@@ -185,6 +189,10 @@ def plot_path(run_dir, out=None, overwrite=False):
         raise CommandError(f"--out {out}: no such directory {path.absolute().parent}.")
     if path.exists() and not overwrite:
         raise CommandError(f"--out {out} already exists; pass --overwrite to replace it.")
+    try:  # a run or an export holds only files of ours
+        check_not_inside_an_output(Path(os.path.abspath(path)))
+    except OutputExistsError as error:
+        raise CommandError(f"--out {error}") from None
     return path
 
 

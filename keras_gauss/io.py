@@ -139,8 +139,19 @@ def _first_above(path, probe, below_root=False):
     return None, None
 
 
-def _check_not_inside_an_output(path):
-    """Outputs are never written into a run or an export of ours."""
+def check_not_inside_an_output(path):
+    """Outputs are never written into a run or an export of ours.
+
+    Args:
+        path: an absolute path that is to be written.
+
+    Raises:
+        OutputExistsError: a directory above `path` is a run or an export of
+            ours, named in the message.
+
+    Example: `check_not_inside_an_output(Path("/tmp/runs/a/curves.png"))`
+    raises when `/tmp/runs/a` is a run.
+    """
     ancestor, found = _first_above(path, output_content)
     if ancestor is not None:
         raise OutputExistsError(
@@ -155,9 +166,13 @@ def _is_empty(path):
 def _check_replaceable(path, overwrite, content=RUN):
     """Checks that the directory `path` may be written as `content`; returns
     what it holds now (None: nothing)."""
+    if os.path.islink(path):  # the rename into place would replace the link, not follow it
+        raise OutputExistsError(
+            f"{path} is a symbolic link (to {os.readlink(path)}): a link of yours is never "
+            f"replaced; give the directory itself, {os.path.realpath(path)}.")
     if os.path.lexists(path) and not path.is_dir():
         raise OutputExistsError(f"{path} exists and is not a directory.")
-    _check_not_inside_an_output(path)
+    check_not_inside_an_output(path)
     if not path.is_dir() or _is_empty(path):
         return None
     found = output_content(path)
@@ -792,7 +807,7 @@ def _check_replaceable_file(path, overwrite, content=None):
     if path.is_dir():
         raise OutputExistsError(f"{path} is a directory; give a file name.")
     if content is not None:
-        _check_not_inside_an_output(path)
+        check_not_inside_an_output(path)
     if not os.path.lexists(path):
         return None
     if content is not None:

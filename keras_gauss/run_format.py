@@ -53,16 +53,20 @@ def read_vocabulary(path):
     """Reads a vocabulary file: `(words, counts or None)`.
 
     Raises:
-        DamagedRunError: not UTF-8 text, or a count that is not an integer
-            (naming the file and line).
+        DamagedRunError: not UTF-8 text, a count that is not an integer, or
+            a word on two lines (naming the file and line).
     """
-    words, counts = [], []
+    words, counts, lines_of = [], [], {}
     text = read_run_file(path)
     lines = text.split("\n")  # not splitlines: a word may hold \r, \x1c, ...
     if lines and lines[-1] == "":
         lines.pop()
     for number, line in enumerate(lines, 1):
         word, _, count = line.rpartition("\t") if "\t" in line else (line, "", "")
+        if word in lines_of:  # one row a word: a repeat would answer for one of two rows
+            raise DamagedRunError(f"{path}, line {number}: {word!r} repeats line "
+                                  f"{lines_of[word]}; a word has one row.")
+        lines_of[word] = number
         words.append(word)
         try:
             counts.append(int(count) if count else None)

@@ -16,6 +16,7 @@ one-sigma box lies inside the candidate's.
 
 import dataclasses
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -373,6 +374,9 @@ def _load_model(path):
         check_input_file(path)  # keras opens it by name: never a FIFO
     except InputFileError as error:
         raise DamagedRunError(str(error)) from None
+    if not zipfile.is_zipfile(path):  # keras would say 'File not found' of it
+        raise DamagedRunError(f"{path}: cannot load the model: not a .keras file (a zip "
+                              "archive), damaged or cut short.")
     try:
         return keras.saving.load_model(path)
     except Exception as error:  # noqa: BLE001 - any failure names the file

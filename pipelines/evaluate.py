@@ -247,7 +247,7 @@ def read_similarity(path):
     from keras_gauss.hierarchy.benchmark_data import split_fields
 
     pairs = []
-    text = read_text(path, "--similarity")
+    text = read_text(path, "--similarity", encoding="utf-8-sig")  # (Excel's BOM dropped)
     for number, line in enumerate(io.StringIO(text, newline=None), start=1):
         line = line.strip()
         if not line or line.startswith("#"):

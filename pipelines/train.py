@@ -261,6 +261,13 @@ class CorpusConfig:
         """Raises `ValueError` naming the first bad setting."""
         from keras_gauss.checks import check_config
 
+        # Their own bounds first, tighter than check_config's 2**31 - 1 for every integer:
+        # the native engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
+        for name, value, top in (("seed", self.seed, MAX_SEED), ("epochs", self.epochs, MAX_EPOCHS),
+                                 ("window", self.window, MAX_WINDOW)):
+            if isinstance(value, numbers.Real) and not 0 <= value <= top:
+                raise ValueError(f"--{name} must be in [{int(name != 'seed')}, {top:,}], "
+                                 f"got {value}.")
         check_config(self, ("dim", "epochs", "window", "negatives", "min_count",
                             "batch_size", "learning_rate", "margin", "max_norm",
                             "min_variance", "init_variance"))
@@ -293,12 +300,6 @@ class CorpusConfig:
         if not 0 <= self.sample < 1:
             raise ValueError(f"--sample must be in [0, 1), got {self.sample}.")
         energies.get(self.energy, task="corpus", setting="--energy")  # without Keras
-        # The native engine's chunk seeds are `seed << 40 | epoch << 24 | chunk`.
-        for name, value, top in (("seed", self.seed, MAX_SEED), ("epochs", self.epochs, MAX_EPOCHS),
-                                 ("window", self.window, MAX_WINDOW)):
-            if not 0 <= value <= top:
-                raise ValueError(f"--{name} must be in [{int(name != 'seed')}, {top:,}], "
-                                 f"got {value}.")
 
 
 def _throughput_callback(counter, batch_size, per_batch=True):

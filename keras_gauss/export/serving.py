@@ -515,7 +515,10 @@ def export_run(run_dir, serve_dir, version=1, k=DEFAULT_K, overwrite=False,
     means, variances = run.tables()
     cand_means = cand_vars = None
     if candidate_table is not None and candidate_table != run.table.name:
-        layer = _find_table(run.model, candidate_table)
+        try:
+            layer = _find_table(run.model, candidate_table)
+        except ValueError as error:
+            raise ValueError(f"--candidate-table {candidate_table}: {error}") from None
         cand_means = layer.means.numpy()
         cand_vars = layer.variances.numpy()
     return export_tables(

@@ -59,6 +59,10 @@ BAD_FILES = [
     ("missing", None, "no such file"),
     ("empty", b"", "no is-a pairs"),
     ("comments", b"# only\n\n# comments\n", "no is-a pairs"),
+    # before: "the is-a pair child -> parent has no negative to train against ... (--drop-root
+    # parent)", of a file that holds a header alone
+    ("header_only", b"# my taxonomy\nchild\tparent\n",
+     "is a header with no pairs below it or a single pair"),
     ("binary", b"a\tb\n\x00\x01\x02\xff", "line 2 is binary"),
     ("latin1", b"a\tb\ncaf\xe9\tb\n", "line 2 is not UTF-8"),
     ("one_field", b"a\tb\nb\tc\nlonely\n", "line 3: expected two names"),

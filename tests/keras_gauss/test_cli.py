@@ -34,6 +34,8 @@ def test_help_of_every_subcommand_imports_no_backend():
     result = _python("""
         import sys
         from keras_gauss.cli import main
+        # the command's modules load inside main, where Ctrl-C is one line
+        print("LOADED AT IMPORT", "numpy" in sys.modules, file=sys.stderr)
         for argv in [["--help"]] + [[c, "--help"] for c in sys.argv[1:]]:
             try:
                 main(argv)
@@ -43,10 +45,49 @@ def test_help_of_every_subcommand_imports_no_backend():
         print("HEAVY", heavy, file=sys.stderr)
         """ % (HEAVY,), *_subcommands())
     assert result.returncode == 0, result.stderr
-    assert "HEAVY []" in result.stderr
+    assert "HEAVY []" in result.stderr and "LOADED AT IMPORT False" in result.stderr
     for command in _subcommands():
         assert f"keras-gauss {command}" in result.stdout
     assert result.stdout.count("--quiet") >= len(_subcommands())
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line(monkeypatch, capsys):
+    # before: Ctrl-C in a command's first third of a second (numpy and the
+    # subcommands' modules loading) printed a traceback of the import under way
+    from keras_gauss import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    try:
+        code = main(["train-corpus", "--help"])
+    except KeyboardInterrupt:  # (escaping, it would stop the whole pytest session)
+        pytest.fail("Ctrl-C while the command loads escaped main")
+    assert code == 130
+    assert capsys.readouterr().err == "keras-gauss: interrupted\n"
+
+
+def test_ctrl_c_while_tensorflow_loads_is_ctrl_c_not_a_missing_tensorflow(tmp_path, monkeypatch,
+                                                                       capsys):
+    # before: "keras-gauss export: error: keras-gauss needs TensorFlow, which is not
+    # installed": pybind11 turns Ctrl-C in a module's initialisation into an ImportError
+    from cli_errors import cli_exit
+    from keras_gauss.export import cli as export_cli
+
+    def interrupted_import(args):
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as stop:
+                raise ImportError("initialization failed") from stop
+        except ImportError as error:  # as keras_setup.require_backend words it
+            raise ImportError("keras-gauss needs TensorFlow. Install it with the extra that "
+                              "fits your machine: `pip install keras-gauss[cpu]`") from error
+
+    monkeypatch.setattr(export_cli, "run_export", interrupted_import)
+    code, err = cli_exit(["export", tmp_path / "run", "--out", tmp_path / "out"], capsys)
+    assert (code, err) == (130, "interrupted\n")
 
 
 def test_every_option_says_its_real_default_in_words():

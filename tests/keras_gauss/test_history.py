@@ -99,3 +99,22 @@ def test_plot_says_what_the_directory_holds_instead_of_a_run(tmp_path, capsys):
     (tmp_path / "run.json").write_text("{}")
     assert "history.csv: no training history (runs written before" in cli_error(
         ["plot", tmp_path], capsys)
+
+
+def test_plot_writes_into_no_run_or_export_but_its_own_history_png(tmp_path, capsys):
+    # before: `plot RUN --out RUN/curves.png` or `--out OTHER/history.png --overwrite`
+    # wrote there, and the run then held a file we did not write: --overwrite refused it
+    from cli_errors import cli_error
+    from keras_gauss.io import atomic_directory
+
+    runs = {}
+    for name in ("run", "other"):
+        with atomic_directory(tmp_path / name) as tmp:
+            write_history(tmp, {"loss": [1.0, 0.5]})
+        runs[name] = tmp_path / name
+    before = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    for out in (runs["run"] / "curves.png", runs["other"] / "history.png"):
+        assert f"--out {out} is inside the keras-gauss run" in cli_error(
+            ["plot", runs["run"], "--out", out, "--overwrite"], capsys)
+    assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()} == before
+    assert main(["plot", str(runs["run"]), "--out", str(runs["run"] / "history.png")]) == 0

@@ -117,6 +117,26 @@ def test_output_under_a_symbolic_link_to_no_directory_is_one_line(tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "loop"]
 
 
+def test_a_symbolic_link_as_the_output_is_refused_never_replaced(tmp_path):
+    # before: `--out LINK` (a link to an empty directory, or to a run with
+    # --overwrite) deleted the link and wrote the run in its place, beside
+    # the directory it named
+    (tmp_path / "empty").mkdir()
+    with atomic_directory(tmp_path / "old-run") as tmp:
+        (tmp / "run.json").write_text("{}")
+    (tmp_path / "to-empty").symlink_to("empty")
+    (tmp_path / "to-run").symlink_to("old-run")
+    for link, overwrite in (("to-empty", False), ("to-run", True)):
+        with pytest.raises(OutputExistsError, match=f"{link} is a symbolic link .* give the "
+                                                    f"directory itself, {tmp_path}/"):
+            with atomic_directory(tmp_path / link, overwrite=overwrite) as tmp:
+                (tmp / "run.json").write_text("{}")
+        assert (tmp_path / link).is_symlink()
+    assert sorted(p.name for p in (tmp_path / "old-run").iterdir()) == [".keras-gauss",
+                                                                       "run.json"]
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
 WRITER = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path

@@ -67,6 +67,9 @@ def test_out_is_checked_before_training(corpus, tmp_path, capsys, monkeypatch):
     ("--sample", "nan", "--sample must be finite"),
     ("--seed", "8388608", "--seed must be in"),
     ("--seed", "-1", "--seed must be in"),
+    # Past 2**31 - 1 too, the bound named is the flag's own, not every integer's.
+    ("--seed", "3000000000", "--seed must be in [0, 8,388,607], got 3000000000."),
+    ("--epochs", "3000000000", "--epochs must be in [1, 65,535], got 3000000000."),
     ("--window", "3000000000", "--window must be"),
     ("--dim", "10000000000", "--dim must be"),
     ("--dim", "2000000000", "--dim 2000000000: 2 table(s)"),
@@ -173,9 +176,11 @@ def test_a_run_of_the_removed_fused_step_engine_says_what_to_do(runs, tmp_path):
     ("run.json-keys", "run.json", "'table' is missing"),
     ("vocab", "vocab.tsv", "line 2"),
     ("vocab-short", "vocab.tsv", "entries for a table of"),
+    ("vocab-repeated", "vocab.tsv", "line 3: 'the' repeats line 1"),
     ("vocab-binary", "vocab.tsv", "not UTF-8"),
     ("metrics", "metrics.json", "not valid JSON"),
-    ("model", "model.keras", "cannot load the model"),
+    # before: "cannot load the model (ValueError: File not found: filepath=...)"
+    ("model", "model.keras", r"cannot load the model: not a \.keras file \(a zip archive\)"),
     ("nan", "model.keras", "non-finite means"),
     ("variance", "model.keras", "non-positive variances"),
     ("bounds", "model.keras", "norm above max_norm 4"),
@@ -193,6 +198,10 @@ def test_damaged_run_file_gives_one_line_naming_it(runs, tmp_path, capsys, damag
     elif damage == "vocab":
         lines = path.read_text().splitlines()
         lines[1] = lines[1].split("\t")[0] + "\tmany"
+        path.write_text("\n".join(lines) + "\n")
+    elif damage == "vocab-repeated":  # before: loaded, 'the' answered for row 2
+        lines = path.read_text().splitlines()
+        lines[2] = lines[0]
         path.write_text("\n".join(lines) + "\n")
     elif damage == "vocab-short":
         path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")

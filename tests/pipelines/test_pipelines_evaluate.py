@@ -92,6 +92,18 @@ def test_similarity_files_may_be_comma_separated(tmp_path):
         read_similarity(path)
 
 
+def test_a_leading_bom_is_no_part_of_the_first_word(tmp_path):
+    # before: the first pair of a file saved with a BOM (Excel, Notepad) was skipped
+    # as unknown, '\ufeffcat', and the score left it out
+    from keras_gauss.hierarchy.benchmark_data import read_entailment
+
+    path = tmp_path / "sim.tsv"
+    path.write_bytes("\ufeffcat\tdog\t7.5\r\ncat\tcar\t1.2\r\n".encode())
+    assert read_similarity(path) == [("cat", "dog", 7.5), ("cat", "car", 1.2)]
+    path.write_bytes("\ufeffcat\tanimal\tTrue\r\n".encode())
+    assert read_entailment(path) == [("cat", "animal", True)]
+
+
 def test_a_header_line_without_hash_says_how_to_mark_it(tmp_path):
     # "word1 word2 score" as the first line was "score (column 3) is not a
     # finite number: 'score'", with no word of how to keep such a line.

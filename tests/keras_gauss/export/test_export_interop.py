@@ -177,4 +177,6 @@ def test_corpus_run_served_against_its_context_table(corpus_run, tmp_path, capsy
     with pytest.raises(SystemExit):
         main(["export", str(corpus_run), "--out", str(tmp_path / "x"),
               "--candidate-table", "nope"])
-    assert "no GaussianEmbedding layer named 'nope'" in capsys.readouterr().err
+    # before: "error: the model has no GaussianEmbedding layer named 'nope'", no flag named
+    assert ("error: --candidate-table nope: the model has no GaussianEmbedding layer named "
+            "'nope' (it has: words, contexts).") in capsys.readouterr().err

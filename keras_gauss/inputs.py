@@ -212,6 +212,9 @@ class TextCheck:
         compressed = compression_of(self._head)
         if compressed is not None:
             return InputFileError(f"{_where(self.path, self.setting)}: {compressed}")
+        if self._head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            return InputFileError(f"{_where(self.path, self.setting)}: is UTF-16 text (it starts "
+                                  "with UTF-16's byte-order mark); save it as UTF-8.")
         line = self._line(at)
         where = f"line {line:,}" if line else "a line"
         if byte is None:

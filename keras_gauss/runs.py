@@ -429,9 +429,11 @@ def load_run(run_dir):
         interrupted = interrupted_note(run_dir)
         if interrupted is not None:
             raise FileNotFoundError(f"{interrupted}.")
+        if not run_dir.is_dir():
+            raise FileNotFoundError(f"{run_dir}: no such run directory.")
         raise FileNotFoundError(
-            f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; "
-            "create one with `keras-gauss train-wordnet` or `train-corpus`)."
+            f"{run_dir} holds no trained run (expected {RUN_FILE} and model.keras; create "
+            "one with `keras-gauss train-wordnet`, `train-hierarchy` or `train-corpus`)."
         )
     info_path = run_dir / RUN_FILE
     info = read_json(info_path)

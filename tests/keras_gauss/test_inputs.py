@@ -195,6 +195,16 @@ def test_a_fifo_or_directory_as_edges_or_benchmark_file_is_one_line(tmp_path, ca
     assert not (tmp_path / "r").exists()
 
 
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    # Excel's "Unicode text": a byte-order mark, then two bytes a character
+    for encoding in ("utf-16-le", "utf-16-be"):
+        (tmp_path / "u.tsv").write_bytes("\ufeffdog\tanimal\n".encode(encoding))
+        with pytest.raises(InputFileError, match=r"^--edges .*u\.tsv: is UTF-16 text \(it "
+                                                 r"starts with UTF-16's byte-order mark\); "
+                                                 r"save it as UTF-8\.$"):
+            read_text(tmp_path / "u.tsv", "--edges")
+
+
 def test_bad_text_anywhere_in_an_edges_or_benchmark_file_names_the_line(tmp_path):
     from keras_gauss.hierarchy.benchmark_data import read_entailment, read_hyperlex
     from keras_gauss.hierarchy.edgefile import EdgeFileError, read_edge_file

@@ -359,7 +359,7 @@ def test_a_folder_without_a_run_is_refused_before_keras_is_asked(tmp_path, monke
         raise AssertionError("Keras was asked before the run was found")
 
     monkeypatch.setattr(keras_gauss, "register_serializables", keras_asked)
-    with pytest.raises(FileNotFoundError, match="holds no trained run"):
+    with pytest.raises(FileNotFoundError, match="typo: no such run directory"):
         kg.load_run(tmp_path / "typo")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "run.json").write_text("{}")

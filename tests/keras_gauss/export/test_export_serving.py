@@ -393,7 +393,10 @@ def test_run_dir_without_a_trained_model_is_a_clear_error(tmp_path, capsys, setu
         main(["export", str(run_dir), "--out", str(tmp_path / "serve")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "holds no trained run" in err and "model.keras" in err
+    if setup == "missing":
+        assert err.endswith("run: no such run directory.\n")
+    else:
+        assert "holds no trained run" in err and "model.keras" in err
     assert not (tmp_path / "serve").exists()
 
 

@@ -155,6 +155,19 @@ def compression_of(head):
     return None
 
 
+def _utf16(start):
+    """True when `start`, a file's first bytes, reads as UTF-16 text: its
+    byte-order mark, then characters (some ASCII, such as a tab or a line
+    end, and no NUL) rather than binary bytes that begin as the mark does."""
+    if not start or not start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return False
+    try:
+        text, _ = codecs.utf_16_decode(start, "strict", False)
+    except UnicodeDecodeError:
+        return False
+    return "\0" not in text and any(" " <= c < "\x7f" or c in "\t\r\n" for c in text)
+
+
 class TextCheck:
     """Checks a stream of bytes as UTF-8 text without NUL bytes, piece by piece.
 
@@ -185,8 +198,11 @@ class TextCheck:
         self.offset = 0  # bytes before `_pending`
         self._pending = b""  # the start of a UTF-8 sequence cut by the end of a piece
         self._head = b""  # the stream's first bytes (a compressed file's magic number)
+        self._start = None  # the first piece's first KB (UTF-16 text?)
 
     def update(self, piece):
+        if self._start is None:
+            self._start = piece[:1024]
         if len(self._head) < _MAGIC_BYTES:
             self._head += piece[:_MAGIC_BYTES - len(self._head)]
         nul = piece.find(b"\0")
@@ -212,7 +228,7 @@ class TextCheck:
         compressed = compression_of(self._head)
         if compressed is not None:
             return InputFileError(f"{_where(self.path, self.setting)}: {compressed}")
-        if self._head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        if _utf16(self._start):
             return InputFileError(f"{_where(self.path, self.setting)}: is UTF-16 text (it starts "
                                   "with UTF-16's byte-order mark); save it as UTF-8.")
         line = self._line(at)

@@ -32,7 +32,9 @@ class GaussianModel(keras.Model):
     gradients are sparse rows, which `SparseAdagrad` applies row by row.
     On JAX, a step that fails as it runs (an id outside a table) fails
     `fit` or `evaluate` at the end of that epoch at the latest (Keras's
-    logs would drop the error, and the next read of the model raise it).
+    logs would drop the error, and the next read of the model raise it);
+    the model's values are then lost, and a later `fit`, `evaluate` or
+    `predict` says so.
     With `steps_per_execution=K` on a JAX GPU or TPU, the K steps of a call
     run in one compiled `lax.scan` (`scanned_steps`), not as K dispatches;
     `model.scan_steps = True` or `False` (an attribute, not saved) forces
@@ -76,6 +78,36 @@ class GaussianModel(keras.Model):
 
             jax.block_until_ready(results)
         return results
+
+    def fit(self, *args, **kwargs):
+        self._check_state()
+        return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        self._check_state()
+        return super().evaluate(*args, **kwargs)
+
+    def predict(self, *args, **kwargs):
+        self._check_state()
+        return super().predict(*args, **kwargs)
+
+    def _check_state(self):
+        """On JAX, one `RuntimeError` for a model whose values a failed step
+        replaced by its error (they are the failed step's outputs): a later
+        `fit`, `evaluate` or `predict` said the old step's error again, of
+        data it was not given."""
+        if keras.backend.backend() != "jax":
+            return
+        import jax
+
+        try:
+            jax.block_until_ready([v.value for v in self.variables])
+        except jax.errors.JaxRuntimeError as error:
+            reason = str(error).strip().split("Error dispatching computation: ")[-1]
+            raise RuntimeError(
+                f"model '{self.name}' lost its values in a step that failed earlier "
+                f"({reason.splitlines()[0] if reason else type(error).__name__}); build or "
+                "load it again (keras.models.load_model, or a run's checkpoint).") from None
 
     # Whether `steps_per_execution` steps run in one `lax.scan` on JAX:
     # None (on an accelerator, not on the CPU), True or False.

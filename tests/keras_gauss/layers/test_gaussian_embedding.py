@@ -207,6 +207,14 @@ def test_a_gaussian_model_fit_on_jax_fails_inside_fit():
                        match=re.escape("GaussianEmbedding 'words': ids must lie in "
                                        "[0, input_dim=1000)")):
         model.fit(ids, np.zeros((8000, 20), "float32"), batch_size=1000, verbose=0)
+    # Where the failed step's outputs became the model's values, a later fit with
+    # good ids says so (it said the old step's id again); else it trains
+    try:
+        model.fit(ids[:1000] % 1000, np.zeros((1000, 20), "float32"), verbose=0)
+    except RuntimeError as error:
+        assert str(error).startswith(
+            f"model '{model.name}' lost its values in a step that failed earlier "
+            "(GaussianEmbedding 'words': ids must lie in [0, input_dim=1000)"), str(error)
 
 
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "

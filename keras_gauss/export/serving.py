@@ -558,7 +558,7 @@ def _find_table(source, name=None):
 
 def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, table=None,
                         candidate_table=None, k=DEFAULT_K,
-                        include_constant=True, overwrite=False, generality=0.0):
+                        include_constant=None, overwrite=False, generality=0.0):
     """Exports a model you composed with `GaussianEmbedding` layers.
 
     Built on Keras 3's `keras.export.ExportArchive`: the embedding layer(s)
@@ -584,7 +584,8 @@ def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, ta
             e.g. the context table of a word/context model; default: `table`.
         k: neighbours returned by `neighbors` (capped at the vocabulary size
             minus one).
-        include_constant: keep EL's `-d/2 log 2 pi` term.
+        include_constant: keep EL's `-d/2 log 2 pi` term (default: as the
+            model's `ELEnergy` layers do; True without one).
         overwrite: replace a serving export of ours in `path` (never anything else).
         generality: with `"kl"`, the weight `beta >= 0` of the generality
             term (`beta * (log det Sigma_candidate - log det Sigma_query)`);
@@ -620,9 +621,10 @@ def export_energy_model(source, vocabulary, path, energy=energies.EL.name, *, ta
     import keras
     import tensorflow as tf
 
-
     if keras.backend.backend() != "tensorflow":
         raise ValueError("export_energy_model needs the TensorFlow backend.")
+    if include_constant is None:
+        include_constant = el_include_constant(source)
     query_layer = _find_table(source, table)
     cand_layer = (query_layer if candidate_table is None
                   else _find_table(source, candidate_table))

@@ -529,6 +529,21 @@ def test_export_under_mixed_float16_serves_the_float32_tables(tmp_path):
     assert neighbor["energies"].numpy()[0, 0] == energy[0]
 
 
+def test_a_composed_model_is_served_with_its_el_energys_constant(tmp_path):
+    # export_energy_model kept -d/2 log 2 pi whatever the model's ELEnergy said
+    import tensorflow as tf
+
+    words = kg.GaussianEmbedding(3, 4, name="words")
+    ids = keras.Input((), dtype="int32")
+    mean, var = words(ids)
+    energy = kg.ELEnergy(include_constant=False)(mean, var, mean, var)
+    model = keras.Model(ids, energy)
+    served = tf.saved_model.load(str(export_energy_model(model, ["a", "b", "c"],
+                                                         tmp_path / "1", "el", k=1)))
+    out = served.signatures["energy"](query=tf.constant(["b"]), candidate=tf.constant(["b"]))
+    np.testing.assert_allclose(out["energy"].numpy(), model(np.array([1])), rtol=1e-6)
+
+
 def test_table_shapes_are_checked_candidate_table_too(tmp_path):
     # candidate variances of another width failed inside the traced graph
     # ("in user code: ..."); a table of dimension 0 was exported

@@ -211,7 +211,8 @@ def load_for_resume(out_dir, kind, settings, defaults=None):
     """
     path = Path(out_dir)
     if not path.is_dir():
-        raise CheckpointError(f"--resume {out_dir}: no such directory.")
+        what = "a file, not a run directory" if path.exists() else "no such directory"
+        raise CheckpointError(f"--resume {out_dir}: {what}.")
     if not checkpoint_file(path).is_file():
         if output_content(path) == RUN:
             raise CheckpointError(

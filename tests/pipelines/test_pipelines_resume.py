@@ -172,6 +172,8 @@ def test_resume_of_a_finished_run_or_a_plain_directory_is_refused(corpus, refere
     assert (plain / "notes.txt").read_text() == "mine"
     err = cli_error([*argv, "--resume", str(tmp_path / "missing")], capsys)
     assert "no such directory" in err
+    err = cli_error([*argv, "--resume", str(plain / "notes.txt")], capsys)
+    assert err.endswith("notes.txt: a file, not a run directory.")
     err = cli_error([*argv, "--out", str(tmp_path / "x"), "--resume", str(plain)], capsys)
     assert "leave out --out" in err
     err = cli_error([*argv, "--out", str(tmp_path / "x"), "--checkpoint-every", "nan"], capsys)

@@ -17,7 +17,9 @@ Usage:
 
     python examples/ellipses.py RUN_DIR WORD [--k 12] [--num-std 0.5] [--out FILE]
 
-The figure goes to `RUN_DIR/ellipses-WORD.png` unless `--out` names a file.
+The figure goes to `ellipses-WORD.png` in the working directory unless
+`--out` names a file (never into the run: a run holding a file it did not
+write is never replaced, not even with `--overwrite`).
 """
 
 import argparse
@@ -54,7 +56,7 @@ def main(argv=None):
     parser.add_argument("word", help="query word")
     parser.add_argument("--k", type=int, default=12, help="neighbours drawn (default: 12)")
     parser.add_argument("--out", default=None,
-                        help="figure file (default: RUN/ellipses-WORD.png)")
+                        help="figure file (default: ellipses-WORD.png here)")
     parser.add_argument("--num-std", type=float, default=0.5,
                         help="ellipse size in standard deviations (default: 0.5)")
     args = parser.parse_args(argv)
@@ -75,7 +77,7 @@ def main(argv=None):
     ax = plot_gaussians(means_2d, variances_2d, words, colors=colors, num_std=args.num_std,
                         title=f"'{args.word}' and its {len(found)} nearest neighbours "
                               f"(generalized eigenvectors, {args.num_std:g} std)")
-    out = Path(args.out) if args.out else Path(args.run) / default_name(args.word)
+    out = Path(args.out) if args.out else Path(default_name(args.word))
     ax.figure.savefig(out, dpi=120, bbox_inches="tight")
     print(f"figure written to {out}")
 

@@ -61,10 +61,10 @@ def add_parser(subparsers):
         help="embed the paper's two small synthetic trees in 2-d (Figure 3)",
         description=(
             "Embed two small synthetic trees (animal, artifact) as 2-d "
-            "diagonal Gaussians with KL divergence and a shared table, as in "
+            "spherical Gaussians with KL divergence and a shared table, as in "
             "the paper's Figure 3: each parent's ellipse holds its children's. "
-            "Writes model.keras, nodes.tsv, run.json, metrics.json and "
-            "synthetic_hierarchy.png to --out."
+            "Writes model.keras, nodes.tsv, run.json, metrics.json, "
+            "history.csv, history.png and synthetic_hierarchy.png to --out."
         ),
     )
     demo.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")

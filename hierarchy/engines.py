@@ -99,7 +99,8 @@ class HierarchyEngine(Engine):
         from keras_gauss.hierarchy.split import with_training_pairs  # NLTK: not at --help
 
         # few validation edges: thresholds and the best epoch are chosen with the training edges
-        self.choice, few = with_training_pairs(self.split, self.hierarchy, config.seed)
+        self.choice, few = with_training_pairs(self.split, self.hierarchy, config.seed,
+                                               given=config.train_edges is not None)
         edges = len(self.train_edges)
         if few and not distribution.active and edges < config.batch_size * SMALL_DATA_STEPS:
             # else a small taxonomy trains one or two steps an epoch, and AdaGrad's first

@@ -333,7 +333,8 @@ MIN_VALIDATION = 100
 
 
 def with_training_pairs(split: EdgeSplit | None, hierarchy: Hierarchy, seed: int = 0,
-                        minimum: int = MIN_VALIDATION) -> tuple[EdgeSplit | None, str | None]:
+                        minimum: int = MIN_VALIDATION, given: bool = False,
+                        ) -> tuple[EdgeSplit | None, str | None]:
     """The pairs a run chooses its thresholds and best epoch on, and a warning when they are few.
 
     A threshold or an epoch chosen on a handful of validation pairs is
@@ -349,6 +350,8 @@ def with_training_pairs(split: EdgeSplit | None, hierarchy: Hierarchy, seed: int
         hierarchy: the hierarchy the split was made from.
         seed: seed of the training edges' negatives.
         minimum: validation edges needed to choose on them alone (default 100).
+        given: the split came as files (`--train-edges`): the warning names the
+            files, not `--val-size`/`--test-size` (default False).
 
     Returns:
         `(split, warning)`: `split` itself and None with enough validation
@@ -377,7 +380,8 @@ def with_training_pairs(split: EdgeSplit | None, hierarchy: Hierarchy, seed: int
     warning = (f"warning: only {len(split.val):,} validation and {len(split.test):,} test edges "
                f"(fewer than {minimum}): the thresholds and the best epoch are chosen on them "
                f"and the {len(train):,} training edges together, and the test figures are rough; "
-               "a larger taxonomy or --val-size/--test-size give sounder ones")
+               + ("larger --val-edges and --test-edges files give sounder ones" if given else
+                  "a larger taxonomy or --val-size/--test-size give sounder ones"))
     return replace(split, **pooled), warning
 
 

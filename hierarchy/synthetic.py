@@ -112,7 +112,8 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
     out of their parents. Trained with Adam, all 18 links a step. Writes
     `model.keras`, `nodes.tsv`, `run.json` (kind `"hierarchy"`, so
     `load_run`, `neighbors` and `export` take the directory),
-    `metrics.json` and the figure `synthetic_hierarchy.png` (ellipses
+    `metrics.json`, the training curves `history.csv` and `history.png`
+    (`keras_gauss.history`, what `keras-gauss plot` reads) and the figure `synthetic_hierarchy.png` (ellipses
     holding `PLOT_MASS` of each Gaussian) to `out_dir`, atomically
     (`keras_gauss.io.atomic_directory`).
 
@@ -143,6 +144,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
     from keras_gauss.hierarchy.evaluate import threshold_classification
     from keras_gauss.hierarchy.model import build_kl_model
     from keras_gauss.losses import ThresholdedDivergence
+    from keras_gauss.history import write_history
     from keras_gauss.plot import plot_gaussians
     from keras_gauss.run_format import write_run_info
 
@@ -209,6 +211,7 @@ def train_synthetic(out_dir, epochs=10, steps_per_epoch=50, seed=0, verbose=1,
         model.save(tmp / "model.keras")
         (tmp / "nodes.tsv").write_text("\n".join(hierarchy.nodes) + "\n", encoding="utf-8")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_history(tmp, {"loss": history.history["loss"]})
         write_run_info(tmp, kind="hierarchy", energy=energies.KL.name, table="nodes",
                        vocabulary="nodes.tsv")
     plt.close(ax.figure)

@@ -420,6 +420,23 @@ def check_examples(blocks, project):
             assert 0 <= json.loads((run / "threshold.json").read_text())["test_accuracy"] <= 1
 
 
+def test_the_wordnet_example_trains_with_the_synset_settings_of_train_wordnet():
+    """`examples/wordnet_kl_fit.py` embeds synsets alone, so it takes `train-wordnet
+    --no-lemmas`'s KL settings, not the word nodes' (threshold 40, variances from 0.05:
+    with those its mammals scored .958 and called canine.n.02 a dog.n.01)."""
+    from keras_gauss.hierarchy.config import WordNetConfig
+
+    spec = importlib.util.spec_from_file_location("wordnet_kl_fit",
+                                                  ROOT / "examples/wordnet_kl_fit.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    synsets = WordNetConfig(energy="kl", include_lemmas=False).resolved()
+    assert (example.KL.threshold, example.KL.margin, example.KL.min_variance,
+            example.KL.max_variance, example.KL.max_norm) == (
+        synsets.threshold, synsets.margin, synsets.min_variance, synsets.max_variance,
+        synsets.max_norm) == (20.0, 20.0, 0.01, 5.0, 10.0)
+
+
 TEST_CHECKS = {
     "ci": check_ci,
     "quick-start": check_quick_start,

@@ -233,7 +233,8 @@ def test_generality_is_the_energy_of_the_run_everywhere(tmp_path, capsys, monkey
     # does (the small-taxonomy pooling has its own tests: test_small_taxonomy.py)
     pooled = split_module.with_training_pairs
     monkeypatch.setattr(split_module, "with_training_pairs",
-                        lambda split, hierarchy, seed=0: pooled(split, hierarchy, seed, minimum=0))
+                        lambda split, hierarchy, seed=0, given=False: pooled(
+                            split, hierarchy, seed, minimum=0, given=given))
 
     from keras_gauss.export import export_run
     from keras_gauss.hierarchy.evaluate import reconstruction

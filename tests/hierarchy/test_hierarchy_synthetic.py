@@ -68,3 +68,14 @@ def test_demo_run_answers_queries(demo):
         True, True, False]
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["plot_mass"] == PLOT_MASS
+
+
+def test_demo_run_holds_its_training_curves(demo):
+    """The demo is a run like the others: `keras-gauss plot` reads its loss per epoch."""
+    from keras_gauss.history import read_history
+
+    out, metrics = demo
+    history = read_history(out)
+    assert history["epoch"] == list(range(1, 11))
+    assert history["loss"][-1] == pytest.approx(metrics["final_loss"], rel=1e-4)
+    assert (out / "history.png").is_file()

@@ -85,3 +85,18 @@ def test_the_first_epochs_are_stable(small_run):
     assert len(losses) == 10 and all(b < losses[0] for b in losses[1:]), losses
     # the KL default misses one of the 180 pairs it chooses on (containment: none)
     assert history["val_accuracy"][-1] >= 0.99
+
+
+def test_a_small_given_split_names_its_files_not_the_split_sizes(small_run, tmp_path):
+    """With `--train-edges` the split is the files: `--val-size` is refused there, so the
+    warning's remedy names `--val-edges` and `--test-edges` instead."""
+    split = small_run[0] / "split"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        train_hierarchy(WordNetConfig(train_edges=str(split / "train.tsv"),
+                                      val_edges=str(split / "val.tsv"),
+                                      test_edges=str(split / "test.tsv"), epochs=1),
+                        tmp_path / "given", verbose=2)
+    (warning,) = [line for line in printed.getvalue().splitlines() if "warning" in line]
+    assert "only 5 validation and 5 test edges" in warning
+    assert "larger --val-edges and --test-edges files" in warning and "--val-size" not in warning

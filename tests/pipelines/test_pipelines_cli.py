@@ -180,7 +180,9 @@ def test_evaluate_refuses_a_file_with_no_known_pair(run_dir, tmp_path, capsys):
     assert not (run_dir / "eval.json").exists()
 
 
-def test_ellipses_example_writes_into_the_run_by_default(run_dir, tmp_path, monkeypatch):
+def test_ellipses_example_writes_beside_the_run_never_into_it(run_dir, tmp_path, monkeypatch):
+    """Its figure goes to the working directory: a file of its own inside the run
+    would keep `--out RUN --overwrite` from ever replacing the run."""
     import importlib.util
 
     pytest.importorskip("scipy")
@@ -189,9 +191,11 @@ def test_ellipses_example_writes_into_the_run_by_default(run_dir, tmp_path, monk
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in run_dir.iterdir())
     example.main([str(run_dir), "cat", "--k", "3"])
-    assert (run_dir / "ellipses-cat.png").is_file()
-    assert list(tmp_path.iterdir()) == []
+    assert (tmp_path / "ellipses-cat.png").is_file()
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+    (tmp_path / "ellipses-cat.png").unlink()
     example.main([str(run_dir), "cat", "--k", "3", "--out", str(tmp_path / "x.png")])
     assert (tmp_path / "x.png").is_file()
 

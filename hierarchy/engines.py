@@ -8,6 +8,7 @@ import numpy as np
 
 from keras_gauss.callbacks.progress import Phase
 from keras_gauss.distribution import DistributionError
+from keras_gauss.fused.pairs import uniform_means
 from keras_gauss.hierarchy import native_training
 from keras_gauss.hierarchy.model_file import hierarchy_model_config
 from keras_gauss.hierarchy.model_file import write_hierarchy_model
@@ -288,10 +289,13 @@ class KerasHierarchyEngine(HierarchyEngine):
                                                  config.epochs * self.steps_per_epoch)
             optimizer = model.optimizer
             start = native_training.initial_table(config, self.known)
+            table = model.get_layer("nodes")
             if start is not None:  # the tree-shaped start (config.init)
-                table = model.get_layer("nodes")
                 table.means.assign(start[0])
                 table.variances.assign(start[1])
+            else:  # NumPy's uniform draw, as the native engine's: the same on every backend
+                table.means.assign(uniform_means(table.input_dim, config.dim, config.seed,
+                                                 config.max_norm or 0.0).astype("float32"))
             self._describe(job)
             optimizer.build(model.trainable_variables)
             if arrays is not None:

@@ -399,8 +399,8 @@ def fit_by_epoch(trainer, epoch_dataset, epochs, callbacks=(), start=(0, 0),
 def _build_without_reading(trainer, data):
     """Builds `trainer`'s loss and metrics from `data`'s element spec.
 
-    Else the first `fit` on JAX reads a batch to build them and starts the
-    dataset again: it trains on the dataset's second pass, whose shuffle
+    Else the first `fit` on JAX or torch reads a batch to build them and
+    starts the dataset again: it trains on the dataset's second pass, whose shuffle
     and draws differ from the first's (`reshuffle_each_iteration`), so a
     run resumed in epoch `e` would train other batches than the
     uninterrupted run, whose first `fit` was epoch 0's.
@@ -409,7 +409,8 @@ def _build_without_reading(trainer, data):
     """
     import keras
 
-    if (keras.backend.backend() != "jax" or not hasattr(trainer, "_symbolic_build")
+    if (keras.backend.backend() not in ("jax", "torch")
+            or not hasattr(trainer, "_symbolic_build")
             or not hasattr(data, "element_spec")):
         return
     spec = keras.tree.map_structure(

@@ -475,6 +475,38 @@ def shard_batches(config, corpus, vocab, job, epoch, steps, counter=None):
                         keep=lambda d: job.local_batches(d, local, steps))
 
 
+def start_means(config, rows):
+    """The starting means of the keras engine's word and context tables:
+    uniform in +-0.05 from NumPy's generator seeded by `config.seed`, drawn
+    as `keras_gauss.fused.NativeTables.initial` draws the native engine's,
+    within `config.max_norm`. The same numbers on every backend (Keras's
+    seeded initializer draws other numbers on TensorFlow, JAX and torch).
+
+    Args:
+        config: a `CorpusConfig` (its `dim`, `seed` and `max_norm`).
+        rows: the vocabulary size.
+
+    Returns:
+        `[words, contexts]`, float32 `(rows, dim)` each.
+
+    Example:
+
+    >>> words, contexts = start_means(CorpusConfig(dim=3, seed=0), 2)
+    >>> words.shape, bool(abs(words).max() <= 0.05), bool((words != contexts).all())
+    ((2, 3), True, True)
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(config.seed)
+    tables = []
+    for _ in range(2):
+        means = rng.uniform(-0.05, 0.05, (rows, config.dim))
+        norms = np.linalg.norm(means, axis=1, keepdims=True)
+        means = means * np.minimum(1.0, config.max_norm / np.maximum(norms, 1e-30))
+        tables.append(means.astype(np.float32))
+    return tables
+
+
 def corpus_model(config, vocab_size):
     """The compiled corpus model of `config` (`build_corpus_model`, `SparseAdagrad`),
     as `train_corpus` trains it (its tables seeded by `config.seed`).
@@ -780,6 +812,8 @@ class KerasEngine(Engine):
             self.model = model = corpus_model(config, len(vocab))
             if job.verbose:
                 print("\n".join(start_lines(config, vocab.counts, "keras")))
+            for name, means in zip(("words", "contexts"), start_means(config, len(vocab))):
+                model.get_layer(name).means.assign(means)  # the same start on every backend
             model.optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, model.optimizer, arrays)

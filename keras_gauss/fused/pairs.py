@@ -208,6 +208,26 @@ def draw_negatives(related, specific, general, negatives, seed, epoch, step,
     return neg_s, neg_g
 
 
+def uniform_means(rows, dim, seed=0, max_norm=0.0, mean_range=0.05):
+    """Means uniform in +-`mean_range` from NumPy's generator seeded by
+    `seed`, projected into `max_norm` (0: no bound): the uniform start of
+    `NativePairTable.initial` and of the hierarchy's keras engine, the same
+    numbers on every backend (Keras's seeded initializer draws other numbers
+    on TensorFlow, JAX and torch).
+
+    Example:
+
+    >>> means = uniform_means(4, 3, seed=0, max_norm=0.01)
+    >>> means.shape, bool((np.linalg.norm(means, axis=1) <= 0.01 + 1e-9).all())
+    ((4, 3), True)
+    """
+    means = np.random.default_rng(seed).uniform(-mean_range, mean_range, (rows, dim))
+    if max_norm > 0:
+        norms = np.linalg.norm(means, axis=1, keepdims=True)
+        means = means * np.minimum(1.0, max_norm / np.maximum(norms, 1e-30))
+    return means
+
+
 class NativePairTable:
     """One table of Gaussians trained on ranked pairs (see the module docstring).
 
@@ -260,13 +280,8 @@ class NativePairTable:
         the max norm, variances 1 (within their bounds), accumulators
         SparseAdagrad's `initial_accumulator_value`."""
         table = cls(rows, dim, **kwargs)
-        means = np.random.default_rng(seed).uniform(-mean_range, mean_range,
-                                                    (table.rows, table.dim))
-        max_norm = table._floats[4]
-        if max_norm > 0:
-            norms = np.linalg.norm(means, axis=1, keepdims=True)
-            means = means * np.minimum(1.0, max_norm / np.maximum(norms, 1e-30))
-        table.means[...] = means
+        table.means[...] = uniform_means(table.rows, table.dim, seed, table._floats[4],
+                                         mean_range)
         table.variances[...] = np.clip(1.0, table._floats[5], table._floats[6])
         table.mean_accumulator[...] = initial_accumulator
         table.variance_accumulator[...] = initial_accumulator

@@ -64,6 +64,19 @@ class GaussianModel(keras.Model):
             return super().train_step(*args, **kwargs)
         return self._row_train_step(*args, **kwargs)
 
+    def compile_from_config(self, config):
+        # A model compiled on JAX records `jit_compile=True` (Keras saves
+        # "auto" resolved); where its layers cannot be compiled with XLA (on
+        # TensorFlow: the compiled kernels), Keras goes on without it but
+        # warns "Model doesn't support `jit_compile=True`" at every load of
+        # a run trained on JAX. Going on without it is the same, unwarned.
+        from keras.src.trainers.trainer import model_supports_jit
+
+        if isinstance(config, dict) and config.get("jit_compile") is True \
+                and not model_supports_jit(self):
+            config = {**config, "jit_compile": False}
+        return super().compile_from_config(config)
+
     def get_metrics_result(self):
         # On JAX a step that fails as it runs (an id outside a table: the
         # compiled gather's or the range check's error) hands its error to

@@ -491,3 +491,19 @@ def test_the_hierarchy_commands_say_in_their_first_line_that_they_use_the_gpu(
     assert main([command, *source, "--out", str(tmp_path / "cpu")]) == 0
     assert not capsys.readouterr().out.startswith("GPU")
     assert [(c.engine, c.batch_size) for c in seen[1:]] == [("native", 1024)] * 2
+
+
+def test_the_keras_engines_uniform_start_is_the_same_on_every_backend(edges, tmp_path):
+    # `--init uniform` drew the means with Keras's seeded RandomUniform, other
+    # numbers on TensorFlow, JAX and torch (the same run on JAX ended 4.27
+    # from TensorFlow's means); now NumPy's draw, the native engine's start.
+    # A rate of 1e-12 leaves the start in place.
+    from keras_gauss.fused.pairs import uniform_means
+
+    run = tmp_path / "run"
+    assert main(["train-hierarchy", "--edges", str(edges), "--engine", "keras", "--init",
+                 "uniform", "--dim", "4", "--epochs", "1", "--batch-size", "1024",
+                 "--learning-rate", "1e-12", "--seed", "2", "--val-size", "0", "--test-size",
+                 "0", "--reconstruction-nodes", "10", "--quiet", "--out", str(run)]) == 0
+    expected = uniform_means(300, 4, seed=2, max_norm=10.0).astype("float32")  # KL's C
+    np.testing.assert_allclose(load_run(run).means, expected, rtol=0, atol=1e-9)

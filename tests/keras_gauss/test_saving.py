@@ -52,3 +52,22 @@ def test_kl_model_with_shared_table(tmp_path):
     assert len(revived.trainable_weights) == 2
     table = revived.get_layer("nodes")
     assert (table.max_norm, table.min_variance, table.max_variance) == (1.5, 0.2, 3.0)
+
+
+def test_a_model_saved_on_jax_loads_here_without_the_jit_compile_warning(tmp_path):
+    # Keras saves the resolved `jit_compile`: True for a GaussianModel
+    # compiled on JAX. TensorFlow cannot compile the layers' kernels with
+    # XLA, and Keras warned at every load of such a run.
+    import warnings
+
+    from keras_gauss.models import GaussianModel
+
+    model = GaussianModel(*el_two_tables())
+    model.compile(optimizer=SparseAdagrad(0.1), loss=MaxMarginRanking(margin=0.5))
+    model._compile_config.config["jit_compile"] = True  # as JAX resolves "auto"
+    model.save(tmp_path / "model.keras")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*jit_compile")
+        revived = keras.saving.load_model(tmp_path / "model.keras")
+    assert revived.jit_compile is False
+    assert isinstance(revived.optimizer, SparseAdagrad)

@@ -93,34 +93,57 @@ class GaussianModel(keras.Model):
         return results
 
     def fit(self, *args, **kwargs):
-        self._check_state()
-        return super().fit(*args, **kwargs)
+        return self._guarded(super().fit, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        self._check_state()
-        return super().evaluate(*args, **kwargs)
+        return self._guarded(super().evaluate, *args, **kwargs)
 
     def predict(self, *args, **kwargs):
-        self._check_state()
-        return super().predict(*args, **kwargs)
+        return self._guarded(super().predict, *args, **kwargs)
 
-    def _check_state(self):
-        """On JAX, one `RuntimeError` for a model whose values a failed step
-        replaced by its error (they are the failed step's outputs): a later
-        `fit`, `evaluate` or `predict` said the old step's error again, of
-        data it was not given."""
+    def _guarded(self, call, *args, **kwargs):
+        """`call` (Keras's `fit`, `evaluate` or `predict`) with, on JAX, one
+        line for a failed step, and one for a model that lost its values.
+
+        A step that fails on JAX (an id outside a table) takes the model's
+        values with it: Keras hands them to the compiled step (donated) and
+        detaches them from the variables while it trains; a step that
+        failed as it ran leaves its error in them instead. Such a model's
+        next `fit`, `evaluate` or `predict` said "'NoneType' object is not
+        callable", "Array has been deleted" or the old step's error again;
+        it now says the values are lost, and why. A host check's failure
+        (22 lines of the callback's traceback) is its last line."""
         if keras.backend.backend() != "jax":
-            return
+            return call(*args, **kwargs)
         import jax
 
+        self._check_values(jax)
         try:
-            jax.block_until_ready([v.value for v in self.variables])
+            return call(*args, **kwargs)
         except jax.errors.JaxRuntimeError as error:
-            reason = str(error).strip().split("Error dispatching computation: ")[-1]
+            self._failure = _failure_line(error)
+            if "CpuCallback error" in str(error):
+                raise ValueError(self._failure.split(": ", 1)[-1]) from None
+            raise
+        except Exception as error:
+            self._failure = _failure_line(error)
+            raise
+
+    def _check_values(self, jax):
+        lost = any(getattr(v, "_value", 0) is None and getattr(v, "_initializer", 0) is None
+                   or isinstance(v._value, jax.Array) and v._value.is_deleted()
+                   for v in self.variables)
+        reason = getattr(self, "_failure", None)
+        if not lost:
+            try:
+                jax.block_until_ready([v.value for v in self.variables])
+            except jax.errors.JaxRuntimeError as error:
+                lost, reason = True, _failure_line(error)
+        if lost:
             raise RuntimeError(
-                f"model '{self.name}' lost its values in a step that failed earlier "
-                f"({reason.splitlines()[0] if reason else type(error).__name__}); build or "
-                "load it again (keras.models.load_model, or a run's checkpoint).") from None
+                f"model '{self.name}' lost its values in a step that failed earlier"
+                f"{f' ({reason})' if reason else ''}; build or load it again "
+                "(keras.models.load_model, or a run's checkpoint).")
 
     # Whether `steps_per_execution` steps run in one `lax.scan` on JAX:
     # None (on an accelerator, not on the CPU), True or False.
@@ -300,3 +323,14 @@ def _takes_row_gradients(optimizer):
         or optimizer.gradient_accumulation_steps or optimizer.use_ema
         or optimizer.loss_scale_factor is not None
     )
+
+
+def _failure_line(error):
+    """The line that says why a JAX step failed: past JAX's repeated
+    "Error dispatching computation: " prefixes, or a host callback's
+    traceback's last line."""
+    text = str(error).strip()
+    if "CpuCallback error" in text:
+        return text.splitlines()[-1].strip()
+    text = text.split("Error dispatching computation: ")[-1]
+    return text.splitlines()[0] if text else type(error).__name__

@@ -217,6 +217,38 @@ def test_a_gaussian_model_fit_on_jax_fails_inside_fit():
             "(GaussianEmbedding 'words': ids must lie in [0, input_dim=1000)"), str(error)
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: a failed step takes the values")
+@pytest.mark.parametrize("call", ["fit", "predict"])
+def test_a_failed_jax_step_is_one_line_and_the_model_then_says_its_values_are_lost(call):
+    # Keras detaches the values for a fit or predict (and donates them): the next
+    # call said "'NoneType' object is not callable"; a failed host check in
+    # predict was 22 lines of the callback's traceback
+    from keras_gauss import GaussianModel
+    from keras_gauss import SparseAdagrad
+
+    ids = keras.Input((2,), dtype="int32")
+    mean, var = GaussianEmbedding(20, 3, name="words")(ids)
+    energy = _pair_energy(mean, var)
+    model = GaussianModel(ids, energy)
+    model.compile(SparseAdagrad(0.1), "mse")
+    bad, y = np.array([[0, 20]] * 4, "int32"), np.zeros((4, 1), "float32")
+    run = (lambda x: model.fit(x, y, verbose=0)) if call == "fit" else (
+        lambda x: model.predict(x, verbose=0))
+    with pytest.raises(Exception) as failed:
+        run(bad)
+    assert len(str(failed.value).strip().splitlines()) == 1, str(failed.value)
+    assert "'words': ids must lie in [0, input_dim=20)" in str(failed.value)
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"model '{model.name}' lost its values in a step that failed earlier (")):
+        run(bad % 20)
+
+
+def _pair_energy(mean, var):
+    from keras_gauss import ELEnergy
+
+    return ELEnergy()(mean[:, :1], var[:, :1], mean[:, 1:], var[:, 1:])
+
+
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX only: jax2tf cannot serialize the "
                     "range check's host callback (TensorFlow exports its assertions)")
 def test_model_export_on_jax_serves_nan_rows_for_ids_outside(tmp_path):

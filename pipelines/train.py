@@ -509,7 +509,8 @@ def start_means(config, rows):
 
 def corpus_model(config, vocab_size):
     """The compiled corpus model of `config` (`build_corpus_model`, `SparseAdagrad`),
-    as `train_corpus` trains it (its tables seeded by `config.seed`).
+    as `train_corpus` trains it: its means start at `start_means` (seeded by
+    `config.seed`, the same on every backend).
 
     Example:
 
@@ -528,6 +529,8 @@ def corpus_model(config, vocab_size):
         mean_initializer=keras.initializers.RandomUniform(-0.05, 0.05, seed=config.seed),
         variance_initializer=keras.initializers.Constant(config.init_variance),
     )
+    for name, means in zip(("words", "contexts"), start_means(config, vocab_size)):
+        model.get_layer(name).means.assign(means)  # the same start on every backend
     model.compile(optimizer=SparseAdagrad(
                       config.learning_rate, initial_accumulator_value=config.initial_accumulator,
                       epsilon=config.epsilon),
@@ -812,8 +815,6 @@ class KerasEngine(Engine):
             self.model = model = corpus_model(config, len(vocab))
             if job.verbose:
                 print("\n".join(start_lines(config, vocab.counts, "keras")))
-            for name, means in zip(("words", "contexts"), start_means(config, len(vocab))):
-                model.get_layer(name).means.assign(means)  # the same start on every backend
             model.optimizer.build(model.trainable_variables)
             if arrays is not None:
                 restore_model(model, model.optimizer, arrays)

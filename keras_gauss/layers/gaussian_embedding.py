@@ -203,11 +203,12 @@ class GaussianEmbedding(keras.layers.Layer):
     def _check_numpy_ids(self, ids):
         """NumPy ids checked before Keras converts them: their dtype (JAX
         read strings as floats: "could not convert string to float"), and on
-        JAX their range, since JAX without `jax_enable_x64` cuts 64-bit ids
-        to 32 bits (2**32 + 3 read row 3)."""
+        JAX and torch their range, since JAX without `jax_enable_x64` cuts
+        64-bit ids to 32 bits (2**32 + 3 read row 3) and torch has no uint64
+        ("Unsupported dtype for PyTorch")."""
         if ids.dtype.kind not in "iu":
             raise TypeError(self._id_dtype_message(ids.dtype.name))
-        if (keras.backend.backend() == "jax" and ids.size
+        if (keras.backend.backend() in ("jax", "torch") and ids.size
                 and (ids.min() < 0 or ids.max() >= self.input_dim)):
             self._raise_out_of_range()
 

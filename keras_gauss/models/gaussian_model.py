@@ -130,9 +130,13 @@ class GaussianModel(keras.Model):
             raise
 
     def _check_values(self, jax):
-        lost = any(getattr(v, "_value", 0) is None and getattr(v, "_initializer", 0) is None
-                   or isinstance(v._value, jax.Array) and v._value.is_deleted()
-                   for v in self.variables)
+        # Keras detaches a variable by setting both to None (a deferred one
+        # keeps its initializer); a donated array is deleted.
+        values = [(getattr(v, "_value", 0), getattr(v, "_initializer", 0))
+                  for v in self.variables]
+        lost = any(value is None and initializer is None
+                   or isinstance(value, jax.Array) and value.is_deleted()
+                   for value, initializer in values)
         reason = getattr(self, "_failure", None)
         if not lost:
             try:

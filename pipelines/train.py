@@ -497,14 +497,11 @@ def start_means(config, rows):
     """
     import numpy as np
 
-    rng = np.random.default_rng(config.seed)
-    tables = []
-    for _ in range(2):
-        means = rng.uniform(-0.05, 0.05, (rows, config.dim))
-        norms = np.linalg.norm(means, axis=1, keepdims=True)
-        means = means * np.minimum(1.0, config.max_norm / np.maximum(norms, 1e-30))
-        tables.append(means.astype(np.float32))
-    return tables
+    from keras_gauss.fused.pairs import uniform_means
+
+    rng = np.random.default_rng(config.seed)  # one generator: words, then contexts
+    return [uniform_means(rows, config.dim, rng, config.max_norm or 0.0).astype(np.float32)
+            for _ in range(2)]
 
 
 def corpus_model(config, vocab_size):

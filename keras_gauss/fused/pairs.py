@@ -210,7 +210,8 @@ def draw_negatives(related, specific, general, negatives, seed, epoch, step,
 
 def uniform_means(rows, dim, seed=0, max_norm=0.0, mean_range=0.05):
     """Means uniform in +-`mean_range` from NumPy's generator seeded by
-    `seed`, projected into `max_norm` (0: no bound): the uniform start of
+    `seed` (or from `seed`, a `np.random.Generator`, which it advances),
+    projected into `max_norm` (0: no bound): the uniform start of
     `NativePairTable.initial` and of the hierarchy's keras engine, the same
     numbers on every backend (Keras's seeded initializer draws other numbers
     on TensorFlow, JAX and torch).

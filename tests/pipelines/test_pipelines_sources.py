@@ -107,21 +107,24 @@ def test_wordnet_default_corpus(tmp_path, monkeypatch):
     assert read(load_corpus("wordnet")) == ["from the cache"]
 
 
-def _big_gzip(path, lines=20_000):
+@pytest.fixture(scope="module")
+def big_gzip():
+    """`(data, lines)`: a gzip file's bytes of 20,000 lines, and that count
+    (made once: compressing it takes most of a second)."""
     import random
 
     rng = random.Random(0)
     words = ["w%d" % i for i in range(500)]
-    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(lines))
-    path.write_bytes(gzip.compress(text.encode() + b"\n"))
-    return text.count("\n") + 1
+    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(20_000))
+    return gzip.compress(text.encode() + b"\n"), text.count("\n") + 1
 
 
 @pytest.mark.parametrize("damage", ["truncated", "crc", "length"])
-def test_damaged_gzip_is_refused_naming_file_and_offset(tmp_path, damage):
+def test_damaged_gzip_is_refused_naming_file_and_offset(tmp_path, big_gzip, damage):
     path = tmp_path / "corpus.txt.gz"
-    lines = _big_gzip(path)
-    data = bytearray(path.read_bytes())
+    data, lines = big_gzip
+    path.write_bytes(data)
+    data = bytearray(data)
     assert len(read(text_source(path))) == lines
     if damage == "truncated":  # tf.data alone reads the first part and stops quietly
         data = data[: int(len(data) * 0.63)]

@@ -24,8 +24,6 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import nltk
-
 __all__ = [
     "NUM_NOUN_SYNSETS",
     "WordNetUnavailableError",
@@ -70,6 +68,8 @@ def _key(data_dir: str | os.PathLike | None) -> str | None:
 
 def _find_nltk_wordnet() -> str | None:
     """Path of the user's own NLTK WordNet corpus, or `None` if NLTK has none."""
+    import nltk  # here, not at the top: jobs on the user's own edges never load NLTK
+
     for resource in ("corpora/wordnet", "corpora/wordnet.zip"):
         try:
             return str(nltk.data.find(resource))
@@ -175,6 +175,8 @@ def wordnet_root(data_dir: str | os.PathLike | None = None):
         >>> wordnet_root().join("data.noun").open().readline()[:8]
         b'  1 This'
     """
+    import nltk
+
     key = _key(data_dir)
     if key is None and _find_nltk_wordnet() is not None:
         return nltk.data.find("corpora/wordnet")
@@ -212,6 +214,8 @@ def load_wordnet(data_dir: str | os.PathLike | None = None):
     if reader is not None:
         return reader
     if key is None and _find_nltk_wordnet() is not None:
+        import nltk
+
         reader = nltk.corpus.wordnet
         reader.ensure_loaded()
     else:

@@ -28,7 +28,8 @@ _REPORT = f"""
 import json, os, signal, sys
 def _report():
     print({MARK!r} + json.dumps({{"tensorflow": "tensorflow" in sys.modules,
-                                 "keras": "keras" in sys.modules}}), file=sys.stderr, flush=True)
+                                 "keras": "keras" in sys.modules,
+                                 "nltk": "nltk" in sys.modules}}), file=sys.stderr, flush=True)
 _kill = os.kill
 def _reporting_kill(pid, sig):
     if pid == os.getpid() and sig == signal.SIGKILL:
@@ -43,7 +44,7 @@ def run_cli(argv, env=None, prelude="", timeout=300):
 
     Returns:
         `(completed_process, modules)`: `modules` is `{"tensorflow": bool,
-        "keras": bool}` of the child's `sys.modules` when the command
+        "keras": bool, "nltk": bool}` of the child's `sys.modules` when the command
         returned or the kill hook fired, or None when neither happened.
     """
     code = (_REPORT + FAULTS + prelude + "\nfrom keras_gauss.cli import main\n"

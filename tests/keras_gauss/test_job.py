@@ -24,7 +24,7 @@ from keras_gauss.job import Data, Digest, Engine, Job, Table, check_engine, choo
 from keras_gauss.pipelines.native_corpus import CHUNK_TOKENS_VARIABLE
 from cli_errors import cli_error
 
-NO_TENSORFLOW = {"tensorflow": False, "keras": False}
+NO_TENSORFLOW = {"tensorflow": False, "keras": False, "nltk": False}
 CHUNKS = {CHUNK_TOKENS_VARIABLE: "2000"}  # 8 chunks an epoch: a checkpoint after each
 TRAIN = ["--dim", "4", "--epochs", "2", "--window", "2", "--min-count", "1", "--sample", "0",
          "--threads", "1", "--quiet"]

@@ -34,7 +34,7 @@ ENGINES = {"native": ["--engine", "native", "--threads", "1"],
 # second epoch.
 KILL_AT = {"native": 11, "keras": 45, "keras-device": 3}
 CHUNKS = {CHUNK_TOKENS_VARIABLE: "2000"}
-NO_TENSORFLOW = {"tensorflow": False, "keras": False}
+NO_TENSORFLOW = {"tensorflow": False, "keras": False, "nltk": False}
 needs_native = pytest.mark.skipif(not native_available(),
                                   reason="the native trainer did not build")
 

@@ -26,6 +26,11 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from child_exit import done  # noqa: E402 - this script's folder
+from child_exit import end_without_teardown  # noqa: E402
+
+end_without_teardown()  # before JAX registers its own atexit functions
+
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TESTS)  # for fault_injection only: tests/keras_gauss/ would hide the package
 from fault_injection import KILL_AFTER  # noqa: E402
@@ -148,3 +153,4 @@ def main(out, kind, *args):
 if __name__ == "__main__":
     install()
     main(*sys.argv[1:])
+    done()

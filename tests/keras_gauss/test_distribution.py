@@ -653,23 +653,26 @@ def test_an_error_on_one_process_is_one_line_on_every_process(corpus, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def long_corpus(tmp_path_factory):
+def short_epochs_corpus(tmp_path_factory):
+    """100 lines of 10 words: an epoch of 5 steps, so the first ends soon (all
+    that is trained before the kill), and 200 of them outlast the kill."""
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(100)]
-    path = tmp_path_factory.mktemp("long") / "corpus.txt"
-    path.write_text("\n".join(" ".join(rng.choice(words, 10)) for _ in range(1000)) + "\n")
+    path = tmp_path_factory.mktemp("short") / "corpus.txt"
+    path.write_text("\n".join(" ".join(rng.choice(words, 10)) for _ in range(100)) + "\n")
     return path
 
 
-def test_a_killed_process_is_one_line_on_the_other_within_the_timeout(long_corpus, tmp_path):
+def test_a_killed_process_is_one_line_on_the_other_within_the_timeout(short_epochs_corpus,
+                                                                       tmp_path):
     """Process 1 SIGKILLed mid-training (after process 0's first epoch line):
     process 0 used to wait in a gloo collective until JAX aborted it
     (SIGABRT, ~70 s past --distribution-timeout 20); now it ends with one line
     (exit 2) well within the timeout. (Process 0 killed:
     `test_two_processes_resume_a_killed_run_to_the_uninterrupted_tables`.)"""
     pytest.importorskip("jax")
-    procs = _job(tmp_path, long_corpus, ["--epochs", "200", "--distribution-timeout", "20"],
-                 quiet=False)
+    procs = _job(tmp_path, short_epochs_corpus,
+                 ["--epochs", "200", "--distribution-timeout", "20"], quiet=False)
     line = ""
     while "Epoch 1/" not in line:  # process 0's first epoch line: training is under way
         line = procs[0].stdout.readline()

@@ -18,6 +18,7 @@ the traceback, "result": what a function returned (JSON), "seconds": its
 wall time, "cpu": its CPU seconds (this process's threads)}`.
 """
 
+import gc
 import importlib.util
 import json
 import os
@@ -80,6 +81,10 @@ def main(jobs_file, status_file):
             else:
                 os.environ[key] = value
         keras.backend.clear_session()
+        # What is alive now (Keras, the backends, TensorFlow: half a million
+        # objects, never garbage) is left out of the collections to come: the
+        # child's collections took 10.6 CPU-s, 3.6 with it.
+        gc.freeze()
         start, cpu = time.perf_counter(), time.process_time()
         try:
             status[name] = {"status": "ok", "result": run(target, args)}

@@ -37,11 +37,6 @@ def mixed_float16():
 # -- the tests' jobs on JAX and torch, in one child Python a backend -------
 
 HERE = Path(__file__).parent
-# XLA's CPU code generator of before its fusion emitters, in the JAX child: it
-# compiles the child's hundreds of tiny programs twice as fast (a train step
-# 1.3 -> 0.55 CPU-s; the child's tests 148 -> 115 CPU-s), the same numbers to
-# the tests' tolerances. The HLO the fusion tests read is XLA's input, before it.
-CHILD_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 
 
 def _job(name, out):
@@ -122,8 +117,7 @@ def _child_jobs(backend, request, tmp_path_factory):
     runs its own jobs only.
 
     The JAX child has two host devices (XLA_FLAGS, for
-    `data_parallel_run.py`); the other jobs use the first, as a process with one.
-    It compiles with `CHILD_XLA_FLAGS` too."""
+    `data_parallel_run.py`); the other jobs use the first, as a process with one."""
     pytest.importorskip(backend)
     collected = [item.nodeid for item in request.session.items]
     folder = tmp_path_factory.mktemp(f"{backend}_jobs")
@@ -138,7 +132,7 @@ def _child_jobs(backend, request, tmp_path_factory):
     (folder / "jobs.json").write_text(json.dumps(jobs))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-               XLA_FLAGS=f"{forced_host_devices(2)} {CHILD_XLA_FLAGS}")
+               XLA_FLAGS=forced_host_devices(2))
     done = subprocess.run([sys.executable, str(HERE / "child_jobs.py"), str(folder / "jobs.json"),
                            str(folder / "status.json")], env=env, capture_output=True,
                           text=True, timeout=1800)

@@ -14,6 +14,9 @@ long one starts last.
 
 import importlib.util
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # XLA's LLVM backend without its optimisation passes, and XLA's CPU code
@@ -42,6 +45,45 @@ CHILD_TESTS = {backend: tuple(f"tests/keras_gauss/{tests}" for tests in jobs)
                for backend, jobs in _child_jobs.CHILD_JOBS.items()}
 # Started first, longest first: a minute or more each on 2 cores.
 FIRST = ("jax", JOBS, "torch", "tests/test_readme.py")
+
+
+# The compiled libraries (`keras_gauss.fused.build`), built in the background
+# at the start of a run on a machine whose cache holds none (a fresh machine,
+# as CI's: about 60 CPU-s of g++), so that they compile beside the workers'
+# collection rather than while workers and children wait on a build's lock
+# (CI's suite: +115 s with a cold cache before this). Two processes: the
+# TensorFlow ops, which the in-process tests need first; the native trainers,
+# then the JAX kernels. The same builds, flags and cache as the tests' own.
+PREBUILDS = ("from keras_gauss.fused import build; build.load()",
+             "from keras_gauss.fused import build; build.load_native()\n"
+             "import importlib.util\n"
+             "if importlib.util.find_spec('jax'): build.load_jax()")
+
+
+def _cold_cache():
+    """Whether the kernel cache holds no verified library (a fresh machine)."""
+    from keras_gauss.fused import build
+
+    if os.environ.get("KERAS_GAUSS_DISABLE_FUSED") == "1":
+        return False
+    return not list(Path(build.cache_dir()).glob("*/*.so.json"))
+
+
+def pytest_configure(config):
+    """Starts `PREBUILDS` on a cold cache, once a run (not in xdist's workers)."""
+    if hasattr(config, "workerinput") or not _cold_cache():
+        return
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    config._prebuilds = [subprocess.Popen([sys.executable, "-c", code], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         for code in PREBUILDS]
+
+
+def pytest_unconfigure(config):
+    """Waits for the builds of `pytest_configure` (a build killed half-way would
+    leave its temporary file in the cache)."""
+    for process in getattr(config, "_prebuilds", ()):
+        process.wait()
 
 
 def unit(nodeid):

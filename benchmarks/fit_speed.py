@@ -8,7 +8,11 @@ process) and `before` (the reference code with malloc left alone,
 `KERAS_GAUSS_MALLOC=0`, in its own process: what main did before the kernels):
 
 - `quick-start`: the README quick start, two 19,000 x 50 tables, EL, one
-  negative, at each batch size;
+  negative, at each batch size; on TensorFlow also fed as a `tf.data`
+  dataset without the autotuner (path `tf.data`:
+  `keras_gauss.tf_data.array_batches`;
+  Keras's own dataset of the arrays keeps it, and deleting its iterator at
+  the end of the fit waits for the autotuner's thread);
 - `kl-5neg-temp`: a model keras-gauss does not ship: KL energy, five
   negatives and a trainable temperature (`energies / exp(t)`) on the energies;
 - `hierarchy`: `keras_gauss.hierarchy.model.build_kl_model` (82,115 nodes,
@@ -215,18 +219,29 @@ def _steps_clock():
     return StepsClock()
 
 
-def _fit_rate(model, x, y, batch, steps, warmup_steps):
+def _fit_rate(model, x, y, batch, steps, warmup_steps, feed="arrays"):
     """(pairs/s, ms/step, CPU ms/step, pairs/s of the steps alone, ms of
     `fit`'s own work outside the steps) of a timed fit of `steps` batches
-    after a warm-up fit."""
+    after a warm-up fit. `feed="tf.data"`: the arrays as a `tf.data` dataset
+    of batches without the autotuner (`keras_gauss.tf_data.array_batches`),
+    built inside the timed call, instead of Keras's own dataset of them."""
     n = steps * batch
     warm = warmup_steps * batch
-    model.fit({k: v[:warm] for k, v in x.items()}, y[:warm], batch_size=batch, epochs=1,
-              shuffle=False, verbose=0)
+
+    def fit(count, **kwargs):
+        inputs, labels = {k: v[:count] for k, v in x.items()}, y[:count]
+        if feed == "arrays":
+            return model.fit(inputs, labels, batch_size=batch, epochs=1, shuffle=False,
+                             verbose=0, **kwargs)
+        from keras_gauss.tf_data import array_batches
+
+        return model.fit(array_batches(inputs, labels, batch), epochs=1, shuffle=False, verbose=0,
+                         **kwargs)
+
+    fit(warm)
     clock = _steps_clock()
     start, cpu = time.perf_counter(), time.process_time()
-    history = model.fit({k: v[:n] for k, v in x.items()}, y[:n], batch_size=batch,
-                        epochs=1, shuffle=False, verbose=0, callbacks=[clock])
+    history = fit(n, callbacks=[clock])
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     loss = float(history.history["loss"][-1])
     if not np.isfinite(loss):
@@ -259,6 +274,9 @@ def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
                         "call_ms": call_ms, "native": native, "load": _load()})
 
     def run(path, make, model_name, batch, x, y, steps, warmup):
+        feed = "arrays"
+        if path == "tf.data":  # the kernels, fed a dataset without the autotuner
+            path, feed = "kernels", "tf.data"
         if path == "reference":
             os.environ["KERAS_GAUSS_KERNELS"] = "reference"
         else:
@@ -266,7 +284,8 @@ def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
             if kernels.get() is None:
                 raise RuntimeError("the kernels are unavailable")
         keras.utils.set_random_seed(0)
-        record(model_name, path, batch, lambda: _fit_rate(make(), x, y, batch, steps, warmup))
+        record(model_name, path if feed == "arrays" else feed, batch,
+               lambda: _fit_rate(make(), x, y, batch, steps, warmup, feed))
 
     for negatives, energy, temperature, model_name, model_batches in (
             (1, "el", False, "quick-start", batches),
@@ -277,7 +296,8 @@ def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
         y[:, 0] = 1
         for batch in model_batches:
             steps = max(pairs // batch, 2)
-            for path in paths:
+            quick_tf = model_name == "quick-start" and backend == "tensorflow" and "kernels" in paths
+            for path in paths + (["tf.data"] if quick_tf else []):
                 run(path, lambda: quick_start_model(negatives, energy, temperature,
                                                     steps_per_execution),
                     model_name, batch, x, y, steps, min(4, steps))
@@ -343,7 +363,7 @@ def summarise(rows, repeats, peers=None):
               + (f"{'/ t-c':>7}{'range':>12}{'steps':>7}{'range':>12}" if peers else ""))
     print(header)
     print("-" * len(header))
-    order = {"kernels": 0, "reference": 1, "before": 2}
+    order = {"kernels": 0, "tf.data": 1, "reference": 2, "before": 3}
     for key in sorted(groups, key=lambda k: (k[1] != "quick-start", k[1], k[0], k[3],
                                              order.get(k[2], 9))):
         group = groups[key]

@@ -14,7 +14,9 @@ the package's parts so you can change any of them:
    pairs that two others imply held out for validation and again for test;
 2. a `tf.data` pipeline: shuffled pairs, each with `--negatives` pairs
    whose general node is drawn at random in the pipeline and the reversed
-   pair (the labels rank the true pair first);
+   pair (the labels rank the true pair first), without tf.data's autotuner
+   (`keras_gauss.tf_data.without_autotune`: deleting an autotuned iterator,
+   as `fit` does after every epoch, waits for the autotuner's thread);
 3. one `GaussianEmbedding` table for every node, started nested along the
    training pairs' tree (`keras_gauss.hierarchy.tree_initialization`),
    `KLEnergy` of each candidate pair (`-KL(N_specific || N_general)`, high
@@ -51,6 +53,7 @@ from keras_gauss.hierarchy import split_edges
 from keras_gauss.hierarchy import tree_initialization
 from keras_gauss.hierarchy.config import WordNetConfig
 from keras_gauss.metrics import threshold_classification
+from keras_gauss.tf_data import without_autotune
 
 QUERIES = [("dog.n.01", "canine.n.02"), ("dog.n.01", "carnivore.n.01"),
            ("canine.n.02", "dog.n.01"), ("dog.n.01", "whale.n.02"), ("lion.n.01", "feline.n.01")]
@@ -89,7 +92,7 @@ def pair_dataset(pairs, num_nodes, negatives, batch_size, seed=0, shuffle=True):
     data = tf.data.Dataset.from_tensor_slices(pairs.astype("int32"))
     if shuffle:
         data = data.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
-    return data.batch(batch_size).map(candidates).prefetch(tf.data.AUTOTUNE)
+    return without_autotune(data.batch(batch_size).map(candidates).prefetch(tf.data.AUTOTUNE))
 
 
 # train-wordnet's KL settings for synsets alone (--no-lemmas): this model has no

@@ -155,7 +155,8 @@ def make_dataset(
         A `tf.data.Dataset` of `(x, y)` with `K = negatives + reversed_negatives`:
         ``x = {"specific": (b,), "general": (b,), "neg_specific": (b, K),
         "neg_general": (b, K)}`` (int32 node ids) and ranking labels
-        `y` float32 `(b, 1 + K)` equal to `[1, 0, ..., 0]` (positive first).
+        `y` float32 `(b, 1 + K)` equal to `[1, 0, ..., 0]` (positive first);
+        tf.data's autotuner off (`keras_gauss.tf_data`).
 
     Example:
         >>> from keras_gauss.hierarchy.closure import build_hierarchy
@@ -165,6 +166,8 @@ def make_dataset(
         (TensorShape([32, 2]), [1.0, 0.0, 0.0])
     """
     import tensorflow as tf
+
+    from keras_gauss.tf_data import without_autotune
 
     edges, index, direct = _sampler(data, known, sibling_negatives)
     num_batches = _num_batches(len(edges), batch_size, drop_remainder)
@@ -187,7 +190,8 @@ def make_dataset(
         tf.TensorSpec((None, 1 + k), tf.float32),
     )
     dataset = tf.data.Dataset.from_generator(epoch, output_signature=signature)
-    return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
 
 
 def _ahead():

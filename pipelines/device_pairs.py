@@ -125,8 +125,11 @@ def device_trainer(model, sampler, steps_per_execution=STEPS_PER_EXECUTION, scan
 
 def step_dataset(first, last, negatives, counter=None, batch_size=None):
     """The `tf.data.Dataset` of steps `first..last-1`: `({"step": (1,)}, labels)`;
-    with `counter`, each element adds `batch_size` to it (pairs drawn)."""
+    with `counter`, each element adds `batch_size` to it (pairs drawn). The
+    autotuner is off (`keras_gauss.tf_data`)."""
     import tensorflow as tf
+
+    from keras_gauss.tf_data import without_autotune
 
     label = tf.constant([[1.0] + [0.0] * negatives])
 
@@ -137,4 +140,4 @@ def step_dataset(first, last, negatives, counter=None, batch_size=None):
         with tf.control_dependencies([counter.assign_add(batch_size)]):
             return {"step": tf.identity(x["step"])}, tf.identity(label)
 
-    return tf.data.Dataset.range(first, last).map(element)
+    return without_autotune(tf.data.Dataset.range(first, last).map(element))

@@ -12,7 +12,11 @@ Corpus specifications accepted by `load_corpus`:
   already prepared locally (`tfds_source`), e.g. `"tfds:imdb_reviews:train/text"`;
 * a path to a text file (`.gz` files are decompressed) or to a directory of
   such files (`text_source`);
-* a `tf.data.Dataset` of scalar `tf.string`, returned unchanged.
+* a `tf.data.Dataset` of scalar `tf.string`, read as it is.
+
+Every source comes with tf.data's autotuner off (`without_autotune`), and
+so does every pipeline built on it: deleting an autotuned iterator (at the
+end of each of `fit`'s epochs) waits for the autotuner's thread.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Iterable, Union
 
 import tensorflow as tf
 
+from keras_gauss.tf_data import without_autotune
 from .text_files import expand_paths, check_text_file, verify_gzip  # noqa: F401 - re-exported
 
 __all__ = [
@@ -255,7 +260,8 @@ def load_corpus(corpus: Corpus = None) -> tf.data.Dataset:
             (see the module docstring).
 
     Returns:
-        A `tf.data.Dataset` of scalar `tf.string`, one sentence/document per element.
+        A `tf.data.Dataset` of scalar `tf.string`, one sentence/document per
+        element, with tf.data's autotuner off (`keras_gauss.tf_data`).
 
     Raises:
         FileNotFoundError: For a missing path or an unprepared TFDS dataset.
@@ -270,12 +276,12 @@ def load_corpus(corpus: Corpus = None) -> tf.data.Dataset:
         spec = corpus.element_spec
         if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.is_compatible_with([])):
             raise ValueError(f"a corpus dataset must yield scalar tf.string, got {corpus.element_spec}")
-        return corpus
+        return without_autotune(corpus)
     if corpus is None or corpus == "wordnet":
-        return wordnet_source()
+        return without_autotune(wordnet_source())
     if isinstance(corpus, str) and corpus.startswith("tfds:"):
         m = _TFDS_SPEC.fullmatch(corpus)
         if m is None:
             raise ValueError(f"bad TFDS corpus {corpus!r}: expected tfds:NAME[:SPLIT][/FEATURE]")
-        return tfds_source(m["name"], m["split"] or "train", m["feature"])
-    return text_source(corpus)
+        return without_autotune(tfds_source(m["name"], m["split"] or "train", m["feature"]))
+    return without_autotune(text_source(corpus))

@@ -54,6 +54,7 @@ def test_negatives_impossible():
 def test_dataset_elements(mammal):
     ds = make_dataset(mammal, batch_size=100, negatives=3, reversed_negatives=True, seed=0)
     assert ds.cardinality().numpy() == 66
+    assert ds.options().autotune.enabled is False  # keras_gauss.tf_data
     x, y = next(iter(ds))
     assert set(x) == {"specific", "general", "neg_specific", "neg_general"}
     assert x["specific"].shape == x["general"].shape == (100,)

@@ -14,7 +14,7 @@ from test_pipelines_train import TOPICS, _cosine, tiny_config, topic_corpus
 
 from keras_gauss.layers import SkipGramSampler
 from keras_gauss.pipelines import Vocabulary
-from keras_gauss.pipelines.device_pairs import corpus_ids, device_corpus
+from keras_gauss.pipelines.device_pairs import corpus_ids, device_corpus, step_dataset
 from keras_gauss.pipelines.skipgram import (
     epoch_size, make_skipgram_dataset, negative_table, skipgram_pairs)
 from keras_gauss.pipelines.train import train_corpus
@@ -109,6 +109,12 @@ def test_corpus_ids_and_epoch_size_are_the_pipelines(write_corpus):
         data = device_corpus(ids, lines, vocab.counts, 2, dynamic, sample)
         size = epoch_size(path, vocab, window=2, dynamic_window=dynamic, sample=sample)
         assert (round(data.kept_tokens), round(data.pairs)) == (size.tokens, size.pairs)
+
+
+def test_the_steps_run_without_the_autotuner():  # keras_gauss.tf_data
+    steps = step_dataset(0, 3, negatives=1)
+    assert steps.options().autotune.enabled is False
+    assert [int(x["step"][0]) for x, _ in steps.as_numpy_iterator()] == [0, 1, 2]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import keras_gauss.pipelines.sources
-from keras_gauss.pipelines import load_corpus, text_source, tfds_source
+from keras_gauss.pipelines import Vocabulary, load_corpus, make_skipgram_dataset, text_source, tfds_source
 
 
 def read(ds):
@@ -66,7 +66,8 @@ def test_utf8_char_cut_at_sniff_boundary_is_accepted(tmp_path):
 
 def test_dataset_passthrough_and_check():
     ds = tf.data.Dataset.from_tensor_slices(["x y"])
-    assert load_corpus(ds) is ds
+    assert read(load_corpus(ds)) == ["x y"]
+    assert ds.options().autotune.enabled is None  # the user's dataset is left as it was
     with pytest.raises(ValueError, match="scalar tf.string"):
         load_corpus(tf.data.Dataset.from_tensor_slices([1, 2]))
 
@@ -146,3 +147,17 @@ def test_concatenated_gzip_members_and_zero_padding_are_whole(tmp_path):
     path.write_bytes(gzip.compress(b"a b\n") + b"junk")
     with pytest.raises(ValueError, match="member 2"):
         verify_gzip(path)
+
+
+@pytest.mark.parametrize("source", ["file", "dataset", "tfds"])
+def test_every_pipeline_runs_without_the_autotuner(write_corpus, source):
+    # Deleting an autotuned iterator (at the end of each of fit's epochs)
+    # waits for the autotuner's thread: see keras_gauss.tf_data.
+    corpus = {"file": lambda: write_corpus(["a b c a b", "c a b"]),
+              "dataset": lambda: tf.data.Dataset.from_tensor_slices(["a b c a b", "c a b"]),
+              "tfds": lambda: "tfds:imdb_reviews:train/text"}[source]()
+    with tfds.testing.mock_data(num_examples=2):
+        assert load_corpus(corpus).options().autotune.enabled is False
+        pairs = make_skipgram_dataset(corpus, Vocabulary(["a", "b", "c"], [3, 3, 2]), window=2,
+                                      seed=0, sample=0)
+        assert pairs.options().autotune.enabled is False

@@ -118,7 +118,7 @@ def train(out, steps=6000, seed=0, learning_rate=0.1, min_variance=1e-3, max_var
                   loss=ThresholdedDivergence(threshold=0.0, margin=margin),
                   steps_per_execution=50)
     start = time.perf_counter()
-    model.fit(dataset.repeat(), epochs=steps // 500, steps_per_epoch=500, verbose=0)
+    model.fit(dataset.repeat(), epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0)
     seconds = time.perf_counter() - start
     means = table.means.numpy()
     variances = np.broadcast_to(table.variances.numpy(), means.shape)
@@ -140,6 +140,9 @@ def main():
     parser.add_argument("--from-origin", action="store_true",
                         help="start all means at one point (variances nested by depth)")
     args = parser.parse_args()
+    if args.steps < 50 or args.steps % 50:
+        parser.error(f"--steps must be a positive multiple of 50 (the steps of one compiled "
+                     f"call), got {args.steps}")
 
     from keras_gauss.hierarchy.synthetic import containment
 

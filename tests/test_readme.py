@@ -464,3 +464,30 @@ def test_readme_block(check_id, blocks, project, request):
     if check_id in NEEDS_WORDNET_RUN:
         request.getfixturevalue("wordnet_run")
     TEST_CHECKS[check_id](blocks[check_id], project)
+
+
+@pytest.mark.parametrize("steps", ["30", "0", "120", "150"])
+def test_the_mammals_example_refuses_steps_it_cannot_train_in_one_line(steps, monkeypatch, capsys):
+    """`--steps` below 500 trained no step at all (epochs of 500 steps); now
+    any multiple of 50 (the steps of one compiled call) is trained as given."""
+    spec = importlib.util.spec_from_file_location("wordnet_mammals",
+                                                  ROOT / "examples/wordnet_mammals.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    trained = []
+
+    def train(out, steps, **options):
+        trained.append(steps)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(example, "train", train)
+    monkeypatch.setattr("sys.argv", ["wordnet_mammals.py", "--steps", steps, "--out", "unused"])
+    with pytest.raises(SystemExit):
+        example.main()
+    error = capsys.readouterr().err
+    if steps == "150":
+        assert trained == [150] and not error
+    else:
+        assert trained == []
+        assert error.splitlines()[-1] == ("wordnet_mammals.py: error: --steps must be a positive "
+                                          f"multiple of 50 (the steps of one compiled call), got {steps}")

@@ -18,6 +18,9 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
         y_true: `(batch, list_size)` relevance labels; only their order
             matters (higher is better). `(1, list_size)`: the same labels
             for every list (as when the lists are drawn inside the model).
+            A NaN label orders nothing: its list's loss is NaN (so Keras's
+            `TerminateOnNaN` and `keras_gauss.callbacks.FiniteLoss` stop on
+            it), not a sum that silently leaves its pairs out.
         y_pred: `(batch, list_size)` energies (higher is better).
         margin: the margin `m`.
 
@@ -57,7 +60,7 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
         differences = ops.cast(differences, dtype)
         better = ops.cast(ops.greater(ops.matmul(y_true, differences), 0.0), dtype)
         hinge = ops.relu(margin - ops.matmul(y_pred, differences))
-        return ops.sum(better * hinge, axis=-1)
+        return ops.sum(better * hinge, axis=-1) + nan_labels(y_true)
     # better[b, i, j] is 1 where item i should outrank item j.
     better = ops.cast(
         ops.greater(ops.expand_dims(y_true, -1), ops.expand_dims(y_true, -2)),
@@ -65,7 +68,20 @@ def max_margin_ranking(y_true, y_pred, margin=1.0):
     )
     gaps = ops.expand_dims(y_pred, -1) - ops.expand_dims(y_pred, -2)
     hinge = ops.relu(margin - gaps)
-    return ops.sum(better * hinge, axis=(-2, -1))
+    return ops.sum(better * hinge, axis=(-2, -1)) + nan_labels(y_true)
+
+
+def nan_labels(y_true):
+    """`(batch,)`: NaN for a list with a NaN label, else 0 (added to a
+    loss, so that such a list's loss is NaN instead of leaving it out).
+
+    Example:
+
+    >>> [float(v) for v in nan_labels(np.array([[1.0, 0.0], [np.nan, 0.0], [np.inf, 0.0]]))]
+    [0.0, nan, 0.0]
+    """
+    y_true = ops.convert_to_tensor(y_true)
+    return ops.sum(ops.where(ops.isnan(y_true), y_true, ops.zeros_like(y_true)), axis=-1)
 
 
 def computation_dtype(energies):

@@ -4,6 +4,7 @@ from keras import ops
 from keras_gauss.checks import check_number
 from keras_gauss.losses.max_margin_ranking import check_label_shape
 from keras_gauss.losses.max_margin_ranking import computation_dtype
+from keras_gauss.losses.max_margin_ranking import nan_labels
 
 
 def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
@@ -27,7 +28,8 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
 
     Args:
         y_true: `(batch, list_size)` labels, `> 0` for positive items
-            (`(1, list_size)`: the same labels for every list).
+            (`(1, list_size)`: the same labels for every list); a NaN
+            label makes its list's loss NaN (`max_margin_ranking`).
         y_pred: `(batch, list_size)` energies, such as `KLEnergy` outputs;
             or `(batch,)`, one pair each, with `(batch,)` labels.
         threshold: the tolerance `gamma >= 0` on the divergence of positives.
@@ -58,8 +60,8 @@ def thresholded_divergence(y_true, y_pred, threshold=0.0, margin=1.0):
     if len(y_pred.shape) == 1:
         # `(batch,)` energies of single pairs: a loss each (summed, the
         # batch's mean would have been its sum, and sample weights lost)
-        return losses
-    return ops.sum(losses, axis=-1)
+        return losses + ops.cast(nan_labels(ops.expand_dims(y_true, -1)), dtype)
+    return ops.sum(losses, axis=-1) + ops.cast(nan_labels(y_true), dtype)
 
 
 @keras.saving.register_keras_serializable(package="keras_gauss")

@@ -187,3 +187,15 @@ def test_lists_of_one_energy_are_an_error():
     # no pair to rank: the loss was 0 whatever the energies, and nothing trained
     with pytest.raises(ValueError, match="no pair to rank"):
         MaxMarginRanking()(np.ones((4, 1), np.float32), np.zeros((4, 1), np.float32))
+
+
+@pytest.mark.parametrize("list_size", [3, 301])  # the pair matrix, the broadcasts
+def test_a_nan_label_makes_its_lists_loss_nan_not_a_silent_partial_sum(list_size):
+    y_true = np.zeros((3, list_size), "float32")
+    y_true[:, 0] = 1.0
+    y_true[1, 2] = np.nan
+    y_true[2, 0] = np.inf  # ordered above the rest: a label, not missing
+    y_pred = np.zeros((3, list_size), "float32")
+    got = keras.ops.convert_to_numpy(max_margin_ranking(y_true, y_pred))
+    assert got[0] == got[2] == list_size - 1 and np.isnan(got[1])
+    assert np.isnan(keras.ops.convert_to_numpy(MaxMarginRanking()(y_true, y_pred)))

@@ -94,3 +94,12 @@ def test_dtype_float64_computes_in_float64():
     loss = ThresholdedDivergence(threshold=0.0, margin=1.0, dtype="float64")(y_true, y_pred)
     assert keras.backend.standardize_dtype(loss.dtype) == "float64"
     assert float(loss) == pytest.approx(0.1 + 0.8, abs=1e-15)  # max(0, 0.1), max(0, 1 - 0.2)
+
+
+def test_a_nan_label_makes_its_lists_loss_nan_not_a_silent_partial_sum():
+    labels = np.array([[1.0, 0.0], [1.0, np.nan]], "float32")
+    losses = np.asarray(thresholded_divergence(labels, np.zeros((2, 2), "float32"), margin=1.0))
+    assert losses[0] == 1.0 and np.isnan(losses[1])  # the negative's max(0, 0 + 1 - 0)
+    single = np.asarray(thresholded_divergence(np.array([1.0, np.nan], "float32"),
+                                               np.zeros(2, "float32"), margin=1.0))
+    assert single[0] == 0.0 and np.isnan(single[1])

@@ -1,8 +1,6 @@
 """`python -m keras_gauss`: the `keras-gauss` command."""
 
-import sys
-
-from keras_gauss.cli import main
+from keras_gauss.cli import command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

@@ -40,16 +40,20 @@ os.kill = _reporting_kill
 
 
 def run_cli(argv, env=None, prelude="", timeout=300):
-    """Runs `keras-gauss ARGV` in a child Python (after `prelude`, Python code).
+    """Runs `keras-gauss ARGV` in a child Python (after `prelude`, Python code),
+    as the console script does (`keras_gauss.cli.command`).
 
     Returns:
         `(completed_process, modules)`: `modules` is `{"tensorflow": bool,
         "keras": bool, "nltk": bool}` of the child's `sys.modules` when the command
         returned or the kill hook fired, or None when neither happened.
     """
-    code = (_REPORT + FAULTS + prelude + "\nfrom keras_gauss.cli import main\n"
-            "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as stop:\n"
-            "    code = stop.code\n_report()\nsys.exit(code)\n")
+    # The console script's own end (`keras_gauss.cli.command`), with the
+    # report when `main` returns or fails.
+    code = (_REPORT + FAULTS + prelude + "\nimport keras_gauss.cli as _cli\n_main = _cli.main\n"
+            "def _reporting_main(argv=None):\n    try:\n        return _main(argv)\n"
+            "    finally:\n        _report()\n_cli.main = _reporting_main\n"
+            "_cli.command(sys.argv[1:])\n")
     result = subprocess.run([sys.executable, "-c", code, *map(str, argv)],
                             env={**os.environ, **(env or {})}, capture_output=True, text=True,
                             timeout=timeout)

@@ -180,9 +180,8 @@ def test_an_error_is_one_line_from_the_console_script(tmp_path):
     """`neighbors` on a missing run imports TensorFlow, then fails: stderr is
     the one error line, without TensorFlow's start-up notices (oneDNN's prints
     on some CPUs whatever the log level), with no log settings of the user's.
-    (The console script is `from keras_gauss.cli import main; sys.exit(main())`:
-    it also covers a program that calls `main` itself; `python -m keras_gauss`
-    runs the same `main`, next test.)"""
+    (The console script is `keras_gauss.cli.command`, `main` then the exit;
+    `python -m keras_gauss` runs the same, next test.)"""
     script = os.path.join(os.path.dirname(sys.executable), "keras-gauss")
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
@@ -203,6 +202,49 @@ def test_python_m_keras_gauss_is_the_command_and_its_exit_code(tmp_path, monkeyp
     err = capsys.readouterr().err
     assert err.startswith("keras-gauss neighbors: error: "), err
     assert err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("case", ["returned 0", "returned 3", "registered before", "failed"])
+def test_the_console_script_ends_without_teardown_after_every_atexit_function(case):
+    """After a command that returned, `command` ends the process without
+    Python's teardown of its modules (a TensorFlow job's 1.3 s), once every
+    `atexit` function has run and the output is flushed, with the command's
+    exit code; where another `atexit` function came first, or the command
+    failed, the process ends as usual."""
+    code = 3 if case == "returned 3" else 0
+    script = textwrap.dedent(f"""
+        import atexit
+        import keras_gauss.cli as cli
+
+        class Teardown:
+            def __del__(self):
+                print("teardown", flush=True)
+
+        marker = Teardown()
+        if {case == "registered before"}:
+            atexit.register(print, "registered before")
+
+        def main(argv=None):
+            atexit.register(print, "atexit ran")  # as TensorFlow, JAX or h5py do
+            print("done")  # to a pipe: buffered until flushed
+            if {case == "failed"}:
+                raise RuntimeError("the command failed")
+            return {code}
+
+        cli.main = main
+        cli.command([])
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    lines = done.stdout.splitlines()
+    if case.startswith("returned"):
+        assert (done.returncode, lines) == (code, ["done", "atexit ran"]), done
+    elif case == "registered before":
+        assert (done.returncode, lines) == (0, ["done", "atexit ran", "registered before",
+                                                "teardown"]), done
+    else:
+        assert (done.returncode, lines) == (1, ["done", "atexit ran", "teardown"]), done
+        assert "RuntimeError: the command failed" in done.stderr
 
 
 def test_matplotlib_gets_a_private_config_directory_where_home_cannot_be_written(

@@ -9,7 +9,6 @@ TensorFlow, Keras nor NLTK (a subcommand imports them when it runs), so
 """
 
 import argparse
-import atexit
 import importlib
 import os
 import sys
@@ -270,35 +269,20 @@ def main(argv=None):
                 sys.stdout = stdout
 
 
-_ENDING = []
-
-
 def command(argv=None):
     """The `keras-gauss` console script (and `python -m keras_gauss`): `main`,
     then the exit with its code; after a command that returned (not one that
     failed), the process ends without Python's teardown of its modules (1.3 s
     after a TensorFlow job's last line): every `atexit` function runs and the
-    output is flushed first. Where an `atexit` function was registered before
-    this one (`coverage run`, a program that embeds the command), the
-    process ends as usual.
+    output is flushed first (`keras_gauss.fast_exit`). Where an `atexit`
+    function was registered before this one (`coverage run`, a program that
+    embeds the command), the process ends as usual.
 
     Example: `keras-gauss train-hierarchy --edges pairs.tsv --out runs/h`.
     """
-    ncallbacks = getattr(atexit, "_ncallbacks", None)
-    if ncallbacks is not None and ncallbacks() == 0:
-        atexit.register(_end_without_teardown)  # the first registered runs last
+    from keras_gauss import fast_exit
+
+    fast_exit.end_without_teardown()
     code = main(argv)
-    _ENDING.append(code)
+    fast_exit.done(code)
     sys.exit(code)
-
-
-def _end_without_teardown():
-    if not _ENDING:  # the command failed: its traceback, Python's usual end
-        return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
-            pass
-    code = _ENDING[-1]
-    os._exit(code if isinstance(code, int) else 0 if code is None else 1)

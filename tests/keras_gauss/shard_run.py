@@ -26,8 +26,8 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from child_exit import done  # noqa: E402 - this script's folder
-from child_exit import end_without_teardown  # noqa: E402
+from keras_gauss.fast_exit import done  # noqa: E402
+from keras_gauss.fast_exit import end_without_teardown  # noqa: E402
 
 end_without_teardown()  # before JAX registers its own atexit functions
 

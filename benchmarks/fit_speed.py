@@ -274,9 +274,8 @@ def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
                         "call_ms": call_ms, "native": native, "load": _load()})
 
     def run(path, make, model_name, batch, x, y, steps, warmup):
-        feed = "arrays"
-        if path == "tf.data":  # the kernels, fed a dataset without the autotuner
-            path, feed = "kernels", "tf.data"
+        # `tf.data`: the kernels, fed a dataset without the autotuner
+        feed = "tf.data" if path == "tf.data" else "arrays"
         if path == "reference":
             os.environ["KERAS_GAUSS_KERNELS"] = "reference"
         else:
@@ -284,8 +283,7 @@ def worker(data_path, pairs, batches, paths, label, out, steps_per_execution=1):
             if kernels.get() is None:
                 raise RuntimeError("the kernels are unavailable")
         keras.utils.set_random_seed(0)
-        record(model_name, path if feed == "arrays" else feed, batch,
-               lambda: _fit_rate(make(), x, y, batch, steps, warmup, feed))
+        record(model_name, path, batch, lambda: _fit_rate(make(), x, y, batch, steps, warmup, feed))
 
     for negatives, energy, temperature, model_name, model_batches in (
             (1, "el", False, "quick-start", batches),

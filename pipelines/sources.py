@@ -272,16 +272,21 @@ def load_corpus(corpus: Corpus = None) -> tf.data.Dataset:
         >>> lines = load_corpus("tfds:imdb_reviews:train/text")  # doctest: +SKIP
         >>> lines = load_corpus()  # WordNet glosses  # doctest: +SKIP
     """
+    return without_autotune(_source(corpus))
+
+
+def _source(corpus: Corpus) -> tf.data.Dataset:
+    """`load_corpus`'s dataset of lines, before its options."""
     if isinstance(corpus, tf.data.Dataset):
         spec = corpus.element_spec
         if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.is_compatible_with([])):
             raise ValueError(f"a corpus dataset must yield scalar tf.string, got {corpus.element_spec}")
-        return without_autotune(corpus)
+        return corpus
     if corpus is None or corpus == "wordnet":
-        return without_autotune(wordnet_source())
+        return wordnet_source()
     if isinstance(corpus, str) and corpus.startswith("tfds:"):
         m = _TFDS_SPEC.fullmatch(corpus)
         if m is None:
             raise ValueError(f"bad TFDS corpus {corpus!r}: expected tfds:NAME[:SPLIT][/FEATURE]")
-        return without_autotune(tfds_source(m["name"], m["split"] or "train", m["feature"]))
-    return without_autotune(text_source(corpus))
+        return tfds_source(m["name"], m["split"] or "train", m["feature"])
+    return text_source(corpus)

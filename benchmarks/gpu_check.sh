@@ -5,6 +5,7 @@
 #
 #   benchmarks/gpu_check.sh prepare DIR   # here: a venv with TensorFlow, pip and ../shared/data
 #   bash DIR/gpu_check.sh run [DIR]       # there: 2-3 minutes on an H200
+#   bash DIR/gpu_check.sh wordnet [DIR]   # there: the WordNet main job alone
 #
 # `prepare` fills DIR (about 25 MB) with everything the GPU machine needs:
 #   wheels/      keras-gauss (built from this checkout), keras 3.15.1, namex,
@@ -76,15 +77,20 @@ prepare_wordnet_cache(sys.argv[1])" "$dir/nltk_data"
     ls "$dir/wheels"
 }
 
-run() {
-    local dir=${1:-$here} size=${2:-full} out=${OUT:-/tmp/gpu_check} python=${PYTHON:-python3}
-    mkdir -p "$out"
+install() {  # the carried wheels into /tmp/site (SKIP_INSTALL=1: use what is installed)
+    local dir=$1 python=$2
     if [ "${SKIP_INSTALL:-0}" != 1 ]; then
         "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
             --target /tmp/site "$dir"/wheels/*.whl
         export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
     fi
     export KERAS_BACKEND=jax PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3
+}
+
+run() {
+    local dir=${1:-$here} size=${2:-full} out=${OUT:-/tmp/gpu_check} python=${PYTHON:-python3}
+    mkdir -p "$out"
+    install "$dir" "$python"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null \
         || echo "no nvidia-smi"
     local sizes
@@ -106,6 +112,8 @@ run() {
 
 wordnet() {  # the WordNet main job on the device, beside the CPU run's metrics
     local dir=$1 size=$2 out=$3 python=$4 start
+    dir=$(cd "$dir" && pwd) out=$(cd "$out" && pwd)
+    case $python in */*) python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python") ;; esac
     mkdir -p /tmp/gpu_check_data
     tar xzf "$dir/wordnet.tar.gz" -C /tmp/gpu_check_data
     local flags=()
@@ -113,8 +121,10 @@ wordnet() {  # the WordNet main job on the device, beside the CPU run's metrics
         flags=(--root mammal.n.01 --epochs 2)
     fi
     start=$EPOCHREALTIME
-    KERAS_GAUSS_DATA=/tmp/gpu_check_data/nltk_data "$python" -m keras_gauss train-wordnet \
-        --out "$out/wordnet" --overwrite "${flags[@]}" > "$out/wordnet.log" 2>&1 \
+    # From /tmp: `python -m` puts the working directory first on sys.path, and
+    # a checkout's keras_gauss/ (no hierarchy/ inside) would shadow the wheel.
+    (cd /tmp && KERAS_GAUSS_DATA=/tmp/gpu_check_data/nltk_data "$python" -m keras_gauss \
+        train-wordnet --out "$out/wordnet" --overwrite "${flags[@]}") > "$out/wordnet.log" 2>&1 \
         || { tail -5 "$out/wordnet.log"; return 1; }
     head -1 "$out/wordnet.log"
     "$python" - "$out/wordnet/metrics.json" "$dir/cpu_wordnet.json" \
@@ -136,5 +146,9 @@ PY
 case "$mode" in
     prepare) prepare "${2:?usage: gpu_check.sh prepare DIR}" ;;
     run) shift; run "$@" ;;
+    wordnet)  # the WordNet main job alone: wordnet [DIR [quick]]
+        dir=${2:-$here} out=${OUT:-/tmp/gpu_check} python=${PYTHON:-python3}
+        mkdir -p "$out"; install "$dir" "$python"
+        wordnet "$dir" "${3:-full}" "$out" "$python" 2>&1 | tee -a "$out/gpu_check.log" ;;
     *) sed -n '2,/^set -e/p' "$0" | grep '^#'; exit 2 ;;
 esac

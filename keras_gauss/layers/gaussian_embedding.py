@@ -333,8 +333,10 @@ class GaussianEmbedding(keras.layers.Layer):
         checked at once where they are values (an eager call), and inside a
         compiled step when it runs: by the `kernel`'s gather where it reads
         both tables (a training step on CPU), else by `checked_in_jax_step`
-        (a host callback taken only on a bad id); while jax2tf converts the
-        layer for `model.export`, ids outside read NaN rows instead."""
+        (a host callback taken only on a bad id), or once a call where its
+        steps are scanned (`RowLookups(defer_checks=True)`); while jax2tf
+        converts the layer for `model.export`, ids outside read NaN rows
+        instead."""
         if keras.backend.backend() == "jax":
             import jax
             from jax import numpy as jnp
@@ -343,8 +345,16 @@ class GaussianEmbedding(keras.layers.Layer):
                 if kernel is not None and all(kernel.gathers(table.value)
                                               for table in (self.means, self.variances)):
                     return ids  # the kernel's gather checks them, with this layer's message
+                from keras_gauss.models.row_lookups import active_row_lookups
+
                 ids = jnp.asarray(ids)
                 outside = (ids < 0) | (ids >= self.input_dim)
+                lookups = active_row_lookups()
+                if lookups is not None and lookups.defer_checks:
+                    # checked once a scanned call (`scanned_steps`), not by a
+                    # `cond` a step (on a GPU each waits for the device)
+                    lookups.checks.append((jnp.any(outside), self._raise_out_of_range))
+                    return ids
                 if tracing_for_tensorflow():
                     # jax2tf cannot serialize the check's callback: an id
                     # outside reads a NaN row (`jnp.take` fills), never

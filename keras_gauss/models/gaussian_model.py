@@ -1,5 +1,8 @@
+import threading
+
 import keras
 
+from keras_gauss.checks import checked_in_jax_step
 from keras_gauss.models.row_lookups import RowGradient
 from keras_gauss.models.row_lookups import RowLookups
 from keras_gauss.models.row_lookups import TorchRowLookups
@@ -175,6 +178,10 @@ class GaussianModel(keras.Model):
         x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
         kwargs = {"training": True} if self._call_has_training_arg else {}
 
+        # Inside `scanned_steps`' scan the layers' id checks are left to it
+        # (`_ScannedChecks`): no `cond` a step.
+        scanned = _ScannedChecks.active()
+
         # 1. Which tables are looked up, with ids of what shapes (trace only).
         recorder = RowLookups()
 
@@ -197,19 +204,24 @@ class GaussianModel(keras.Model):
             values = list(trainable)
             for i, value in zip(dense_indices, dense_values):
                 values[i] = value
-            rows = RowLookups(offsets)
+            rows = RowLookups(offsets, defer_checks=scanned is not None)
             with rows:
                 loss, aux = self.compute_loss_and_updates(
                     values, non_trainable, metrics_values, x, y, sample_weight,
                     training=True, optimizer_variables=optimizer_values)
             if [id(v) for v, _ in rows.records] != [id(v) for *_, v in lookups]:
                 raise RuntimeError("GaussianModel: the lookups changed between traces.")
-            return loss, (aux, [ids for _, ids in rows.records])
+            raisers.extend(raise_error for _, raise_error in rows.checks)
+            return loss, (aux, [ids for _, ids in rows.records],
+                          [bad for bad, _ in rows.checks])
 
         dense_values = [trainable[i] for i in dense_indices]
-        (_, (aux, ids_list)), (row_grads, dense_grads) = jax.value_and_grad(
+        raisers = []
+        (_, (aux, ids_list, bad)), (row_grads, dense_grads) = jax.value_and_grad(
             loss_fn, argnums=(0, 1), has_aux=True)(offsets, dense_values)
         unscaled_loss, y_pred, non_trainable, metrics_values = aux
+        if scanned is not None:
+            scanned.add(bad, raisers)
 
         # 3. One RowGradient per table (all its lookups), materialized;
         # summed into a dense array for optimizers that take no rows.
@@ -242,6 +254,45 @@ def _scans(setting):
     return jax.default_backend() != "cpu"
 
 
+class _ScannedChecks:
+    """The id checks of the steps that `scanned_steps` traces in its scan:
+    the layers' traced `bad` flags and the functions that raise their
+    errors, in the order of the step's lookups. The scan carries the first
+    failed check and the call checks it once, after its steps (on a GPU a
+    `lax.cond` in every step waits for the device at each)."""
+
+    _stack = threading.local()
+
+    def __init__(self):
+        self.bad, self.raisers = [], []
+
+    def add(self, bad, raisers):
+        self.bad.extend(bad)
+        self.raisers.extend(raisers)
+
+    def first_failed(self):
+        """A traced int32: 1 + the index of the first check that failed, else 0."""
+        from jax import numpy as jnp
+
+        failed = jnp.int32(0)
+        for i in reversed(range(len(self.bad))):
+            failed = jnp.where(self.bad[i], jnp.int32(i + 1), failed)
+        return failed
+
+    @classmethod
+    def active(cls):
+        return getattr(cls._stack, "checks", None)
+
+    def __enter__(self):
+        self._previous = _ScannedChecks.active()
+        _ScannedChecks._stack.checks = self
+        return self
+
+    def __exit__(self, *exc):
+        _ScannedChecks._stack.checks = self._previous
+        return False
+
+
 def scanned_steps(train_step, steps):
     """Keras's JAX `train_function` for `steps` steps a call, the steps in one
     compiled `lax.scan` (JAX).
@@ -251,9 +302,11 @@ def scanned_steps(train_step, steps):
     already, so callbacks, `fit`'s step numbers and checkpoints are those
     of single steps) and runs `train_step(state, batch)` on each in turn,
     carrying the state, inside one jitted function (donating the state);
-    the logs are the last step's. Batches of differing shapes (a smaller
-    last batch) run one compiled step each; a shorter last call compiles
-    once more.
+    the logs are the last step's. The layers' id checks run once a call,
+    after its steps (`_ScannedChecks`): an id outside a table in any step
+    fails the call with the layer's line. Batches of differing shapes (a
+    smaller last batch) run one compiled step each; a shorter last call
+    compiles once more.
 
     Example:
 
@@ -266,16 +319,27 @@ def scanned_steps(train_step, steps):
 
     def scan(state, batches):
         stacked = jax.tree.map(lambda *parts: jnp.stack(parts), *batches)
+        raisers = []
 
-        def body(state, batch):
-            logs, new_state = train_step(state, batch)
+        def body(carry, batch):
+            state, failed = carry
+            with _ScannedChecks() as checks:
+                logs, new_state = train_step(state, batch)
+            raisers[:] = checks.raisers
             # the carry keeps its types (a weakly typed scalar stays so)
             new_state = jax.tree.map(lambda new, old: jnp.asarray(new, old.dtype)
                                      if hasattr(old, "dtype") else new, new_state, state)
-            return new_state, logs
+            failed = jnp.where(failed > 0, failed, checks.first_failed())
+            return (new_state, failed), logs
 
-        state, logs = jax.lax.scan(body, state, stacked)
-        return jax.tree.map(lambda value: value[-1], logs), state
+        (state, failed), logs = jax.lax.scan(body, (state, jnp.int32(0)), stacked)
+        logs = jax.tree.map(lambda value: value[-1], logs)
+        if raisers:  # the steps' id checks, once: a failed one fails the call
+            leaves, tree = jax.tree.flatten(logs)
+            leaves[0] = checked_in_jax_step(
+                leaves[0], failed > 0, lambda failed: raisers[int(failed) - 1](), failed)
+            logs = jax.tree.unflatten(tree, leaves)
+        return logs, state
 
     many = jax.jit(scan, donate_argnums=0)
     one = jax.jit(train_step, donate_argnums=0)
@@ -297,6 +361,7 @@ def scanned_steps(train_step, steps):
             logs, state = one(state, batch)
         return logs, state
 
+    iterator_step.scan = many  # the jitted scan: `scan(state, batches)`
     return iterator_step
 
 

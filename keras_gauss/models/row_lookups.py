@@ -110,11 +110,19 @@ class RowLookups:
         offsets: `None` (record only; the shapes are read from the records)
             or one array per lookup, in call order, shaped `ids.shape +
             (columns,)`, added to the gathered rows.
+        defer_checks: False (default) or True: the layers leave their ids'
+            range check to the caller, appending `(bad, raise_error)` to
+            `checks` (`bad` a traced boolean, `raise_error()` raises the
+            layer's error) instead of a `lax.cond` in the step (on a GPU
+            each `cond` waits for the device: `scanned_steps` checks once
+            a call instead).
     """
 
-    def __init__(self, offsets=None):
+    def __init__(self, offsets=None, defer_checks=False):
         self.offsets = offsets
+        self.defer_checks = defer_checks
         self.records = []
+        self.checks = []
 
     def lookup(self, variable, ids, take=None):
         """The rows `ids` of `variable` (`take(table, ids)`, when given and

@@ -243,6 +243,48 @@ def test_a_failed_jax_step_is_one_line_and_the_model_then_says_its_values_are_lo
         run(bad % 20)
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX only: its steps in one lax.scan")
+@pytest.mark.parametrize("bad_column", [None, 0, 1])
+def test_scanned_steps_check_the_ids_once_a_call(monkeypatch, bad_column):
+    """Where `GaussianModel` runs a call's steps in one `lax.scan` (a GPU;
+    here asked for) and no kernel gathers (a GPU), the layers' id checks run
+    once a call, after the steps: one `cond` for both layers, none in the
+    steps (on a GPU each waits for the device). An id outside a table in
+    any step of the call fails `fit` with that layer's line."""
+    import jax
+
+    from keras_gauss import ELEnergy
+    from keras_gauss import GaussianModel
+    from keras_gauss import SparseAdagrad
+
+    monkeypatch.setenv("KERAS_GAUSS_KERNELS", "reference")  # what a GPU runs
+    ids = keras.Input((2,), dtype="int32")
+    words = GaussianEmbedding(20, 3, name="words")(ids[:, :1])
+    contexts = GaussianEmbedding(20, 3, name="contexts")(ids[:, 1:])
+    model = GaussianModel(ids, ELEnergy()(*words, *contexts))
+    model.compile(SparseAdagrad(0.1), "mse", steps_per_execution=4)
+    model.scan_steps = True
+    x = np.random.default_rng(0).integers(0, 20, (32, 2)).astype("int32")
+    y = np.zeros((32, 1), "float32")
+    if bad_column is None:
+        model.fit(x, y, batch_size=4, verbose=0)
+        model.make_train_function(force=True)
+        state = ([v.value for v in model.trainable_variables],
+                 [v.value for v in model.non_trainable_variables],
+                 [v.value for v in model.optimizer.variables],
+                 [v.value for v in model.metrics_variables])
+        batches = tuple((x[i:i + 4], y[i:i + 4]) for i in range(0, 16, 4))
+        text = model.train_function.scan.lower(state, batches).compiler_ir(
+            "hlo").as_hlo_text()
+        assert text.count(" conditional(") == 1, text.count(" conditional(")
+        return
+    x[22, bad_column] = 20  # the 2nd call's 2nd step
+    name = ("words", "contexts")[bad_column]
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match=re.escape(
+            f"GaussianEmbedding '{name}': ids must lie in [0, input_dim=20)")):
+        model.fit(x, y, batch_size=4, verbose=0)
+
+
 def _pair_energy(mean, var):
     from keras_gauss import ELEnergy
 

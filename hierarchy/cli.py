@@ -279,7 +279,7 @@ def device_settings(args, gpu=None):
     >>> import argparse
     >>> args = argparse.Namespace(engine=None, batch_size=None)
     >>> device_settings(args, gpu="NVIDIA H200")
-    'GPU NVIDIA H200: --engine keras, --batch-size 4096 (--engine native: the C++ trainer on the CPU)'
+    'GPU NVIDIA H200: --engine keras, --batch-size 1024 (--engine native: the C++ trainer on the CPU)'
     """
     from keras_gauss import job
     from keras_gauss.hierarchy.config import GPU_SETTINGS

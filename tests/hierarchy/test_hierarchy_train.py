@@ -438,8 +438,8 @@ def test_on_a_gpu_the_settings_not_given_are_the_gpu_ones():
 
     args = unset(GPU_SETTINGS)
     line = device_settings(args, gpu="Fake GPU")
-    assert vars(args) == GPU_SETTINGS == {"engine": "keras", "batch_size": 4096}
-    assert line == ("GPU Fake GPU: --engine keras, --batch-size 4096 (--engine native: the "
+    assert vars(args) == GPU_SETTINGS == {"engine": "keras", "batch_size": 1024}
+    assert line == ("GPU Fake GPU: --engine keras, --batch-size 1024 (--engine native: the "
                     "C++ trainer on the CPU)")
     # a setting given is kept; --engine native is the CPU trainer with its defaults
     args = unset(GPU_SETTINGS, batch_size=512)
@@ -483,8 +483,8 @@ def test_the_hierarchy_commands_say_in_their_first_line_that_they_use_the_gpu(
     monkeypatch.setattr(job, "jax_gpu", lambda: "Fake GPU")
     assert main([command, *source, "--out", str(tmp_path / "gpu")]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("GPU Fake GPU: --engine keras, --batch-size 4096")
-    assert (seen[-1].engine, seen[-1].batch_size) == ("keras", 4096)
+    assert first.startswith("GPU Fake GPU: --engine keras, --batch-size 1024")
+    assert (seen[-1].engine, seen[-1].batch_size) == ("keras", 1024)
     # the CPU's defaults where --engine native is asked for, or where there is no GPU
     assert main([command, *source, "--out", str(tmp_path / "native"), "--engine", "native"]) == 0
     monkeypatch.setattr(job, "jax_gpu", lambda: None)

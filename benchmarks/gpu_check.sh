@@ -4,7 +4,7 @@
 # TensorFlow, Keras or keras-gauss, and no network. Two steps:
 #
 #   benchmarks/gpu_check.sh prepare DIR   # here: a venv with TensorFlow, pip and ../shared/data
-#   bash DIR/gpu_check.sh run [DIR]       # there: 2-3 minutes on an H200
+#   bash DIR/gpu_check.sh run [DIR]       # there: about 4 minutes on an H200
 #   bash DIR/gpu_check.sh wordnet [DIR]   # there: the WordNet main job alone
 #
 # `prepare` fills DIR (about 25 MB) with everything the GPU machine needs:

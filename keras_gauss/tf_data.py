@@ -41,26 +41,32 @@ def without_autotune(dataset):
     return dataset.with_options(options)
 
 
-def array_batches(x, y=None, batch_size=32):
+def array_batches(x, y=None, batch_size=32, shuffle=False, seed=None):
     """NumPy arrays as a `tf.data` dataset of `(x, y)` batches for `fit`, without the autotuner.
 
-    What `model.fit(x, y, batch_size=batch_size, shuffle=False)` feeds, the
-    same batches in the same order (the last one smaller when `batch_size`
-    does not divide the rows), as one slice of the arrays a batch, without
-    the stall at the end of each epoch (see the module docstring). Every
-    epoch reads the rows in the given order: shuffle them first where that
-    matters.
+    With `shuffle=False` (default), what `model.fit(x, y,
+    batch_size=batch_size, shuffle=False)` feeds: the same batches in the
+    same order (the last one smaller when `batch_size` does not divide the
+    rows), one slice of the arrays a batch. With `shuffle=True`, as `fit`'s
+    own default does, every epoch (every iteration of the dataset) reads the
+    rows in a new order, drawn from `seed`; the rows of `x` and `y` stay
+    together. Either way without the stall at the end of each epoch (see
+    the module docstring).
 
     Args:
         x: an array or a dict (or tuple) of arrays, the same rows each.
         y: the labels, an array or a structure of them; `None`: `x` alone.
         batch_size: rows a batch (default 32, as Keras's).
+        shuffle: False (default: the rows in the given order) or True (a
+            new order each epoch).
+        seed: the seed of the orders with `shuffle=True`; None: unseeded.
 
     Returns:
         A `tf.data.Dataset` of `(x, y)` batches (of `x` batches without `y`).
 
     Raises:
-        ValueError: for `batch_size < 1`, no rows, or arrays of different lengths.
+        ValueError: for `batch_size < 1`, `shuffle` not a bool, no rows, or
+            arrays of different lengths.
 
     Example:
 
@@ -68,12 +74,17 @@ def array_batches(x, y=None, batch_size=32):
     >>> data = array_batches({"word": np.arange(5)}, np.zeros((5, 2)), batch_size=2)
     >>> [tuple(x["word"].shape) for x, _ in data]
     [(2,), (2,), (1,)]
+    >>> data = array_batches(np.arange(5), batch_size=2, shuffle=True, seed=0)
+    >>> sorted(np.concatenate(list(data.as_numpy_iterator())).tolist())  # each row once
+    [0, 1, 2, 3, 4]
     """
     import numpy as np
     import tensorflow as tf
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if not isinstance(shuffle, bool):
+        raise ValueError(f"shuffle must be True or False, got {shuffle!r}")
     data = x if y is None else (x, y)
     arrays = tf.nest.map_structure(np.asarray, data)
     lengths = {len(a) if a.ndim else 0 for a in tf.nest.flatten(arrays)}
@@ -82,6 +93,20 @@ def array_batches(x, y=None, batch_size=32):
     rows = lengths.pop()
     if rows == 0:
         raise ValueError("no rows to batch")
+    if shuffle:  # a new permutation each iteration; each batch's rows gathered
+        tensors = tf.nest.map_structure(tf.constant, arrays)
+
+        def batches_of(order):
+            return tf.data.Dataset.range(0, rows, batch_size).map(
+                lambda start: tf.nest.map_structure(
+                    lambda t: tf.gather(t, order[start:start + batch_size]), tensors))
+
+        orders = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1).map(
+            lambda draw: tf.random.experimental.stateless_shuffle(
+                tf.range(rows, dtype=tf.int64), seed=tf.stack([draw, 0])))
+        batches = orders.flat_map(batches_of).apply(  # the number of batches known, as fit's
+            tf.data.experimental.assert_cardinality(-(-rows // batch_size)))
+        return without_autotune(batches)
     whole = rows // batch_size * batch_size
     batches = None
     if whole:

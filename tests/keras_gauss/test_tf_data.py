@@ -46,6 +46,29 @@ def test_array_batches_train_as_fit_on_the_arrays():
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def test_shuffled_array_batches_read_every_row_once_in_a_new_order_each_epoch():
+    x = {"word": np.arange(10), "negatives": np.arange(20).reshape(10, 2)}
+    y = np.arange(10, dtype="float32")[:, None] * [1, 0]
+    data = array_batches(x, y, batch_size=4, shuffle=True, seed=3)
+    assert data.options().autotune.enabled is False
+    assert int(data.cardinality()) == 3  # fit knows the steps of an epoch
+    epochs = []
+    for _ in range(2):  # an iteration a fit epoch
+        batches = list(data.as_numpy_iterator())
+        assert [len(b[1]) for b in batches] == [4, 4, 2]
+        words = np.concatenate([b[0]["word"] for b in batches])
+        assert sorted(words.tolist()) == list(range(10))  # every row once
+        # the rows of each input and of the labels stay together
+        assert np.array_equal(np.concatenate([b[0]["negatives"] for b in batches]),
+                              x["negatives"][words])
+        assert np.array_equal(np.concatenate([b[1] for b in batches])[:, 0], words)
+        epochs.append(words.tolist())
+    assert epochs[0] != epochs[1] and epochs[0] != list(range(10))
+    again = array_batches(x, y, batch_size=4, shuffle=True, seed=3)
+    assert [np.concatenate([b[0]["word"] for b in again.as_numpy_iterator()]).tolist()
+            for _ in range(2)] == epochs  # the seed's orders
+
+
 @pytest.mark.parametrize("x, y, batch_size, message", [
     (np.zeros(4), None, 0, "batch_size must be an integer >= 1, got 0"),
     (np.zeros(4), None, 2.0, "batch_size must be an integer >= 1, got 2.0"),
@@ -55,3 +78,5 @@ def test_array_batches_train_as_fit_on_the_arrays():
 def test_array_batches_refuse_bad_input_in_one_line(x, y, batch_size, message):
     with pytest.raises(ValueError, match=message):
         array_batches(x, y, batch_size)
+    with pytest.raises(ValueError, match="shuffle must be True or False, got 'yes'"):
+        array_batches(np.zeros(4), batch_size=2, shuffle="yes")
